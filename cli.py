@@ -1,0 +1,162 @@
+"""dcplace command line: parses arguments, calls the library, prints with rich.
+
+Exit codes: 0 success; 1 a plan failed its independent check; 2 bad input (every problem
+is listed, naming file, row and field); 3 the scenario is infeasible.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from models import ScenarioError, load_scenario
+from models.plan import Plan
+from optimizer.check import check_plan_folder
+from optimizer.index import build_index
+from optimizer.pipeline import PlanCheckFailed, solve_to_folder
+from optimizer.precheck import precheck
+from optimizer.solve import InfeasibleScenario, SolveOptions
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Placement engine for AI infrastructure.")
+console = Console()
+err = Console(stderr=True)
+
+EXIT_CHECK_FAILED = 1
+EXIT_BAD_INPUT = 2
+EXIT_INFEASIBLE = 3
+
+ScenarioArg = typer.Argument(None, help="Scenario YAML file; omit for the embedded default.", show_default=False)
+
+
+def _bad_input(exc: ScenarioError) -> None:
+    err.print(f"[bold red]The scenario has {len(exc.problems)} problem(s):[/]")
+    for problem in exc.problems:
+        err.print(f"  • {problem}", markup=False, highlight=False)
+    raise typer.Exit(EXIT_BAD_INPUT)
+
+
+def _money(usd: float) -> str:
+    return f"${usd / 1e6:,.2f}M"
+
+
+def print_plan(plan: Plan, out_dir: Path | None = None) -> None:
+    s = plan.solve
+    gap = f"{s.gap:.2%}" if s.gap is not None else "n/a"
+    console.print(
+        f"[bold]{plan.scenario}[/]: [green]{s.status}[/] in {s.build_time_s + s.solve_time_s:.1f} s "
+        f"({s.model['rows']:,} rows, {s.model['columns']:,} columns, {s.model['integers']:,} integers; gap {gap})"
+    )
+    table = Table(title="Open sites", title_justify="left")
+    for column in ("site", "role", "racks", "GPUs", "IT MW", "facility MW", "cooling", "fabric", "cost/yr"):
+        table.add_column(column, justify="right" if column in ("racks", "GPUs", "IT MW", "facility MW", "cost/yr") else "left")
+    for site in sorted((x for x in plan.sites if x.open), key=lambda x: -x.total_cost_usd_per_year):
+        table.add_row(
+            f"{site.name}", site.role, f"{site.racks_total:,}", f"{site.gpus:,}", f"{site.it_kw / 1000:,.1f}",
+            f"{site.facility_kw / 1000:,.1f}", ", ".join(site.zones), ", ".join(site.fabrics), _money(site.total_cost_usd_per_year),
+        )
+    console.print(table)
+    if plan.jobs:
+        jobs = Table(title="Training jobs", title_justify="left")
+        for column in ("job", "site", "fabric", "chip", "H100-eq GPUs"):
+            jobs.add_column(column)
+        names = {x.id: x.name for x in plan.sites}
+        for j in plan.jobs:
+            jobs.add_row(j.name, names[j.site], j.fabric, j.chip, f"{j.gpus_h100_equiv:,.0f}")
+        console.print(jobs)
+    costs = Table(title="Annual cost", title_justify="left")
+    costs.add_column("category")
+    costs.add_column("USD/yr", justify="right")
+    for category, value in plan.cost_breakdown_usd_per_year.items():
+        if value:
+            costs.add_row(category.replace("_", " "), _money(value))
+    costs.add_row("[bold]total[/]", f"[bold]{_money(plan.objective_usd_per_year)}[/]")
+    console.print(costs)
+    k = plan.kpis
+    console.print(
+        f"Inference: {k['tokens_per_s_served_peak']:,.0f} tok/s at peak, ${k['usd_per_m_tokens']:.3f} per M tokens, "
+        f"mean RTT {k['mean_rtt_ms']:.1f} ms, {k['demand_within_budget_share']:.1%} within budget. "
+        f"IT {k['it_mw_inference']:.1f} MW inference + {k['it_mw_training']:.1f} MW training; "
+        f"{k['emissions_t_per_year']:,.0f} t CO2/yr."
+    )
+    if out_dir is not None:
+        console.print(f"Plan written to [bold]{out_dir}[/] and checked.")
+
+
+@app.command()
+def solve(
+    scenario: Optional[Path] = ScenarioArg,
+    out: Path = typer.Option(Path("plan"), "--out", "-o", help="Plan folder to write (replaced atomically)."),
+    time_limit: float = typer.Option(300.0, "--time-limit", help="Solver time limit, seconds."),
+    gap: float = typer.Option(1e-4, "--gap", help="Relative MIP gap at which to stop."),
+    threads: int = typer.Option(1, "--threads", help="Solver threads."),
+    seed: int = typer.Option(0, "--seed", help="Solver random seed."),
+) -> None:
+    """Solve a scenario and write its plan folder."""
+    try:
+        options = SolveOptions(time_limit_s=time_limit, mip_gap=gap, threads=threads, seed=seed)
+    except ValueError as exc:
+        err.print(f"[red]Bad option:[/] {exc}")
+        raise typer.Exit(EXIT_BAD_INPUT)
+    try:
+        plan, _ = solve_to_folder(scenario, out, options)
+    except ScenarioError as exc:
+        _bad_input(exc)
+    except InfeasibleScenario as exc:
+        err.print(f"[bold red]Infeasible:[/] {exc}")
+        raise typer.Exit(EXIT_INFEASIBLE)
+    except PlanCheckFailed as exc:
+        err.print(f"[bold red]{exc}[/]")
+        raise typer.Exit(EXIT_CHECK_FAILED)
+    print_plan(plan, out)
+
+
+@app.command()
+def validate(scenario: Optional[Path] = ScenarioArg) -> None:
+    """Check a scenario's files and what can be known before solving; list every problem."""
+    try:
+        loaded = load_scenario(scenario)
+        problems = precheck(build_index(loaded))
+        if problems:
+            raise ScenarioError(problems)
+    except ScenarioError as exc:
+        _bad_input(exc)
+    demand = sum(sum(r.demand_tok_s.values()) for r in loaded.regions)
+    console.print(
+        f"[green]OK[/]: scenario '{loaded.name}': {len(loaded.sites)} sites, {len(loaded.regions)} regions "
+        f"({demand:,.0f} tok/s peak demand), {len(loaded.jobs)} training jobs, {len(loaded.catalog.rack_configs)} rack configurations."
+    )
+
+
+@app.command()
+def check(folder: Path = typer.Argument(..., help="A plan folder written by `dcplace solve`.")) -> None:
+    """Re-check a plan folder with the independent checker."""
+    if not (folder / "plan.json").exists() or not (folder / "inputs" / "scenario.yaml").exists():
+        err.print(f"[red]{folder}: not a plan folder[/] (plan.json and inputs/scenario.yaml are needed). Fix: give a folder written by `dcplace solve`.")
+        raise typer.Exit(EXIT_BAD_INPUT)
+    try:
+        report = check_plan_folder(folder)
+    except (KeyError, ValueError, OSError) as exc:
+        err.print(f"[red]{folder}: the plan folder is damaged[/] ({type(exc).__name__}: {exc}). Fix: re-run `dcplace solve`.")
+        raise typer.Exit(EXIT_BAD_INPUT)
+    if report.ok:
+        console.print(
+            f"[green]PASS[/]: {folder}: {len(report.checked)} constraint families hold "
+            f"({', '.join(report.checked)}); line items add up to ${report.recomputed_cost_usd_per_year:,.2f}/yr."
+        )
+        return
+    err.print(f"[bold red]FAIL[/]: {folder}: {len(report.violations)} violation(s):")
+    for v in report.violations:
+        err.print(f"  • {v}", markup=False, highlight=False)
+    raise typer.Exit(EXIT_CHECK_FAILED)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

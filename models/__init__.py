@@ -1,0 +1,26 @@
+"""The domain: validated records, the scenario file format, and the plan."""
+
+from models.errors import InputProblem, ScenarioError
+from models.files import default_scenario_path, load_scenario, write_scenario
+from models.records import (
+    Catalog,
+    Chip,
+    Cooling,
+    Economics,
+    Fabric,
+    Latency,
+    Policies,
+    RackConfig,
+    Region,
+    Scenario,
+    Site,
+    Throughput,
+    TrainingJob,
+    Workload,
+)
+
+__all__ = [
+    "Catalog", "Chip", "Cooling", "Economics", "Fabric", "InputProblem", "Latency", "Policies",
+    "RackConfig", "Region", "Scenario", "ScenarioError", "Site", "Throughput", "TrainingJob",
+    "Workload", "default_scenario_path", "load_scenario", "write_scenario",
+]

@@ -1,0 +1,64 @@
+"""Input problems that name the file, the row and the field, and say what would fix them.
+
+Loading collects every problem it finds before raising, so a user fixes a file in one
+pass instead of one error per run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class InputProblem:
+    """One thing wrong with the inputs.
+
+    `row` is the 1-based line number in a CSV file (the header is line 1, so the first
+    record is row 2) or the 1-based feature number in a GeoJSON/GeoPackage layer; None
+    when the problem is not tied to one row.
+    """
+
+    file: str
+    row: int | None
+    field: str | None
+    message: str
+    fix: str = ""
+
+    def __str__(self) -> str:
+        where = self.file
+        if self.row is not None:
+            where += f", row {self.row}"
+        if self.field:
+            where += f", field '{self.field}'"
+        text = f"{where}: {self.message}"
+        if self.fix:
+            text += f" Fix: {self.fix}"
+        return text
+
+
+class ScenarioError(Exception):
+    """The scenario cannot be used as given; `problems` lists every reason found."""
+
+    def __init__(self, problems: list[InputProblem]):
+        self.problems = list(problems)
+        super().__init__("\n".join(str(p) for p in self.problems))
+
+
+class ProblemLog:
+    """Collects problems while loading; `raise_if_any` ends the load if there were any."""
+
+    def __init__(self) -> None:
+        self.problems: list[InputProblem] = []
+
+    def add(self, file: str, row: int | None, field: str | None, message: str, fix: str = "") -> None:
+        self.problems.append(InputProblem(file, row, field, message, fix))
+
+    def extend(self, problems: list[InputProblem]) -> None:
+        self.problems.extend(problems)
+
+    def __bool__(self) -> bool:
+        return bool(self.problems)
+
+    def raise_if_any(self) -> None:
+        if self.problems:
+            raise ScenarioError(self.problems)

@@ -1,0 +1,180 @@
+"""The plan: what the optimizer decided, what it costs, and how it was obtained.
+
+A plan folder (docs/plan-format.md) holds plan.json (this record), sites.csv,
+assignments.csv, jobs.csv, and inputs/ (the resolved scenario as loadable files plus
+provenance.json). Folders are written atomically: everything goes to a temporary sibling
+that is renamed into place only when complete.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Callable, Literal
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict
+
+from models.files import write_scenario
+from models.records import Scenario
+
+PLAN_FORMAT_VERSION = 1
+
+
+class PlanRecord(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RackLine(PlanRecord):
+    """Racks of one configuration in one cooling zone for one purpose at a site."""
+
+    config: str
+    chip: str
+    cooling: str
+    purpose: Literal["inference", "training"]
+    workload: str | None = None
+    fabric: str | None = None
+    racks: int
+    gpus: int
+    it_kw: float
+    facility_kw: float
+    cost_usd_per_year: dict[str, float]
+
+
+class SitePlan(PlanRecord):
+    id: str
+    name: str
+    lat: float
+    lon: float
+    country: str
+    open: bool
+    role: Literal["training", "inference", "mixed", "idle", "closed"]
+    zones: list[str]
+    fabrics: list[str]
+    racks: list[RackLine]
+    racks_total: int
+    gpus: int
+    it_kw: float
+    facility_kw: float
+    power_limit_kw: float
+    floor_racks: int
+    served_tok_s: dict[str, float]
+    emissions_t_per_year: float
+    upfront_capex_usd: float
+    cost_usd_per_year: dict[str, float]
+    total_cost_usd_per_year: float
+
+
+class Assignment(PlanRecord):
+    region: str
+    region_name: str
+    workload: str
+    site: str
+    share: float
+    served_tok_s: float
+    rtt_ms: float
+    rtt_budget_ms: float
+
+
+class JobPlacement(PlanRecord):
+    job: str
+    name: str
+    site: str
+    fabric: str
+    chip: str
+    gpus_h100_equiv: float
+
+
+class SolveRecord(PlanRecord):
+    solver: str
+    solver_version: str
+    status: Literal["optimal", "feasible", "infeasible", "unbounded", "error", "no_solution"]
+    termination: str
+    objective_usd_per_year: float | None
+    best_bound_usd_per_year: float | None
+    gap: float | None
+    build_time_s: float
+    solve_time_s: float
+    extract_time_s: float = 0.0
+    options: dict[str, Any]
+    model: dict[str, int]
+
+
+class Plan(PlanRecord):
+    format_version: int = PLAN_FORMAT_VERSION
+    scenario: str
+    scenario_hash: str
+    created_utc: str
+    solve: SolveRecord
+    objective_usd_per_year: float
+    cost_breakdown_usd_per_year: dict[str, float]
+    kpis: dict[str, float]
+    sites: list[SitePlan]
+    assignments: list[Assignment]
+    jobs: list[JobPlacement]
+    provenance: dict[str, Any]
+
+
+# --------------------------------------------------------------------------- folder
+
+
+def _site_rows(plan: Plan) -> pd.DataFrame:
+    rows = []
+    for s in plan.sites:
+        row = {
+            "id": s.id, "name": s.name, "lat": s.lat, "lon": s.lon, "country": s.country, "open": s.open,
+            "role": s.role, "zones": ";".join(s.zones), "fabrics": ";".join(s.fabrics), "racks": s.racks_total,
+            "gpus": s.gpus, "it_kw": s.it_kw, "facility_kw": s.facility_kw, "power_limit_kw": s.power_limit_kw,
+            "floor_racks": s.floor_racks, "emissions_t_per_year": s.emissions_t_per_year,
+            "upfront_capex_usd": s.upfront_capex_usd, "total_cost_usd_per_year": s.total_cost_usd_per_year,
+        }
+        row.update({f"served_{w}_tok_s": v for w, v in s.served_tok_s.items()})
+        row.update({f"cost_{c}_usd_per_year": v for c, v in s.cost_usd_per_year.items()})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def write_plan_folder(plan: Plan, scenario: Scenario, out_dir: str | Path, verify: Callable[[Path], None] | None = None) -> Path:
+    """Write the plan folder atomically; an existing folder is replaced only on success.
+
+    `verify(tmp_folder)` runs on the complete folder before it is moved into place; if it
+    raises, nothing is left behind.
+    """
+    out_dir = Path(out_dir).resolve()
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".tmp", dir=out_dir.parent))
+    try:
+        (tmp / "plan.json").write_text(plan.model_dump_json(indent=2))
+        _site_rows(plan).to_csv(tmp / "sites.csv", index=False)
+        pd.DataFrame([a.model_dump() for a in plan.assignments], columns=list(Assignment.model_fields)).to_csv(
+            tmp / "assignments.csv", index=False
+        )
+        pd.DataFrame([j.model_dump() for j in plan.jobs], columns=list(JobPlacement.model_fields)).to_csv(tmp / "jobs.csv", index=False)
+        write_scenario(scenario, tmp / "inputs")
+        (tmp / "inputs" / "provenance.json").write_text(json.dumps(plan.provenance, indent=2, sort_keys=True))
+        if verify is not None:
+            verify(tmp)
+        _swap_into_place(tmp, out_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out_dir
+
+
+def _swap_into_place(tmp: Path, out_dir: Path) -> None:
+    if not out_dir.exists():
+        os.rename(tmp, out_dir)
+        return
+    old = out_dir.with_name(f".{out_dir.name}.old")
+    shutil.rmtree(old, ignore_errors=True)
+    os.rename(out_dir, old)
+    os.rename(tmp, out_dir)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def read_plan(folder: str | Path) -> Plan:
+    """The Plan record of a plan folder."""
+    return Plan.model_validate_json((Path(folder) / "plan.json").read_text())

@@ -1,0 +1,243 @@
+"""Typed domain records: one validated row of an input table, or one section of a scenario.
+
+Units are part of every name that could be doubted and are the units used everywhere
+inside dcplace (see docs/units in README). Conversions from other input units (MW, for
+example) happen once, in `models.loading`, never here or later.
+
+Every numeric field carries its bounds, and where a wrong value usually means a unit
+mistake the `fix` text says so; `models.loading` turns validation failures into
+`InputProblem`s that name the file, the row and the field.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+
+
+def _split_list(value: Any) -> Any:
+    """Table cells hold lists as 'a;b;c'; YAML holds real lists. Empty means none."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return tuple(part.strip() for part in value.split(";") if part.strip())
+    return value
+
+
+NameList = Annotated[tuple[str, ...], BeforeValidator(_split_list)]
+
+
+def fix(text: str) -> dict[str, str]:
+    """The hint shown with a validation failure of this field."""
+    return {"fix": text}
+
+
+class Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+# ----------------------------------------------------------------------------- tables
+
+
+class Site(Record):
+    """A candidate site: a datacenter market, campus or colocation hall."""
+
+    id: str = Field(min_length=1)
+    name: str = Field(min_length=1)
+    lat: float = Field(ge=-90, le=90, json_schema_extra=fix("latitude in decimal degrees, -90..90 (did you swap lat and lon?)"))
+    lon: float = Field(ge=-180, le=180, json_schema_extra=fix("longitude in decimal degrees, -180..180"))
+    country: str = Field(min_length=2, max_length=2, json_schema_extra=fix("ISO 3166-1 alpha-2 code, e.g. US, DE"))
+    power_price_usd_per_mwh: float = Field(ge=0, json_schema_extra=fix("energy price in USD per MWh, e.g. 80"))
+    grid_carbon_g_per_kwh: float = Field(ge=0, le=2000, json_schema_extra=fix("grid carbon intensity in g CO2 per kWh, 0..2000"))
+    power_limit_kw: float = Field(gt=0, json_schema_extra=fix("facility power available in kW (or give power_limit_mw)"))
+    floor_racks: int = Field(ge=0, json_schema_extra=fix("floor space as a whole number of rack positions"))
+    fixed_cost_usd_per_year: float = Field(ge=0, json_schema_extra=fix("annual fixed cost of opening the site, USD per year"))
+    colocation_usd_per_kw_month: float = Field(ge=0, json_schema_extra=fix("colocation or build cost, USD per kW of IT per month"))
+    cooling_allowed: NameList = Field(min_length=1, json_schema_extra=fix("cooling ids separated by ';', e.g. air;dlc"))
+    pue_climate_factor: float = Field(default=1.0, gt=0, le=3, json_schema_extra=fix("multiplier on the cooling overhead (PUE - 1); 1 = the catalog's PUE"))
+
+    @field_validator("power_price_usd_per_mwh")
+    @classmethod
+    def _price_not_per_kwh(cls, value: float) -> float:
+        if 0 < value < 5:
+            raise ValueError(f"{value} USD/MWh is implausibly low; it looks like a price per kWh (multiply by 1000)")
+        if value > 2000:
+            raise ValueError(f"{value} USD/MWh is implausibly high; it looks like a price in another unit (expected USD per MWh)")
+        return value
+
+    def pue(self, cooling: Cooling) -> float:
+        """Climate-adjusted PUE of a cooling type at this site: 1 + (PUE_c - 1) * factor."""
+        return 1.0 + (cooling.pue - 1.0) * self.pue_climate_factor
+
+
+class Region(Record):
+    """A demand region: a population centre with peak inference demand per workload class."""
+
+    id: str = Field(min_length=1)
+    name: str = Field(min_length=1)
+    lat: float = Field(ge=-90, le=90, json_schema_extra=fix("latitude in decimal degrees, -90..90 (did you swap lat and lon?)"))
+    lon: float = Field(ge=-180, le=180, json_schema_extra=fix("longitude in decimal degrees, -180..180"))
+    country: str = Field(min_length=2, max_length=2, json_schema_extra=fix("ISO 3166-1 alpha-2 code, e.g. US, DE"))
+    population: int = Field(default=0, ge=0)
+    demand_tok_s: dict[str, Annotated[float, Field(ge=0, allow_inf_nan=False)]] = Field(
+        json_schema_extra=fix("peak demand in tokens per second, >= 0")
+    )
+    rtt_budget_ms: dict[str, Annotated[float, Field(gt=0, allow_inf_nan=False)]] = Field(
+        json_schema_extra=fix("round-trip latency budget in milliseconds, > 0")
+    )
+    allowed_countries: NameList = Field(default=(), json_schema_extra=fix("ISO codes separated by ';'; empty = any country"))
+
+
+class Chip(Record):
+    """An accelerator model. h100_equiv = 0 marks a chip not used for training."""
+
+    id: str = Field(min_length=1)
+    name: str = Field(min_length=1)
+    vendor: str = ""
+    capex_usd_per_gpu: float = Field(ge=0, json_schema_extra=fix("purchase price per GPU in USD"))
+    life_years: float = Field(gt=0, le=30, json_schema_extra=fix("depreciation life in years"))
+    h100_equiv: float = Field(ge=0, le=100, json_schema_extra=fix("training throughput relative to one H100 (0 = not a training chip)"))
+
+
+class RackConfig(Record):
+    """A chip x servers-per-rack configuration: fixes GPUs per rack and kW per rack."""
+
+    id: str = Field(min_length=1)
+    chip: str = Field(min_length=1)
+    gpus_per_server: int = Field(gt=0)
+    servers_per_rack: int = Field(gt=0)
+    server_kw: float = Field(gt=0, le=200, json_schema_extra=fix("server power in kW (a value in the thousands is probably watts)"))
+    rack_overhead_kw: float = Field(default=0.0, ge=0, le=100, json_schema_extra=fix("switches and PDUs per rack, kW"))
+
+    @property
+    def gpus_per_rack(self) -> int:
+        return self.gpus_per_server * self.servers_per_rack
+
+    @property
+    def kw_per_rack(self) -> float:
+        return self.servers_per_rack * self.server_kw + self.rack_overhead_kw
+
+
+class Cooling(Record):
+    """A cooling type: how dense a rack it can hold, at what PUE and cost."""
+
+    id: str = Field(min_length=1)
+    name: str = Field(min_length=1)
+    max_kw_per_rack: float = Field(gt=0, le=1000, json_schema_extra=fix("highest rack density the cooling can hold, kW per rack"))
+    pue: float = Field(ge=1, le=3, json_schema_extra=fix("power usage effectiveness, facility / IT energy, >= 1"))
+    capex_usd_per_kw: float = Field(ge=0, json_schema_extra=fix("cooling capex per kW of IT, USD"))
+    life_years: float = Field(gt=0, le=50)
+    zone_fixed_usd_per_year: float = Field(ge=0, json_schema_extra=fix("annual fixed cost of building a zone of this type at a site, USD"))
+
+
+class Fabric(Record):
+    """A training fabric. Higher tier = better class (a job may demand a minimum tier)."""
+
+    id: str = Field(min_length=1)
+    name: str = Field(min_length=1)
+    tier: int = Field(ge=0)
+    cost_usd_per_gpu: float = Field(ge=0, json_schema_extra=fix("fabric cost per GPU port in USD"))
+    life_years: float = Field(gt=0, le=30)
+    training_efficiency: float = Field(gt=0, le=1, json_schema_extra=fix("fraction of ideal scaling kept at cluster size, 0..1"))
+    max_cluster_gpus: int = Field(gt=0, json_schema_extra=fix("largest cluster the fabric carries, in GPUs"))
+
+
+class Workload(Record):
+    """An inference workload class."""
+
+    id: str = Field(min_length=1)
+    name: str = Field(min_length=1)
+    load_factor: float = Field(gt=0, le=1, json_schema_extra=fix("average / peak utilisation of capacity, 0..1"))
+
+
+class Throughput(Record):
+    """Inference throughput of one GPU of a chip on one workload class."""
+
+    chip: str = Field(min_length=1)
+    workload: str = Field(min_length=1)
+    tok_s_per_gpu: float = Field(gt=0, json_schema_extra=fix("tokens per second per GPU, > 0; omit the row if the chip cannot serve the class"))
+
+
+class TrainingJob(Record):
+    """A training job that must run in one site, on one fabric and one chip type."""
+
+    id: str = Field(min_length=1)
+    name: str = Field(min_length=1)
+    gpus_h100_equiv: float = Field(gt=0, json_schema_extra=fix("GPUs needed concurrently, in H100 equivalents"))
+    eligible_chips: NameList = Field(default=(), json_schema_extra=fix("chip ids separated by ';'; empty = any training chip"))
+    min_fabric_tier: int = Field(default=0, ge=0)
+    allowed_countries: NameList = Field(default=(), json_schema_extra=fix("ISO codes separated by ';'; empty = any country"))
+
+
+# ---------------------------------------------------------------- scenario sections
+
+
+class Economics(Record):
+    """Money and utilisation assumptions."""
+
+    discount_rate: float = Field(default=0.08, ge=0, le=1)
+    training_load_factor: float = Field(default=0.9, gt=0, le=1)
+    inference_target_utilization: float = Field(
+        default=0.7, gt=0, le=1, json_schema_extra=fix("share of a GPU's rated throughput planned at peak, 0..1")
+    )
+    carbon_price_usd_per_t: float = Field(default=0.0, ge=0)
+    transport_usd_per_tok_s_1000km_year: float = Field(
+        default=0.0, ge=0, json_schema_extra=fix("network transport cost, USD per year per (token/s of peak demand x 1000 km)")
+    )
+    hours_per_year: float = Field(default=8760.0, gt=0, le=8784)
+
+
+class Latency(Record):
+    """How round-trip time between a region and a site is estimated."""
+
+    route_factor: float = Field(default=2.1, ge=1, le=5, json_schema_extra=fix("fibre path length / great-circle distance, >= 1"))
+    fiber_km_per_ms: float = Field(default=204.0, gt=0, le=300, json_schema_extra=fix("one-way propagation speed in fibre, km per ms"))
+    overhead_ms: float = Field(default=5.0, ge=0)
+    backbone: str | None = Field(default=None, json_schema_extra=fix("a CSV of backbone edges: from,to,km"))
+
+
+class Policies(Record):
+    """Switchable business rules."""
+
+    max_share_per_site: float = Field(default=1.0, gt=0, le=1, json_schema_extra=fix("largest share of a region's demand one site may serve, 0..1"))
+    carbon_cap_t_per_year: float | None = Field(default=None, ge=0)
+    capex_budget_usd: float | None = Field(default=None, ge=0, json_schema_extra=fix("upfront capital budget in USD (not annualized)"))
+    min_sites: int = Field(default=0, ge=0)
+    max_sites: int | None = Field(default=None, ge=1)
+    forced_sites: NameList = ()
+    forbidden_sites: NameList = ()
+    single_purpose_sites: bool = False
+
+
+class Catalog(Record):
+    """The hardware catalog: chips, rack configurations, cooling, fabrics, workloads."""
+
+    chips: tuple[Chip, ...]
+    rack_configs: tuple[RackConfig, ...]
+    cooling: tuple[Cooling, ...]
+    fabrics: tuple[Fabric, ...]
+    workloads: tuple[Workload, ...]
+    throughput: tuple[Throughput, ...]
+
+
+class Scenario(Record):
+    """A validated scenario: everything the optimizer needs, in dcplace's units.
+
+    `files` maps each table ("sites", "regions", "jobs") to the file it came from, so that
+    later checks can name it; rows keep their file order, so a CSV record i is on row i + 2.
+    """
+
+    name: str
+    description: str = ""
+    sites: tuple[Site, ...]
+    regions: tuple[Region, ...]
+    catalog: Catalog
+    jobs: tuple[TrainingJob, ...] = ()
+    economics: Economics = Economics()
+    latency: Latency = Latency()
+    policies: Policies = Policies()
+    backbone_edges: tuple[tuple[str, str, float], ...] = ()
+    files: dict[str, str] = {}
+    source_path: str = ""
+    content_hash: str = ""

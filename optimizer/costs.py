@@ -1,0 +1,81 @@
+"""Annualized cost coefficients: what one rack, one zone, one site costs per year.
+
+The formulation's objective and the plan's cost breakdown both read these, so the two
+can never disagree; the independent checker (optimizer/check.py) recomputes them on its
+own from the plan's inputs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from models import Chip, Cooling, Economics, Fabric, RackConfig, Site
+
+COST_CATEGORIES = (
+    "site_fixed",
+    "cooling_zones",
+    "chips",
+    "cooling_capex",
+    "energy",
+    "colocation",
+    "fabric",
+    "carbon",
+    "transport",
+)
+
+
+def crf(rate: float, years: float) -> float:
+    """Capital recovery factor r(1+r)^n / ((1+r)^n - 1); 1/n when r = 0."""
+    if rate == 0:
+        return 1.0 / years
+    growth = (1.0 + rate) ** years
+    return rate * growth / (growth - 1.0)
+
+
+@dataclass(frozen=True)
+class RackEconomics:
+    """Per-rack annual cost by category, energy and emissions, and upfront capex."""
+
+    cost_usd_per_year: dict[str, float]
+    facility_kw: float
+    energy_mwh_per_year: float
+    emissions_t_per_year: float
+    upfront_capex_usd: float
+
+    @property
+    def total_usd_per_year(self) -> float:
+        return sum(self.cost_usd_per_year.values())
+
+
+def rack_economics(
+    site: Site,
+    rack: RackConfig,
+    chip: Chip,
+    cooling: Cooling,
+    load_factor: float,
+    economics: Economics,
+    fabric: Fabric | None = None,
+) -> RackEconomics:
+    """Everything one rack of `rack` in a `cooling` zone at `site` costs and emits per year."""
+    kw = rack.kw_per_rack
+    facility_kw = kw * site.pue(cooling)
+    energy_mwh = facility_kw * economics.hours_per_year * load_factor / 1000.0
+    emissions_t = energy_mwh * site.grid_carbon_g_per_kwh / 1000.0  # MWh * g/kWh = kg; /1000 = t
+    rate = economics.discount_rate
+    cost = {
+        "chips": rack.gpus_per_rack * chip.capex_usd_per_gpu * crf(rate, chip.life_years),
+        "cooling_capex": kw * cooling.capex_usd_per_kw * crf(rate, cooling.life_years),
+        "energy": energy_mwh * site.power_price_usd_per_mwh,
+        "colocation": kw * site.colocation_usd_per_kw_month * 12.0,
+        "carbon": emissions_t * economics.carbon_price_usd_per_t,
+        "fabric": rack.gpus_per_rack * fabric.cost_usd_per_gpu * crf(rate, fabric.life_years) if fabric else 0.0,
+    }
+    upfront = rack.gpus_per_rack * chip.capex_usd_per_gpu + kw * cooling.capex_usd_per_kw
+    if fabric:
+        upfront += rack.gpus_per_rack * fabric.cost_usd_per_gpu
+    return RackEconomics(cost, facility_kw, energy_mwh, emissions_t, upfront)
+
+
+def transport_usd_per_year(demand_tok_s: float, distance_km: float, economics: Economics) -> float:
+    """Network transport cost of serving all of `demand_tok_s` over `distance_km`."""
+    return demand_tok_s * distance_km / 1000.0 * economics.transport_usd_per_tok_s_1000km_year

@@ -1,0 +1,149 @@
+"""Turn a solved model into a Plan: racks per site, assignments, job placements, costs, KPIs.
+
+Integer variables are rounded to the nearest integer (the solver's integrality tolerance
+leaves values like 2.9999999); every cost is then recomputed from those integers, so
+the plan's line items add up exactly to its objective.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import pyomo.environ as pyo
+
+from models.plan import Assignment, JobPlacement, RackLine, SitePlan
+from optimizer.costs import COST_CATEGORIES, transport_usd_per_year
+from optimizer.index import IndexSets
+
+SECONDS_PER_HOUR = 3600.0
+
+
+def _value(var) -> float:
+    v = var.value
+    return 0.0 if v is None else float(v)
+
+
+def extract(m: pyo.ConcreteModel, ix: IndexSets) -> dict:
+    """Sites, assignments, jobs, cost breakdown and KPIs from the model's current values."""
+    econ = ix.scenario.economics
+    lines: dict[str, list[RackLine]] = defaultdict(list)
+    emissions: dict[str, float] = defaultdict(float)
+    upfront: dict[str, float] = defaultdict(float)
+    site_cost: dict[str, dict[str, float]] = {s: {c: 0.0 for c in COST_CATEGORIES} for s in ix.sites}
+    purpose_cost = {"inference": 0.0, "training": 0.0}
+
+    for purpose, var, table in (("inference", m.racks_inf, ix.inf_econ), ("training", m.racks_trn, ix.trn_econ)):
+        for key, e in table.items():
+            n = int(round(_value(var[key])))
+            if n <= 0:
+                continue
+            s, k, c, tag = key
+            rack = ix.racks[k]
+            cost = {cat: n * v for cat, v in e.cost_usd_per_year.items()}
+            lines[s].append(
+                RackLine(
+                    config=k, chip=rack.chip, cooling=c, purpose=purpose,
+                    workload=tag if purpose == "inference" else None, fabric=tag if purpose == "training" else None,
+                    racks=n, gpus=n * rack.gpus_per_rack, it_kw=n * rack.kw_per_rack, facility_kw=n * e.facility_kw,
+                    cost_usd_per_year=cost,
+                )
+            )
+            for cat, v in cost.items():
+                site_cost[s][cat] += v
+            purpose_cost[purpose] += sum(cost.values())
+            emissions[s] += n * e.emissions_t_per_year
+            upfront[s] += n * e.upfront_capex_usd
+
+    opened = {s for s in ix.sites if _value(m.open[s]) > 0.5}
+    zones = defaultdict(list)
+    for s, c in ix.zones:
+        if _value(m.zone[s, c]) > 0.5:
+            zones[s].append(c)
+            site_cost[s]["cooling_zones"] += ix.cooling[c].zone_fixed_usd_per_year
+    for s in opened:
+        site_cost[s]["site_fixed"] += ix.sites[s].fixed_cost_usd_per_year
+
+    assignments = []
+    served = defaultdict(lambda: defaultdict(float))
+    for r, w, s in ix.serve:
+        share = min(1.0, max(0.0, _value(m.share[r, w, s])))
+        if share <= 1e-9:
+            continue
+        demand = ix.demand(r, w)
+        served[s][w] += share * demand
+        transport = share * transport_usd_per_year(demand, ix.distance_km[r, s], econ)
+        site_cost[s]["transport"] += transport
+        purpose_cost["inference"] += transport
+        region = ix.regions[r]
+        assignments.append(
+            Assignment(
+                region=r, region_name=region.name, workload=w, site=s, share=share, served_tok_s=share * demand,
+                rtt_ms=ix.rtt_ms[r, s], rtt_budget_ms=region.rtt_budget_ms[w],
+            )
+        )
+
+    jobs = []
+    for j, s, f, x in ix.place:
+        if _value(m.place[j, s, f, x]) > 0.5:
+            job = ix.jobs[j]
+            jobs.append(JobPlacement(job=j, name=job.name, site=s, fabric=f, chip=x, gpus_h100_equiv=job.gpus_h100_equiv))
+
+    sites = []
+    for s, site in ix.sites.items():
+        site_lines = sorted(lines[s], key=lambda ln: (ln.purpose, ln.config, ln.cooling, ln.workload or "", ln.fabric or ""))
+        purposes = {ln.purpose for ln in site_lines}
+        is_open = s in opened
+        role = "closed" if not is_open else "idle" if not purposes else "mixed" if len(purposes) == 2 else purposes.pop()
+        cost = {c: v for c, v in site_cost[s].items()}
+        sites.append(
+            SitePlan(
+                id=s, name=site.name, lat=site.lat, lon=site.lon, country=site.country, open=is_open, role=role,
+                zones=sorted(zones[s]), fabrics=sorted({ln.fabric for ln in site_lines if ln.fabric}),
+                racks=site_lines, racks_total=sum(ln.racks for ln in site_lines), gpus=sum(ln.gpus for ln in site_lines),
+                it_kw=sum(ln.it_kw for ln in site_lines), facility_kw=sum(ln.facility_kw for ln in site_lines),
+                power_limit_kw=site.power_limit_kw, floor_racks=site.floor_racks,
+                served_tok_s={w: served[s][w] for w in ix.workloads if served[s][w] > 0},
+                emissions_t_per_year=emissions[s], upfront_capex_usd=upfront[s],
+                cost_usd_per_year=cost, total_cost_usd_per_year=sum(cost.values()),
+            )
+        )
+
+    breakdown = {c: sum(site_cost[s][c] for s in ix.sites) for c in COST_CATEGORIES}
+    total = sum(breakdown.values())
+    kpis = _kpis(ix, sites, assignments, jobs, purpose_cost, total)
+    return {"sites": sites, "assignments": assignments, "jobs": jobs, "breakdown": breakdown, "objective": total, "kpis": kpis}
+
+
+def _kpis(ix: IndexSets, sites, assignments, jobs, purpose_cost, total) -> dict[str, float]:
+    """Headline numbers. $/M tokens charges inference racks (and transport) to the tokens
+    they serve in a year: peak demand x the class's load factor x hours x 3600."""
+    hours = ix.scenario.economics.hours_per_year
+    peak = sum(a.served_tok_s for a in assignments)
+    tokens_per_year = sum(a.served_tok_s * ix.workloads[a.workload].load_factor * hours * SECONDS_PER_HOUR for a in assignments)
+    demand_total = sum(ix.demand(r, w) for r in ix.regions for w in ix.workloads)
+    within = sum(a.served_tok_s for a in assignments if a.rtt_ms <= a.rtt_budget_ms + 1e-9)
+    by_role = defaultdict(float)
+    for s in sites:
+        for ln in s.racks:
+            by_role[ln.purpose] += ln.it_kw
+    kpis = {
+        "total_cost_usd_per_year": total,
+        "inference_cost_usd_per_year": purpose_cost["inference"],
+        "training_cost_usd_per_year": purpose_cost["training"],
+        "shared_cost_usd_per_year": total - purpose_cost["inference"] - purpose_cost["training"],
+        "usd_per_m_tokens": purpose_cost["inference"] / (tokens_per_year / 1e6) if tokens_per_year else 0.0,
+        "tokens_per_s_served_peak": peak,
+        "tokens_per_year": tokens_per_year,
+        "demand_within_budget_share": within / demand_total if demand_total else 1.0,
+        "mean_rtt_ms": sum(a.served_tok_s * a.rtt_ms for a in assignments) / peak if peak else 0.0,
+        "sites_open": float(sum(s.open for s in sites)),
+        "it_mw_inference": by_role["inference"] / 1000.0,
+        "it_mw_training": by_role["training"] / 1000.0,
+        "facility_mw": sum(s.facility_kw for s in sites) / 1000.0,
+        "gpus_inference": float(sum(ln.gpus for s in sites for ln in s.racks if ln.purpose == "inference")),
+        "gpus_training": float(sum(ln.gpus for s in sites for ln in s.racks if ln.purpose == "training")),
+        "emissions_t_per_year": sum(s.emissions_t_per_year for s in sites),
+        "upfront_capex_usd": sum(s.upfront_capex_usd for s in sites),
+        "training_jobs_placed": float(len(jobs)),
+    }
+    return kpis

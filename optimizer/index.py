@@ -1,0 +1,221 @@
+"""Sparse index sets, built once before any model exists.
+
+Only combinations that can be non-zero in some feasible plan become variables:
+
+* serve (r, w, s): region r has class-w demand, rtt(r, s) <= budget(r, w), s is in r's
+  allowed countries and s can host some rack that serves w;
+* inference racks (s, k, c, w): cooling c is allowed at s, kw_per_rack(k) <= max_kw(c),
+  chip(k) serves w, one rack fits in the site's power, and some region can be served by s;
+* training racks (s, k, c, f) and placements (j, s, f, chip): chip eligible for j, fabric
+  tier >= j's minimum, the job's physical GPU count fits the fabric's largest cluster and
+  the site's power and floor, and s is in j's allowed countries.
+
+Everything downstream (the Pyomo model, the direct build path of later work, extraction)
+reads these lists and groupings; nothing rebuilds them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from models import Chip, Cooling, Fabric, RackConfig, Region, Scenario, Site, TrainingJob, Workload
+from optimizer.costs import RackEconomics, rack_economics
+from optimizer.latency import distance_matrix_km, rtt_matrix_ms
+
+
+@dataclass
+class IndexSets:
+    scenario: Scenario
+    sites: dict[str, Site]
+    regions: dict[str, Region]
+    racks: dict[str, RackConfig]
+    chips: dict[str, Chip]
+    cooling: dict[str, Cooling]
+    fabrics: dict[str, Fabric]
+    workloads: dict[str, Workload]
+    jobs: dict[str, TrainingJob]
+    rtt_ms: dict[tuple[str, str], float]
+    distance_km: dict[tuple[str, str], float]
+
+    serve: list[tuple[str, str, str]] = field(default_factory=list)
+    zones: list[tuple[str, str]] = field(default_factory=list)
+    inf_racks: list[tuple[str, str, str, str]] = field(default_factory=list)
+    trn_racks: list[tuple[str, str, str, str]] = field(default_factory=list)
+    place: list[tuple[str, str, str, str]] = field(default_factory=list)
+
+    tok_s_per_rack: dict[tuple[str, str], float] = field(default_factory=dict)
+    inf_econ: dict[tuple[str, str, str, str], RackEconomics] = field(default_factory=dict)
+    trn_econ: dict[tuple[str, str, str, str], RackEconomics] = field(default_factory=dict)
+    rack_limit: dict[tuple[str, str, str], int] = field(default_factory=dict)
+
+    def demand(self, r: str, w: str) -> float:
+        return self.regions[r].demand_tok_s.get(w, 0.0)
+
+    def h100_per_rack(self, k: str, f: str) -> float:
+        """Effective H100-equivalent GPUs one rack of k contributes on fabric f."""
+        rack = self.racks[k]
+        return self.fabrics[f].training_efficiency * self.chips[rack.chip].h100_equiv * rack.gpus_per_rack
+
+    # groupings, computed once on first use
+    def __post_init__(self) -> None:
+        self._groups: dict[str, dict] = {}
+
+    def group(self, name: str) -> dict:
+        if name not in self._groups:
+            self._groups[name] = self._build_group(name)
+        return self._groups[name]
+
+    def _build_group(self, name: str) -> dict:
+        out: dict = defaultdict(list)
+        if name == "serve_by_rw":
+            for r, w, s in self.serve:
+                out[r, w].append(s)
+        elif name == "serve_by_sw":
+            for r, w, s in self.serve:
+                out[s, w].append(r)
+        elif name == "inf_by_sw":
+            for s, k, c, w in self.inf_racks:
+                out[s, w].append((k, c))
+        elif name == "trn_by_sfchip":
+            for s, k, c, f in self.trn_racks:
+                out[s, f, self.racks[k].chip].append((k, c))
+        elif name == "place_by_job":
+            for j, s, f, chip in self.place:
+                out[j].append((s, f, chip))
+        elif name == "place_by_sfchip":
+            for j, s, f, chip in self.place:
+                out[s, f, chip].append(j)
+        elif name == "inf_by_skc":
+            for s, k, c, w in self.inf_racks:
+                out[s, k, c].append(w)
+        elif name == "trn_by_skc":
+            for s, k, c, f in self.trn_racks:
+                out[s, k, c].append(f)
+        elif name == "inf_by_site":
+            for key in self.inf_racks:
+                out[key[0]].append(key)
+        elif name == "trn_by_site":
+            for key in self.trn_racks:
+                out[key[0]].append(key)
+        elif name == "zones_by_site":
+            for s, c in self.zones:
+                out[s].append(c)
+        else:
+            raise KeyError(name)
+        return dict(out)
+
+
+def _racks_that_fit(site: Site, rack: RackConfig, cooling: Cooling) -> int:
+    """Most racks of this config a site could hold in a zone of this cooling (floor and power)."""
+    by_power = math.floor(site.power_limit_kw / (rack.kw_per_rack * site.pue(cooling)) + 1e-9)
+    return max(0, min(site.floor_racks, by_power))
+
+
+def build_index(scenario: Scenario) -> IndexSets:
+    """Prune every variable that cannot be non-zero, and precompute its coefficients."""
+    cat = scenario.catalog
+    forbidden = set(scenario.policies.forbidden_sites)
+    rtt = rtt_matrix_ms(scenario)
+    dist = distance_matrix_km(scenario)
+    site_pos = {s.id: j for j, s in enumerate(scenario.sites)}
+    region_pos = {r.id: i for i, r in enumerate(scenario.regions)}
+    sites = {s.id: s for s in scenario.sites if s.id not in forbidden}
+
+    ix = IndexSets(
+        scenario=scenario,
+        sites=sites,
+        regions={r.id: r for r in scenario.regions},
+        racks={k.id: k for k in cat.rack_configs},
+        chips={c.id: c for c in cat.chips},
+        cooling={c.id: c for c in cat.cooling},
+        fabrics={f.id: f for f in cat.fabrics},
+        workloads={w.id: w for w in cat.workloads},
+        jobs={j.id: j for j in scenario.jobs},
+        rtt_ms={},
+        distance_km={},
+    )
+    econ = scenario.economics
+    tok_s = {(t.chip, t.workload): t.tok_s_per_gpu for t in cat.throughput}
+    for k, rack in ix.racks.items():
+        for w in ix.workloads:
+            if (rack.chip, w) in tok_s:
+                ix.tok_s_per_rack[k, w] = rack.gpus_per_rack * tok_s[rack.chip, w] * econ.inference_target_utilization
+
+    # (s, k, c) combinations a site can physically hold at least one rack of
+    holdable: dict[str, list[tuple[str, str, int]]] = defaultdict(list)
+    for s, site in sites.items():
+        for c in site.cooling_allowed:
+            cooling = ix.cooling[c]
+            for k, rack in ix.racks.items():
+                if rack.kw_per_rack <= cooling.max_kw_per_rack + 1e-9:
+                    limit = _racks_that_fit(site, rack, cooling)
+                    if limit >= 1:
+                        holdable[s].append((k, c, limit))
+
+    # inference: which classes each site can serve at all
+    serves_class = {(s, w) for s in sites for (k, c, _) in holdable[s] for w in ix.workloads if (k, w) in ix.tok_s_per_rack}
+    for r, region in ix.regions.items():
+        i = region_pos[r]
+        for s, site in sites.items():
+            j = site_pos[s]
+            ix.rtt_ms[r, s] = float(rtt[i, j])
+            ix.distance_km[r, s] = float(dist[i, j])
+            if region.allowed_countries and site.country not in region.allowed_countries:
+                continue
+            for w in ix.workloads:
+                if region.demand_tok_s.get(w, 0.0) > 0 and rtt[i, j] <= region.rtt_budget_ms[w] + 1e-9 and (s, w) in serves_class:
+                    ix.serve.append((r, w, s))
+    served_at = {(s, w) for (_, w, s) in ix.serve}
+    for s, site in sites.items():
+        for k, c, limit in holdable[s]:
+            for w in ix.workloads:
+                if (k, w) in ix.tok_s_per_rack and (s, w) in served_at:
+                    ix.inf_racks.append((s, k, c, w))
+                    ix.inf_econ[s, k, c, w] = rack_economics(
+                        site, ix.racks[k], ix.chips[ix.racks[k].chip], ix.cooling[c], ix.workloads[w].load_factor, econ
+                    )
+
+    # training: placements first, then only the rack options some placement can use
+    training_chips = {c for c, chip in ix.chips.items() if chip.h100_equiv > 0}
+    for j, job in ix.jobs.items():
+        chips = [c for c in (job.eligible_chips or sorted(training_chips)) if c in training_chips]
+        for s, site in sites.items():
+            if job.allowed_countries and site.country not in job.allowed_countries:
+                continue
+            for f, fabric in ix.fabrics.items():
+                if fabric.tier < job.min_fabric_tier:
+                    continue
+                for chip in chips:
+                    gpus_needed = job.gpus_h100_equiv / (fabric.training_efficiency * ix.chips[chip].h100_equiv)
+                    if gpus_needed > fabric.max_cluster_gpus:
+                        continue
+                    most = max((lim * ix.racks[k].gpus_per_rack for k, c, lim in holdable[s] if ix.racks[k].chip == chip), default=0)
+                    if most >= gpus_needed - 1e-9:
+                        ix.place.append((j, s, f, chip))
+    used = {(s, f, chip) for (_, s, f, chip) in ix.place}
+    for s, site in sites.items():
+        for k, c, limit in holdable[s]:
+            chip = ix.racks[k].chip
+            for f in ix.fabrics:
+                if (s, f, chip) in used:
+                    ix.trn_racks.append((s, k, c, f))
+                    ix.trn_econ[s, k, c, f] = rack_economics(
+                        site, ix.racks[k], ix.chips[chip], ix.cooling[c], econ.training_load_factor, econ, ix.fabrics[f]
+                    )
+
+    needed = {(s, k, c) for (s, k, c, _) in ix.inf_racks} | {(s, k, c) for (s, k, c, _) in ix.trn_racks}
+    for s in sites:
+        for k, c, limit in holdable[s]:
+            if (s, k, c) in needed:
+                ix.rack_limit[s, k, c] = limit
+    ix.zones = sorted({(s, c) for (s, _, c) in needed})
+    return ix
+
+
+def rtt_array(ix: IndexSets) -> np.ndarray:
+    """The rtt of every serve pair, in serve order (for quick KPIs)."""
+    return np.array([ix.rtt_ms[r, s] for r, _, s in ix.serve])

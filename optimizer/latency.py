@@ -1,0 +1,66 @@
+"""Round-trip time between demand regions and sites.
+
+Two estimates, both data-driven:
+
+* great circle: rtt_ms = 2 * d_km * route_factor / fiber_km_per_ms + overhead_ms, where d
+  is the haversine distance on a sphere of radius 6371.0088 km (the IUGG mean radius);
+* backbone: when the scenario gives a graph of fibre edges (from, to, km), d * route_factor
+  is replaced by the shortest path length over it (networkx Dijkstra), since edge lengths
+  are already fibre lengths. A region or site the graph cannot reach gets rtt = inf.
+"""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+
+from models import Scenario
+
+EARTH_RADIUS_KM = 6371.0088
+
+
+def great_circle_km(lat1, lon1, lat2, lon2) -> np.ndarray:
+    """Haversine distance in km; broadcasts over numpy arrays."""
+    phi1, phi2 = np.radians(lat1), np.radians(lat2)
+    dphi = phi2 - phi1
+    dlmb = np.radians(np.asarray(lon2) - np.asarray(lon1))
+    a = np.sin(dphi / 2) ** 2 + np.cos(phi1) * np.cos(phi2) * np.sin(dlmb / 2) ** 2
+    return 2 * EARTH_RADIUS_KM * np.arcsin(np.sqrt(np.clip(a, 0.0, 1.0)))
+
+
+def distance_matrix_km(scenario: Scenario) -> np.ndarray:
+    """Great-circle km, regions x sites."""
+    r_lat = np.array([r.lat for r in scenario.regions])[:, None]
+    r_lon = np.array([r.lon for r in scenario.regions])[:, None]
+    s_lat = np.array([s.lat for s in scenario.sites])[None, :]
+    s_lon = np.array([s.lon for s in scenario.sites])[None, :]
+    return great_circle_km(r_lat, r_lon, s_lat, s_lon)
+
+
+def backbone_path_km(scenario: Scenario) -> np.ndarray:
+    """Shortest fibre path in km over the backbone graph, regions x sites (inf if unreachable)."""
+    graph = nx.Graph()
+    for a, b, km in scenario.backbone_edges:
+        if graph.has_edge(a, b):
+            km = min(km, graph[a][b]["km"])
+        graph.add_edge(a, b, km=km)
+    out = np.full((len(scenario.regions), len(scenario.sites)), np.inf)
+    site_col = {s.id: j for j, s in enumerate(scenario.sites)}
+    for i, region in enumerate(scenario.regions):
+        if region.id not in graph:
+            continue
+        lengths = nx.single_source_dijkstra_path_length(graph, region.id, weight="km")
+        for site_id, j in site_col.items():
+            if site_id in lengths:
+                out[i, j] = lengths[site_id]
+    return out
+
+
+def rtt_matrix_ms(scenario: Scenario) -> np.ndarray:
+    """Round-trip milliseconds, regions x sites."""
+    lat = scenario.latency
+    if scenario.backbone_edges:
+        fibre_km = backbone_path_km(scenario)
+    else:
+        fibre_km = distance_matrix_km(scenario) * lat.route_factor
+    return 2.0 * fibre_km / lat.fiber_km_per_ms + lat.overhead_ms

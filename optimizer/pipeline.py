@@ -1,0 +1,44 @@
+"""The whole job in one call: load, solve, write the plan folder, check it.
+
+    from optimizer.pipeline import solve_to_folder
+    plan, report = solve_to_folder("my/scenario.yaml", "plan/")
+
+The folder appears only if the independent checker passes on it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from models import Scenario, load_scenario
+from models.plan import Plan, write_plan_folder
+from optimizer.check import CheckReport, check_plan_folder
+from optimizer.solve import SolveOptions, solve
+
+
+class PlanCheckFailed(Exception):
+    """The solved plan broke a constraint the checker verifies: a bug, never an input problem."""
+
+    def __init__(self, report: CheckReport):
+        self.report = report
+        super().__init__("the plan failed its independent check:\n" + "\n".join(str(v) for v in report.violations))
+
+
+def solve_to_folder(
+    scenario: Scenario | str | Path | None, out_dir: str | Path, options: SolveOptions | None = None
+) -> tuple[Plan, CheckReport]:
+    """Solve `scenario` (a Scenario, a YAML path, or None for the embedded default) into `out_dir`."""
+    if not isinstance(scenario, Scenario):
+        scenario = load_scenario(scenario)
+    plan = solve(scenario, options)
+    reports: list[CheckReport] = []
+
+    def verify(folder: Path) -> None:
+        report = check_plan_folder(folder)
+        reports.append(report)
+        if not report.ok:
+            raise PlanCheckFailed(report)
+
+    written = write_plan_folder(plan, scenario, out_dir, verify=verify)
+    reports[0].folder = str(written)
+    return plan, reports[0]

@@ -1,0 +1,186 @@
+"""Optima derived by hand or by brute force on tiny scenarios."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+
+import networkx as nx
+import pytest
+
+from helpers import TINY_CATALOG, job, make_scenario, region, site
+from models import load_scenario
+from optimizer import SolveOptions, solve
+from optimizer.check import check_plan_folder
+from optimizer.pipeline import solve_to_folder
+
+EXACT = SolveOptions(mip_gap=0.0, time_limit_s=60)
+HOURS = 8760
+
+
+def air_inference_rack_usd(price_usd_per_mwh: float, colo: float = 100, pue: float = 1.5) -> float:
+    """One 4 kW, 16-GPU 'server-air' rack serving chat (load factor 0.5), by hand."""
+    chips = 16 * 2000 / 5
+    energy_mwh = 4 * pue * HOURS * 0.5 / 1000
+    return chips + energy_mwh * price_usd_per_mwh + 4 * colo * 12
+
+
+def dense_training_rack_usd(price_usd_per_mwh: float, colo: float = 100) -> float:
+    """One 60 kW, 48-GPU 'trainer-dense' rack in liquid (PUE 1.1) on 'ib', by hand."""
+    chips = 48 * 10000 / 5
+    cooling = 60 * 1000 / 10
+    energy_mwh = 60 * 1.1 * HOURS * 1.0 / 1000
+    fabric = 48 * 1000 / 5
+    return chips + cooling + energy_mwh * price_usd_per_mwh + 60 * colo * 12 + fabric
+
+
+def test_cheaper_reachable_site_wins(tmp_path):
+    path = make_scenario(
+        tmp_path,
+        sites=[site("dear", 0, 0, power_price_usd_per_mwh=100), site("cheap", 0, 1, power_price_usd_per_mwh=50)],
+        regions=[region("town", 0, 0.5, chat=800, budget=50)],
+    )
+    plan = solve(load_scenario(path), EXACT)
+    opened = {s.id for s in plan.sites if s.open}
+    assert opened == {"cheap"}
+    assert plan.objective_usd_per_year == pytest.approx(1000 + air_inference_rack_usd(50), rel=1e-9)
+    [line] = [ln for s in plan.sites for ln in s.racks]
+    assert (line.config, line.cooling, line.racks) == ("server-air", "air", 1)
+
+
+def test_training_job_goes_to_cheapest_power(tmp_path):
+    prices = {"a": 100, "b": 40, "c": 70}
+    path = make_scenario(
+        tmp_path,
+        sites=[site(s, 10, i, power_price_usd_per_mwh=p) for i, (s, p) in enumerate(prices.items())],
+        regions=[region("nobody", 0, 0, chat=0)],
+        jobs=[job("pretrain", 48)],
+    )
+    plan = solve(load_scenario(path), EXACT)
+    [placement] = plan.jobs
+    assert placement.site == "b"
+    expected = 1000 + 5000 + dense_training_rack_usd(40)  # site + liquid zone + one rack
+    assert plan.objective_usd_per_year == pytest.approx(expected, rel=1e-9)
+
+
+def test_dense_rack_only_where_liquid_zone_is_built(tmp_path):
+    path = make_scenario(
+        tmp_path,
+        sites=[
+            site("aironly", 0, 0, power_price_usd_per_mwh=10, cooling_allowed="air"),
+            site("liquid", 0, 1, power_price_usd_per_mwh=100),
+        ],
+        regions=[region("nobody", 0, 0, chat=0)],
+        jobs=[job("pretrain", 96)],
+    )
+    plan = solve(load_scenario(path), EXACT)
+    by_id = {s.id: s for s in plan.sites}
+    assert not by_id["aironly"].open
+    assert by_id["liquid"].zones == ["liquid"]
+    [line] = by_id["liquid"].racks
+    assert (line.config, line.cooling, line.racks) == ("trainer-dense", "liquid", 2)
+
+
+def test_tighter_latency_budget_moves_inference_closer(tmp_path):
+    sites = [site("near", 0, 0.1, power_price_usd_per_mwh=200), site("far", 0, 5, power_price_usd_per_mwh=50)]
+    # far is 5 degrees of longitude at the equator: 556 km, 5.56 ms round trip at 200 km/ms
+    loose = solve(load_scenario(make_scenario(tmp_path / "loose", sites, [region("town", 0, 0, budget=10)])), EXACT)
+    tight = solve(load_scenario(make_scenario(tmp_path / "tight", sites, [region("town", 0, 0, budget=3)])), EXACT)
+    assert [a.site for a in loose.assignments] == ["far"]
+    assert [a.site for a in tight.assignments] == ["near"]
+    assert tight.objective_usd_per_year > loose.objective_usd_per_year
+    assert tight.assignments[0].rtt_ms == pytest.approx(2 * 0.1 * 2 * math.pi * 6371.0088 / 360 / 200, rel=1e-9)
+
+
+def test_redundancy_splits_demand(tmp_path):
+    path = make_scenario(
+        tmp_path,
+        sites=[site("a", 0, 0), site("b", 0, 1), site("c", 0, 2, power_price_usd_per_mwh=500)],
+        regions=[region("town", 0, 0.5, chat=1600)],
+        policies={"max_share_per_site": 0.5},
+    )
+    plan = solve(load_scenario(path), EXACT)
+    shares = sorted((a.site, round(a.share, 9)) for a in plan.assignments)
+    assert shares == [("a", 0.5), ("b", 0.5)]
+
+
+def test_policies_forced_forbidden_and_carbon(tmp_path):
+    sites = [
+        site("dirty", 0, 0, power_price_usd_per_mwh=40, grid_carbon_g_per_kwh=800),
+        site("clean", 0, 1, power_price_usd_per_mwh=90, grid_carbon_g_per_kwh=20),
+        site("spare", 0, 2),
+    ]
+    base = dict(regions=[region("nobody", 0, 0, chat=0)], jobs=[job("pretrain", 48)])
+    free = solve(load_scenario(make_scenario(tmp_path / "free", sites, **base)), EXACT)
+    assert free.jobs[0].site == "dirty"
+    # one dense rack at 'dirty' emits 60 kW x 1.1 x 8760 h x 0.8 t/MWh = 462.5 t/yr
+    capped = solve(load_scenario(make_scenario(tmp_path / "cap", sites, **base, policies={"carbon_cap_t_per_year": 100})), EXACT)
+    assert capped.jobs[0].site == "clean"
+    banned = solve(load_scenario(make_scenario(tmp_path / "ban", sites, **base, policies={"forbidden_sites": ["dirty"]})), EXACT)
+    assert banned.jobs[0].site == "clean"
+    forced = solve(load_scenario(make_scenario(tmp_path / "force", sites, **base, policies={"forced_sites": ["spare"]})), EXACT)
+    assert {s.id for s in forced.sites if s.open} == {"dirty", "spare"}
+    assert forced.objective_usd_per_year == pytest.approx(free.objective_usd_per_year + 1000, rel=1e-9)
+
+
+def _brute_force(sites, regions, rtt_budget_ms):
+    """Least cost by enumerating rack counts per site; feasibility of serving is a max flow."""
+    cap = 800.0  # tok/s per server-air rack at utilization 1
+    best = math.inf
+    ranges = [range(0, s["floor_racks"] + 1) for s in sites]
+    for counts in itertools.product(*ranges):
+        g = nx.DiGraph()
+        for r in regions:
+            g.add_edge("src", r["id"], capacity=r["demand_chat_tok_s"])
+            for s in sites:
+                km = 2 * math.pi * 6371.0088 / 360 * math.hypot(r["lat"] - s["lat"], r["lon"] - s["lon"])
+                if 2 * km / 200 <= rtt_budget_ms:
+                    g.add_edge(r["id"], s["id"], capacity=math.inf)
+        for s, n in zip(sites, counts):
+            g.add_edge(s["id"], "sink", capacity=n * cap)
+        need = sum(r["demand_chat_tok_s"] for r in regions)
+        if nx.maximum_flow_value(g, "src", "sink") < need - 1e-6:
+            continue
+        cost = sum(s["fixed_cost_usd_per_year"] + n * air_inference_rack_usd(s["power_price_usd_per_mwh"]) for s, n in zip(sites, counts) if n)
+        best = min(best, cost)
+    return best
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_matches_brute_force(tmp_path, seed):
+    """Random 3-site x 3-region instances on one meridian segment: sites on the equator so
+    that distances are exact arcs and the brute force needs no haversine."""
+    rng = random.Random(seed)
+    sites = [
+        site(f"s{i}", 0, i * 2.0, power_price_usd_per_mwh=rng.choice([30, 60, 90, 150]), floor_racks=rng.randint(1, 3),
+             fixed_cost_usd_per_year=rng.choice([0, 5000, 20000]), cooling_allowed="air")
+        for i in range(3)
+    ]
+    regions = [region(f"r{i}", 0, rng.uniform(0, 4), chat=rng.choice([300, 800, 1200])) for i in range(3)]
+    budget = 3.0
+    for r in regions:
+        r["rtt_budget_chat_ms"] = budget
+    catalog_without_trainer = {
+        **TINY_CATALOG,
+        "throughput": [{"chip": "server", "workload": "chat", "tok_s_per_gpu": 50}],
+    }
+    path = make_scenario(tmp_path, sites, regions, catalog=catalog_without_trainer)
+    expected = _brute_force(sites, regions, budget)
+    if math.isinf(expected):
+        pytest.skip("instance drawn infeasible")
+    plan = solve(load_scenario(path), EXACT)
+    assert plan.objective_usd_per_year == pytest.approx(expected, rel=1e-9)
+
+
+def test_every_tiny_plan_passes_the_checker(tmp_path):
+    path = make_scenario(
+        tmp_path / "in",
+        sites=[site("a", 0, 0), site("b", 0, 1, power_price_usd_per_mwh=30)],
+        regions=[region("town", 0, 0.5, chat=2000), region("city", 0, 1.2, chat=900)],
+        jobs=[job("pretrain", 96), job("tune", 20)],
+    )
+    plan, report = solve_to_folder(path, tmp_path / "plan", EXACT)
+    assert report.ok, report.violations
+    assert check_plan_folder(tmp_path / "plan").ok
+    assert plan.solve.status == "optimal"
