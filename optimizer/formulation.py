@@ -83,16 +83,6 @@ def job_placed_once(m, ix: IndexSets) -> None:
     m.job_placed_once = pyo.Constraint(list(ix.jobs), rule=lambda m, j: sum(m.place[j, s, f, x] for s, f, x in options.get(j, [])) == 1)
 
 
-def placement_needs_open_site(m, ix: IndexSets) -> None:
-    """sum_{f,x} place[j,s,f,x] <= open[s]   per (j,s): the training analogue of share <= open."""
-    by_js: dict[tuple[str, str], list[tuple[str, str]]] = {}
-    for j, s, f, x in ix.place:
-        by_js.setdefault((j, s), []).append((f, x))
-    m.placement_needs_open = pyo.Constraint(
-        list(by_js), rule=lambda m, j, s: sum(m.place[j, s, f, x] for f, x in by_js[j, s]) <= m.open[s]
-    )
-
-
 def density_needs_zone(m, ix: IndexSets) -> None:
     """sum_w racks_inf[s,k,c,w] + sum_f racks_trn[s,k,c,f] <= M[s,k,c] * zone[s,c].
 
@@ -239,7 +229,6 @@ FAMILIES = (
     inference_capacity,
     training_capacity,
     job_placed_once,
-    placement_needs_open_site,
     density_needs_zone,
     zone_needs_open_site,
     site_power,
