@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from models import ScenarioError, load_scenario
+from models import ScenarioError, export_default, load_scenario
 from models.plan import Plan
 from optimizer.check import check_plan_folder
 from optimizer.index import build_index
@@ -91,7 +91,7 @@ def solve(
     scenario: Optional[Path] = ScenarioArg,
     out: Path = typer.Option(Path("plan"), "--out", "-o", help="Plan folder to write (replaced atomically)."),
     time_limit: float = typer.Option(300.0, "--time-limit", help="Solver time limit, seconds."),
-    gap: float = typer.Option(1e-4, "--gap", help="Relative MIP gap at which to stop."),
+    gap: float = typer.Option(5e-3, "--gap", help="Relative MIP gap at which to stop (0.005 = proven within 0.5 %)."),
     threads: int = typer.Option(1, "--threads", help="Solver threads."),
     seed: int = typer.Option(0, "--seed", help="Solver random seed."),
 ) -> None:
@@ -152,6 +152,20 @@ def check(folder: Path = typer.Argument(..., help="A plan folder written by `dcp
     for v in report.violations:
         err.print(f"  • {v}", markup=False, highlight=False)
     raise typer.Exit(EXIT_CHECK_FAILED)
+
+
+data_app = typer.Typer(no_args_is_help=True, help="The embedded default data.")
+app.add_typer(data_app, name="data")
+
+
+@data_app.command("export")
+def data_export(folder: Path = typer.Argument(..., help="A new folder to write the default scenario into.")) -> None:
+    """Write the default scenario, catalog and their sources as editable files."""
+    try:
+        path = export_default(folder)
+    except ScenarioError as exc:
+        _bad_input(exc)
+    console.print(f"Default scenario written to [bold]{folder}[/]; edit it, then run `dcplace solve {path}`.")
 
 
 def main() -> None:

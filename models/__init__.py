@@ -1,7 +1,7 @@
 """The domain: validated records, the scenario file format, and the plan."""
 
 from models.errors import InputProblem, ScenarioError
-from models.files import default_scenario_path, load_scenario, write_scenario
+from models.files import default_scenario_path, export_default, load_scenario, write_scenario
 from models.records import (
     Catalog,
     Chip,
@@ -22,5 +22,5 @@ from models.records import (
 __all__ = [
     "Catalog", "Chip", "Cooling", "Economics", "Fabric", "InputProblem", "Latency", "Policies",
     "RackConfig", "Region", "Scenario", "ScenarioError", "Site", "Throughput", "TrainingJob",
-    "Workload", "default_scenario_path", "load_scenario", "write_scenario",
+    "Workload", "default_scenario_path", "export_default", "load_scenario", "write_scenario",
 ]

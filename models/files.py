@@ -25,6 +25,7 @@ import difflib
 import hashlib
 import json
 import math
+import shutil
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,7 @@ import pandas as pd
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from models.errors import ProblemLog, ScenarioError
+from models.errors import InputProblem, ProblemLog, ScenarioError
 from models.records import (
     Catalog,
     Chip,
@@ -504,6 +505,19 @@ def _cross_check(spec: ScenarioFile, label: str, catalog: Catalog, sites, jobs, 
 # ------------------------------------------------------------------------- writing
 
 
+def export_default(folder: str | Path) -> Path:
+    """Copy the embedded default scenario and catalog, with their sources, to `folder` as
+    editable files (the scenario YAML gains `catalog: catalog`). Returns the YAML path."""
+    folder = Path(folder)
+    if folder.exists() and any(folder.iterdir()):
+        raise ScenarioError([InputProblem(str(folder), None, None, "exists and is not empty.", "choose a new folder.")])
+    shutil.copytree(default_scenario_path().parent, folder, dirs_exist_ok=True)
+    shutil.copytree(default_catalog_dir(), folder / "catalog", ignore=shutil.ignore_patterns("__pycache__"))
+    yaml_path = folder / "scenario.yaml"
+    yaml_path.write_text(yaml_path.read_text() + "catalog: catalog\n")
+    return yaml_path
+
+
 def _cell(value: Any) -> Any:
     if isinstance(value, tuple):
         return ";".join(value)
@@ -553,4 +567,4 @@ def write_scenario(scenario: Scenario, folder: str | Path) -> Path:
     return folder / "scenario.yaml"
 
 
-__all__ = ["load_scenario", "write_scenario", "default_scenario_path", "scenario_hash", "ScenarioError"]
+__all__ = ["load_scenario", "write_scenario", "export_default", "default_scenario_path", "scenario_hash", "ScenarioError"]

@@ -99,6 +99,7 @@ class SolveRecord(PlanRecord):
     build_time_s: float
     solve_time_s: float
     extract_time_s: float = 0.0
+    warm_start: str = "off"
     options: dict[str, Any]
     model: dict[str, int]
 

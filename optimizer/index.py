@@ -8,7 +8,10 @@ Only combinations that can be non-zero in some feasible plan become variables:
   chip(k) serves w, one rack fits in the site's power, and some region can be served by s;
 * training racks (s, k, c, f) and placements (j, s, f, chip): chip eligible for j, fabric
   tier >= j's minimum, the job's physical GPU count fits the fabric's largest cluster and
-  the site's power and floor, and s is in j's allowed countries.
+  the site's power and floor, and s is in j's allowed countries;
+* fabrics dominated by another (tier, efficiency and largest cluster at least as high, an
+  annualized cost per GPU no higher) are dropped: any plan using one can switch to its
+  dominator at no extra cost, so the optimum is unchanged and the symmetry is gone.
 
 Everything downstream (the Pyomo model, the direct build path of later work, extraction)
 reads these lists and groupings; nothing rebuilds them.
@@ -20,10 +23,8 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from models import Chip, Cooling, Fabric, RackConfig, Region, Scenario, Site, TrainingJob, Workload
-from optimizer.costs import RackEconomics, rack_economics
+from optimizer.costs import RackEconomics, crf, rack_economics
 from optimizer.latency import distance_matrix_km, rtt_matrix_ms
 
 
@@ -109,6 +110,19 @@ class IndexSets:
         return dict(out)
 
 
+def undominated_fabrics(fabrics: dict[str, Fabric], rate: float) -> set[str]:
+    """Fabrics no other fabric dominates (ties broken by id, so one of equals survives)."""
+
+    def key(f: Fabric) -> tuple:
+        return (f.tier, f.training_efficiency, f.max_cluster_gpus, -f.cost_usd_per_gpu * crf(rate, f.life_years))
+
+    def dominates(a: Fabric, b: Fabric) -> bool:
+        ka, kb = key(a), key(b)
+        return all(x >= y for x, y in zip(ka, kb)) and (ka != kb or a.id < b.id)
+
+    return {f.id for f in fabrics.values() if not any(dominates(g, f) for g in fabrics.values() if g.id != f.id)}
+
+
 def _racks_that_fit(site: Site, rack: RackConfig, cooling: Cooling) -> int:
     """Most racks of this config a site could hold in a zone of this cooling (floor and power)."""
     by_power = math.floor(site.power_limit_kw / (rack.kw_per_rack * site.pue(cooling)) + 1e-9)
@@ -181,13 +195,14 @@ def build_index(scenario: Scenario) -> IndexSets:
 
     # training: placements first, then only the rack options some placement can use
     training_chips = {c for c, chip in ix.chips.items() if chip.h100_equiv > 0}
+    fabrics = undominated_fabrics(ix.fabrics, econ.discount_rate)
     for j, job in ix.jobs.items():
         chips = [c for c in (job.eligible_chips or sorted(training_chips)) if c in training_chips]
         for s, site in sites.items():
             if job.allowed_countries and site.country not in job.allowed_countries:
                 continue
             for f, fabric in ix.fabrics.items():
-                if fabric.tier < job.min_fabric_tier:
+                if f not in fabrics or fabric.tier < job.min_fabric_tier:
                     continue
                 for chip in chips:
                     gpus_needed = job.gpus_h100_equiv / (fabric.training_efficiency * ix.chips[chip].h100_equiv)
@@ -214,8 +229,3 @@ def build_index(scenario: Scenario) -> IndexSets:
                 ix.rack_limit[s, k, c] = limit
     ix.zones = sorted({(s, c) for (s, _, c) in needed})
     return ix
-
-
-def rtt_array(ix: IndexSets) -> np.ndarray:
-    """The rtt of every serve pair, in serve order (for quick KPIs)."""
-    return np.array([ix.rtt_ms[r, s] for r, _, s in ix.serve])

@@ -184,3 +184,33 @@ def test_every_tiny_plan_passes_the_checker(tmp_path):
     assert report.ok, report.violations
     assert check_plan_folder(tmp_path / "plan").ok
     assert plan.solve.status == "optimal"
+
+
+def test_dominated_fabric_is_dropped_without_changing_the_optimum(tmp_path):
+    """A fabric no better than another in tier, efficiency and size, and dearer, is pruned;
+    the optimum equals the one found with it available."""
+    from optimizer.index import build_index, undominated_fabrics
+
+    dearer = {"id": "ib-dear", "name": "Dear IB", "tier": 2, "cost_usd_per_gpu": 1500, "life_years": 5,
+              "training_efficiency": 1.0, "max_cluster_gpus": 1000}
+    catalog = {**TINY_CATALOG, "fabrics": TINY_CATALOG["fabrics"] + [dearer]}
+    args = dict(sites=[site("a", 0, 0)], regions=[region("nobody", 0, 0, chat=0)], jobs=[job("pretrain", 48)])
+    with_dear = load_scenario(make_scenario(tmp_path / "two", catalog=catalog, **args))
+    assert undominated_fabrics(build_index(with_dear).fabrics, 0.0) == {"ib"}
+    alone = load_scenario(make_scenario(tmp_path / "one", **args))
+    assert solve(with_dear, EXACT).objective_usd_per_year == pytest.approx(solve(alone, EXACT).objective_usd_per_year, rel=1e-12)
+
+
+def test_warm_start_does_not_change_the_optimum(tmp_path):
+    path = make_scenario(
+        tmp_path,
+        sites=[site("a", 0, 0), site("b", 0, 1, power_price_usd_per_mwh=30), site("c", 0, 2, fixed_cost_usd_per_year=50)],
+        regions=[region("town", 0, 0.5, chat=2000), region("city", 0, 1.2, chat=900), region("ville", 0, 2.1, chat=450)],
+        jobs=[job("pretrain", 96), job("tune", 20)],
+    )
+    scenario = load_scenario(path)
+    warm = solve(scenario, EXACT)
+    cold = solve(scenario, SolveOptions(mip_gap=0.0, time_limit_s=60, warm_start=False))
+    assert warm.solve.warm_start.startswith("rounded LP relaxation offered")
+    assert cold.solve.warm_start == "off"
+    assert warm.objective_usd_per_year == pytest.approx(cold.objective_usd_per_year, rel=1e-12)

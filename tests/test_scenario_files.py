@@ -64,3 +64,18 @@ def test_plan_records_how_to_reproduce_it(tmp_path):
     write_plan_folder(plan, scenario, out)
     rerun = load_scenario(out / "inputs" / "scenario.yaml")
     assert rerun.content_hash == scenario.content_hash
+
+
+def test_data_export_writes_an_editable_copy(tmp_path):
+    from typer.testing import CliRunner
+
+    from cli import app
+
+    result = CliRunner().invoke(app, ["data", "export", str(tmp_path / "mine")])
+    assert result.exit_code == 0, result.output
+    exported = load_scenario(tmp_path / "mine" / "scenario.yaml")
+    assert exported.content_hash == load_scenario().content_hash
+    assert (tmp_path / "mine" / "catalog" / "provenance.csv").exists()
+    assert (tmp_path / "mine" / "provenance.csv").exists()
+    again = CliRunner().invoke(app, ["data", "export", str(tmp_path / "mine")])
+    assert again.exit_code == 2 and "not empty" in again.output
