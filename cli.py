@@ -1,7 +1,8 @@
 """dcplace command line: parses arguments, calls the library, prints with rich.
 
 Exit codes: 0 success; 1 a plan failed its independent check; 2 bad input (every problem
-is listed, naming file, row and field); 3 the scenario is infeasible.
+is listed, naming file, row and field); 3 the scenario is infeasible (the diagnosis says
+which limits must move); 4 the time limit ended before any plan was found.
 """
 
 from __future__ import annotations
@@ -14,20 +15,22 @@ from rich.console import Console
 from rich.table import Table
 
 from models import ScenarioError, export_default, load_scenario
-from models.plan import Plan
+from models.plan import Plan, read_plan
+from optimizer.backends import CAPABILITIES
 from optimizer.check import check_plan_folder
 from optimizer.index import build_index
 from optimizer.pipeline import PlanCheckFailed, solve_to_folder
 from optimizer.precheck import precheck
-from optimizer.solve import InfeasibleScenario, SolveOptions
+from optimizer.solve import InfeasibleScenario, NoPlanFound, SolveOptions
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Placement engine for AI infrastructure.")
 console = Console()
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)
 
 EXIT_CHECK_FAILED = 1
 EXIT_BAD_INPUT = 2
 EXIT_INFEASIBLE = 3
+EXIT_NO_PLAN = 4
 
 ScenarioArg = typer.Argument(None, help="Scenario YAML file; omit for the embedded default.", show_default=False)
 
@@ -37,6 +40,12 @@ def _bad_input(exc: ScenarioError) -> None:
     for problem in exc.problems:
         err.print(f"  • {problem}", markup=False, highlight=False)
     raise typer.Exit(EXIT_BAD_INPUT)
+
+
+def _print_infeasible(diagnosis: list[str]) -> None:
+    err.print("[bold red]Infeasible:[/] no plan keeps every limit. To make one possible:")
+    for line in diagnosis or ["(no single limit could be named; loosen policies or add capacity)"]:
+        err.print(f"  • {line}", markup=False, highlight=False)
 
 
 def _money(usd: float) -> str:
@@ -94,10 +103,11 @@ def solve(
     gap: float = typer.Option(5e-3, "--gap", help="Relative MIP gap at which to stop (0.005 = proven within 0.5 %)."),
     threads: int = typer.Option(1, "--threads", help="Solver threads."),
     seed: int = typer.Option(0, "--seed", help="Solver random seed."),
+    solver: str = typer.Option("highs", "--solver", help=f"Back-end: {', '.join(CAPABILITIES)}."),
 ) -> None:
     """Solve a scenario and write its plan folder."""
     try:
-        options = SolveOptions(time_limit_s=time_limit, mip_gap=gap, threads=threads, seed=seed)
+        options = SolveOptions(solver=solver, time_limit_s=time_limit, mip_gap=gap, threads=threads, seed=seed)
     except ValueError as exc:
         err.print(f"[red]Bad option:[/] {exc}")
         raise typer.Exit(EXIT_BAD_INPUT)
@@ -106,8 +116,12 @@ def solve(
     except ScenarioError as exc:
         _bad_input(exc)
     except InfeasibleScenario as exc:
-        err.print(f"[bold red]Infeasible:[/] {exc}")
+        _print_infeasible(exc.diagnosis)
+        err.print(f"The diagnosis is recorded in {out / 'plan.json'}.")
         raise typer.Exit(EXIT_INFEASIBLE)
+    except NoPlanFound as exc:
+        err.print(f"[bold red]No plan:[/] {exc}")
+        raise typer.Exit(EXIT_NO_PLAN)
     except PlanCheckFailed as exc:
         err.print(f"[bold red]{exc}[/]")
         raise typer.Exit(EXIT_CHECK_FAILED)
@@ -142,6 +156,10 @@ def check(folder: Path = typer.Argument(..., help="A plan folder written by `dcp
     except (KeyError, ValueError, OSError) as exc:
         err.print(f"[red]{folder}: the plan folder is damaged[/] ({type(exc).__name__}: {exc}). Fix: re-run `dcplace solve`.")
         raise typer.Exit(EXIT_BAD_INPUT)
+    if report.status not in ("optimal", "feasible"):
+        plan = read_plan(folder)
+        _print_infeasible(plan.diagnosis)
+        raise typer.Exit(EXIT_INFEASIBLE)
     if report.ok:
         console.print(
             f"[green]PASS[/]: {folder}: {len(report.checked)} constraint families hold "

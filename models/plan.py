@@ -110,12 +110,13 @@ class Plan(PlanRecord):
     scenario_hash: str
     created_utc: str
     solve: SolveRecord
-    objective_usd_per_year: float
+    objective_usd_per_year: float | None
     cost_breakdown_usd_per_year: dict[str, float]
     kpis: dict[str, float]
     sites: list[SitePlan]
     assignments: list[Assignment]
     jobs: list[JobPlacement]
+    diagnosis: list[str] = []
     provenance: dict[str, Any]
 
 

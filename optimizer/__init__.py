@@ -1,5 +1,5 @@
 """Latency, the placement MIP, solving, plan extraction and the independent checker."""
 
-from optimizer.solve import InfeasibleScenario, SolveOptions, solve
+from optimizer.solve import InfeasibleScenario, NoPlanFound, SolveOptions, solve
 
-__all__ = ["InfeasibleScenario", "SolveOptions", "solve"]
+__all__ = ["InfeasibleScenario", "NoPlanFound", "SolveOptions", "solve"]

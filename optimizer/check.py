@@ -40,6 +40,7 @@ class CheckReport:
     checked: list[str] = field(default_factory=list)
     violations: list[Violation] = field(default_factory=list)
     recomputed_cost_usd_per_year: float = 0.0
+    status: str = ""
 
     @property
     def ok(self) -> bool:
@@ -347,6 +348,9 @@ class PlanChecker:
             self.fail("cost", f"line items add up to ${total:,.2f}, the solver's objective was ${solver_objective:,.2f}.")
 
     def run(self) -> CheckReport:
+        self.report.status = self.plan["solve"]["status"]
+        if self.report.status not in ("optimal", "feasible"):
+            return self.report  # no plan to check: the folder records why (plan.json "diagnosis")
         for name in sorted(n for n in dir(self) if n.startswith("check_")):
             getattr(self, name)()
             self.report.checked.append(name.removeprefix("check_"))

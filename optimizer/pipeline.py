@@ -3,7 +3,9 @@
     from optimizer.pipeline import solve_to_folder
     plan, report = solve_to_folder("my/scenario.yaml", "plan/")
 
-The folder appears only if the independent checker passes on it.
+The folder appears only if the independent checker passes on it. An infeasible scenario
+still gets its folder, holding the diagnosis in plan.json (status "infeasible", no sites),
+and then raises InfeasibleScenario.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from pathlib import Path
 from models import Scenario, load_scenario
 from models.plan import Plan, write_plan_folder
 from optimizer.check import CheckReport, check_plan_folder
-from optimizer.solve import SolveOptions, solve
+from optimizer.solve import InfeasibleScenario, SolveOptions, solve
 
 
 class PlanCheckFailed(Exception):
@@ -30,7 +32,11 @@ def solve_to_folder(
     """Solve `scenario` (a Scenario, a YAML path, or None for the embedded default) into `out_dir`."""
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
-    plan = solve(scenario, options)
+    try:
+        plan = solve(scenario, options)
+    except InfeasibleScenario as exc:
+        write_plan_folder(exc.plan, scenario, out_dir)
+        raise
     reports: list[CheckReport] = []
 
     def verify(folder: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 
 import pytest
 from typer.testing import CliRunner
@@ -197,11 +198,16 @@ def test_cli_reports_every_problem_at_once_without_traceback(tmp_path):
     assert not list(tmp_path.glob(".plan*")), "no half-written folder is left"
 
 
-def test_infeasible_scenario_exits_3_and_writes_nothing(tmp_path):
+def test_infeasible_scenario_exits_3_and_records_the_diagnosis(tmp_path):
     path = good(tmp_path, policies={"carbon_cap_t_per_year": 0.0})
     out = tmp_path / "plan"
     result = runner.invoke(app, ["solve", str(path), "--out", str(out)])
     assert result.exit_code == 3, result.output
-    assert "no feasible plan" in result.output
-    assert not out.exists()
+    assert "carbon cap 0 t CO2/yr is exceeded by" in result.output
+    assert "Traceback" not in result.output
+    plan = json.loads((out / "plan.json").read_text())
+    assert plan["solve"]["status"] == "infeasible" and plan["sites"] == []
+    assert any("carbon cap" in line for line in plan["diagnosis"])
+    again = runner.invoke(app, ["check", str(out)])
+    assert again.exit_code == 3 and "carbon cap" in again.output
     assert not list(tmp_path.glob(".plan*"))

@@ -1,0 +1,66 @@
+"""Seeded synthetic scenarios: the same seed gives the same scenario on every machine.
+
+Used by the solver cross-check tests and by the scale benchmarks. Sites are scattered in
+a box the size of a continent; every region is placed within a few hundred km of some
+site so that it has one inside its latency budget; prices, carbon and power are drawn
+from the ranges of the embedded default's sourced figures.
+"""
+
+from __future__ import annotations
+
+import random
+
+from models.files import default_scenario_path, load_scenario, scenario_hash
+from models.records import Catalog, Policies, Region, Scenario, Site, TrainingJob
+
+
+def synthetic_scenario(
+    seed: int,
+    n_sites: int,
+    n_regions: int,
+    n_jobs: int = 2,
+    catalog: Catalog | None = None,
+    policies: Policies | None = None,
+    box_deg: tuple[float, float] = (12.0, 18.0),
+) -> Scenario:
+    """A random but reproducible scenario of the given size."""
+    rng = random.Random(seed)
+    base = load_scenario(default_scenario_path())
+    catalog = catalog or base.catalog
+    cooling_ids = [c.id for c in catalog.cooling]
+    lat0, lon0 = 40.0, -100.0
+    sites = []
+    for i in range(n_sites):
+        power_mw = rng.choice([20, 50, 100, 200])
+        sites.append(
+            Site(
+                id=f"s{i}", name=f"Site {i}", lat=lat0 + rng.uniform(0, box_deg[0]), lon=lon0 + rng.uniform(0, box_deg[1]),
+                country=rng.choice(["US", "CA"]), power_price_usd_per_mwh=rng.uniform(50, 200),
+                grid_carbon_g_per_kwh=rng.uniform(30, 700), power_limit_kw=power_mw * 1000.0, floor_racks=int(power_mw * 1000 / 15),
+                fixed_cost_usd_per_year=rng.choice([0.5e6, 1e6, 2e6]), colocation_usd_per_kw_month=rng.uniform(100, 250),
+                cooling_allowed=tuple(c for c in cooling_ids if c == "air" or rng.random() < 0.7),
+                pue_climate_factor=rng.uniform(0.8, 1.3),
+            )
+        )
+    workloads = [w.id for w in catalog.workloads]
+    regions = []
+    for i in range(n_regions):
+        anchor = rng.choice(sites)
+        population = int(rng.uniform(0.5e6, 5e6))
+        regions.append(
+            Region(
+                id=f"r{i}", name=f"Region {i}", lat=anchor.lat + rng.uniform(-3, 3), lon=anchor.lon + rng.uniform(-3, 3),
+                country=anchor.country, population=population,
+                demand_tok_s={w: population * (0.05 if j == 0 else 0.005) * rng.uniform(0.5, 1.5) for j, w in enumerate(workloads)},
+                rtt_budget_ms={w: 40.0 if j == 0 else 120.0 for j, w in enumerate(workloads)},
+            )
+        )
+    jobs = [
+        TrainingJob(id=f"j{i}", name=f"Job {i}", gpus_h100_equiv=float(rng.choice([256, 1024, 4096])), min_fabric_tier=rng.choice([1, 2, 3]))
+        for i in range(n_jobs)
+    ]
+    scenario = Scenario(
+        name=f"synthetic-{seed}-{n_sites}x{n_regions}", sites=tuple(sites), regions=tuple(regions), catalog=catalog,
+        jobs=tuple(jobs), economics=base.economics, latency=base.latency, policies=policies or Policies(),
+    )
+    return scenario.model_copy(update={"content_hash": scenario_hash(scenario)})

@@ -1,0 +1,102 @@
+"""Infeasible scenarios are explained in the user's words: which limit, and by how much."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import job, make_scenario, region, site
+from models import load_scenario
+from optimizer import InfeasibleScenario, NoPlanFound, SolveOptions, solve
+
+OPTIONS = SolveOptions(mip_gap=0.0, time_limit_s=60)
+
+
+def diagnosis_of(path) -> list[str]:
+    with pytest.raises(InfeasibleScenario) as info:
+        solve(load_scenario(path), OPTIONS)
+    plan = info.value.plan
+    assert plan.solve.status == "infeasible" and not plan.sites
+    assert plan.diagnosis == info.value.diagnosis
+    return info.value.diagnosis
+
+
+def two_towns(tmp_path, **kw):
+    """Two regions 10 degrees apart, each reachable only from its own site."""
+    args = dict(
+        sites=[site("west", 0, 0), site("east", 0, 10)],
+        regions=[region("wtown", 0, 0.1, budget=5), region("etown", 0, 10.1, budget=5)],
+    )
+    args.update(kw)
+    return make_scenario(tmp_path, **args)
+
+
+def test_carbon_cap_too_low(tmp_path):
+    # least-carbon plan: one 'server-air' rack per town in a liquid zone (PUE 1.1):
+    # 4 kW x 1.1 x 8760 h x 0.5 = 19.27 MWh at 400 g/kWh = 7.71 t/yr per site, 15.4 t in all
+    found = diagnosis_of(two_towns(tmp_path, policies={"carbon_cap_t_per_year": 1.0}))
+    assert any("carbon cap 1 t CO2/yr is exceeded by 14 t CO2/yr" in line for line in found), found
+
+
+def test_capex_budget_too_low(tmp_path):
+    # one rack per town: 16 GPUs x $2,000 = $32,000 each, $64,000 in all
+    found = diagnosis_of(two_towns(tmp_path, policies={"capex_budget_usd": 40000}))
+    assert any("capex budget $40,000 is exceeded by $24,000" in line for line in found), found
+
+
+def test_max_sites_too_few(tmp_path):
+    found = diagnosis_of(two_towns(tmp_path, policies={"max_sites": 1}))
+    assert found[0] == "max_sites 1 is exceeded by 1 site(s)"
+
+
+def test_forced_sites_beyond_max_sites(tmp_path):
+    path = make_scenario(
+        tmp_path, sites=[site("a", 0, 0), site("b", 0, 1), site("c", 0, 2)], regions=[region("town", 0, 0.5)],
+        policies={"forced_sites": ["a", "b", "c"], "max_sites": 2},
+    )
+    found = diagnosis_of(path)
+    assert found[0] == "max_sites 2 is exceeded by 1 site(s)"
+    assert found[1] == "HiGHS infeasible subset of the LP relaxation (1 rows): max_sites"
+
+
+def test_min_sites_beyond_candidates(tmp_path):
+    found = diagnosis_of(two_towns(tmp_path, policies={"min_sites": 4}))
+    assert found[0] == "min_sites 4 cannot be met: 2 candidate site(s) short"
+
+
+def test_site_power_too_small_for_the_region_it_alone_reaches(tmp_path):
+    # 'wtown' needs 3 'server-air' racks (2,400 tok/s); 'west' has 7 kW: the least power is
+    # 3 racks x 4 kW x PUE 1.1 (liquid) = 13.2 kW, so 6.2 kW over
+    found = diagnosis_of(two_towns(tmp_path, sites=[site("west", 0, 0, power_limit_kw=7), site("east", 0, 10)],
+                                   regions=[region("wtown", 0, 0.1, chat=2400, budget=5), region("etown", 0, 10.1, budget=5)]))
+    assert found[0] == "site West power 7.0 kW is over by 6.2 kW", found
+
+
+def test_floor_space_too_small(tmp_path):
+    # 6,000 tok/s needs two racks even of 'trainer-dense' (4,800 tok/s each)
+    found = diagnosis_of(two_towns(tmp_path, sites=[site("west", 0, 0, floor_racks=1), site("east", 0, 10)],
+                                   regions=[region("wtown", 0, 0.1, chat=6000, budget=5), region("etown", 0, 10.1, budget=5)]))
+    assert "site West floor space 1 racks is over by 1 racks" in found
+
+
+def test_job_only_a_full_site_could_hold_with_space_taken(tmp_path):
+    # the job needs 2 dense racks; the only liquid site has floor for 2 and must also serve its town
+    path = two_towns(
+        tmp_path,
+        sites=[site("west", 0, 0, floor_racks=2), site("east", 0, 10, cooling_allowed="air")],
+        jobs=[job("pretrain", 96)],
+    )
+    found = diagnosis_of(path)
+    assert "site West floor space 2 racks is over by 1 racks" in found
+
+
+def test_time_limit_returns_the_incumbent_marked_with_its_gap():
+    """A solve stopped by its limit is 'feasible' with the gap it reached, never 'optimal'."""
+    scenario = load_scenario()
+    try:
+        plan = solve(scenario, SolveOptions(mip_gap=0.0, time_limit_s=10, threads=2))
+    except NoPlanFound as exc:  # a slow machine may not finish the warm start in 10 s
+        assert exc.plan.solve.status == "no_solution"
+        return
+    assert plan.solve.status == "feasible"
+    assert plan.solve.gap is not None and plan.solve.gap > 0
+    assert plan.solve.termination != "convergenceCriteriaSatisfied"
