@@ -9,6 +9,7 @@ from models.records import (
     Economics,
     Fabric,
     Latency,
+    PairCost,
     Policies,
     RackConfig,
     Region,
@@ -20,7 +21,7 @@ from models.records import (
 )
 
 __all__ = [
-    "Catalog", "Chip", "Cooling", "Economics", "Fabric", "InputProblem", "Latency", "Policies",
+    "Catalog", "Chip", "Cooling", "Economics", "Fabric", "InputProblem", "Latency", "PairCost", "Policies",
     "RackConfig", "Region", "Scenario", "ScenarioError", "Site", "Throughput", "TrainingJob",
     "Workload", "default_scenario_path", "export_default", "load_scenario", "write_scenario",
 ]

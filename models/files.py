@@ -42,6 +42,7 @@ from models.records import (
     Economics,
     Fabric,
     Latency,
+    PairCost,
     Policies,
     RackConfig,
     Record,
@@ -84,6 +85,7 @@ class ScenarioFile(BaseModel):
     sites: str
     regions: str
     jobs: str | None = None
+    pair_costs: str | None = None
     catalog: str | None = None
     economics: dict[str, Any] = {}
     latency: dict[str, Any] = {}
@@ -416,6 +418,12 @@ def load_scenario(path: str | Path | None = None) -> Scenario:
         jobs = parse_rows(jobs_table, TrainingJob, log) if jobs_table else []
         _check_unique(jobs, spec.jobs, log)
 
+    pair_costs: list[tuple[int, PairCost]] = []
+    if spec.pair_costs:
+        pairs_table = read_table(root / spec.pair_costs, spec.pair_costs, log)
+        pair_costs = parse_rows(pairs_table, PairCost, log) if pairs_table else []
+        _check_pairs(pair_costs, spec.pair_costs, sites, regions, catalog, log)
+
     backbone: list[tuple[str, str, float]] = []
     if latency.backbone:
         backbone = _load_backbone(root / latency.backbone, latency.backbone, log)
@@ -435,6 +443,7 @@ def load_scenario(path: str | Path | None = None) -> Scenario:
         regions=tuple(rec for _, rec in regions),
         catalog=catalog,
         jobs=tuple(rec for _, rec in jobs),
+        pair_costs=tuple(rec for _, rec in pair_costs),
         economics=economics,
         latency=latency,
         policies=policies,
@@ -449,6 +458,21 @@ def scenario_hash(scenario: Scenario) -> str:
     """SHA-256 of the resolved content (not of file bytes): the same model, the same hash."""
     payload = scenario.model_dump(mode="json", exclude={"source_path", "content_hash", "files"})
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+def _check_pairs(pairs, label: str, sites, regions, catalog: Catalog | None, log: ProblemLog) -> None:
+    """Pair costs must name known regions, sites and workloads, once each."""
+    known = {"region": {r.id for _, r in regions}, "site": {s.id for _, s in sites}}
+    known["workload"] = {w.id for w in catalog.workloads} if catalog else set()
+    seen: dict[tuple[str, str, str], int] = {}
+    for row, pair in pairs:
+        for field, ids in known.items():
+            if getattr(pair, field) not in ids:
+                log.add(label, row, field, f"unknown {field} '{getattr(pair, field)}'.", f"use an id from the {field}s table.")
+        key = (pair.region, pair.site, pair.workload)
+        if key in seen:
+            log.add(label, row, "region", f"cost for {key} already given in row {seen[key]}.", "keep one row per region, site and workload.")
+        seen.setdefault(key, row)
 
 
 def _load_backbone(path: Path, label: str, log: ProblemLog) -> list[tuple[str, str, float]]:
@@ -547,6 +571,8 @@ def write_scenario(scenario: Scenario, folder: str | Path) -> Path:
         region_rows.append(row)
     pd.DataFrame(region_rows).to_csv(folder / "regions.csv", index=False)
     _records_frame(scenario.jobs, list(TrainingJob.model_fields)).to_csv(folder / "jobs.csv", index=False)
+    if scenario.pair_costs:
+        _records_frame(scenario.pair_costs, list(PairCost.model_fields)).to_csv(folder / "pair_costs.csv", index=False)
     latency = scenario.latency.model_dump()
     if scenario.backbone_edges:
         pd.DataFrame(scenario.backbone_edges, columns=["from", "to", "km"]).to_csv(folder / "backbone.csv", index=False)
@@ -558,6 +584,7 @@ def write_scenario(scenario: Scenario, folder: str | Path) -> Path:
         "sites": "sites.csv",
         "regions": "regions.csv",
         "jobs": "jobs.csv",
+        **({"pair_costs": "pair_costs.csv"} if scenario.pair_costs else {}),
         "catalog": "catalog",
         "economics": scenario.economics.model_dump(),
         "latency": latency,

@@ -170,6 +170,15 @@ class TrainingJob(Record):
     allowed_countries: NameList = Field(default=(), json_schema_extra=fix("ISO codes separated by ';'; empty = any country"))
 
 
+class PairCost(Record):
+    """Network transport cost of serving all of a region's class demand from one site."""
+
+    region: str = Field(min_length=1)
+    site: str = Field(min_length=1)
+    workload: str = Field(min_length=1)
+    usd_per_year: float = Field(ge=0, json_schema_extra=fix("annual cost of serving the whole class demand from the site, USD"))
+
+
 # ---------------------------------------------------------------- scenario sections
 
 
@@ -234,6 +243,7 @@ class Scenario(Record):
     regions: tuple[Region, ...]
     catalog: Catalog
     jobs: tuple[TrainingJob, ...] = ()
+    pair_costs: tuple[PairCost, ...] = ()
     economics: Economics = Economics()
     latency: Latency = Latency()
     policies: Policies = Policies()

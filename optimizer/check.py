@@ -80,6 +80,9 @@ class _Inputs:
         self.workloads = {r["id"]: r for r in read(str(cat / "workloads.csv")).to_dict("records")}
         self.tok_s = {(r["chip"], r["workload"]): r["tok_s_per_gpu"] for r in read(str(cat / "throughput.csv")).to_dict("records")}
         self.backbone = read("backbone.csv") if (folder / "backbone.csv").exists() else None
+        self.pair_costs = {}
+        if (folder / "pair_costs.csv").exists():
+            self.pair_costs = {(r["region"], r["workload"], r["site"]): r["usd_per_year"] for r in read("pair_costs.csv").to_dict("records")}
 
     def gpus_per_rack(self, k: str) -> int:
         rack = self.racks[k]
@@ -328,10 +331,13 @@ class PlanChecker:
                     fab = self.inp.fabrics[ln["fabric"]]
                     mine["fabric"] += ln["gpus"] * fab["cost_usd_per_gpu"] * annuity(fab["life_years"])
             for a in self.plan["assignments"]:
-                if a["site"] == s and eco["transport_usd_per_tok_s_1000km_year"]:
+                if a["site"] != s:
+                    continue
+                if eco["transport_usd_per_tok_s_1000km_year"]:
                     region = self.inp.regions[a["region"]]
                     km = _haversine_km(region["lat"], region["lon"], inp["lat"], inp["lon"])
                     mine["transport"] += a["share"] * self.inp.demand(a["region"], a["workload"]) * km / 1000 * eco["transport_usd_per_tok_s_1000km_year"]
+                mine["transport"] += a["share"] * self.inp.pair_costs.get((a["region"], a["workload"], s), 0.0)
             for cat, value in mine.items():
                 by_category[cat] += value
                 if not _close(value, site["cost_usd_per_year"].get(cat, 0.0), abs_=1e-3):

@@ -76,6 +76,7 @@ def rack_economics(
     return RackEconomics(cost, facility_kw, energy_mwh, emissions_t, upfront)
 
 
-def transport_usd_per_year(demand_tok_s: float, distance_km: float, economics: Economics) -> float:
-    """Network transport cost of serving all of `demand_tok_s` over `distance_km`."""
-    return demand_tok_s * distance_km / 1000.0 * economics.transport_usd_per_tok_s_1000km_year
+def transport_usd_per_year(demand_tok_s: float, distance_km: float, economics: Economics, pair_usd_per_year: float = 0.0) -> float:
+    """Network transport cost of serving all of `demand_tok_s` over `distance_km`: the
+    distance rate of `economics` plus any cost given for the (region, class, site) pair."""
+    return demand_tok_s * distance_km / 1000.0 * economics.transport_usd_per_tok_s_1000km_year + pair_usd_per_year

@@ -71,7 +71,7 @@ def extract(m: pyo.ConcreteModel, ix: IndexSets) -> dict:
             continue
         demand = ix.demand(r, w)
         served[s][w] += share * demand
-        transport = share * transport_usd_per_year(demand, ix.distance_km[r, s], econ)
+        transport = share * transport_usd_per_year(demand, ix.distance_km[r, s], econ, ix.pair_cost.get((r, w, s), 0.0))
         site_cost[s]["transport"] += transport
         purpose_cost["inference"] += transport
         region = ix.regions[r]

@@ -213,10 +213,11 @@ def objective(m, ix: IndexSets) -> None:
             for category, value in econ.cost_usd_per_year.items():
                 if value:
                     terms[category] = terms[category] + value * var[key]
-    rate = ix.scenario.economics.transport_usd_per_tok_s_1000km_year
-    if rate:
+    if ix.scenario.economics.transport_usd_per_tok_s_1000km_year or ix.pair_cost:
         terms["transport"] = sum(
-            transport_usd_per_year(ix.demand(r, w), ix.distance_km[r, s], ix.scenario.economics) * m.share[r, w, s] for r, w, s in m.SERVE
+            transport_usd_per_year(ix.demand(r, w), ix.distance_km[r, s], ix.scenario.economics, ix.pair_cost.get((r, w, s), 0.0))
+            * m.share[r, w, s]
+            for r, w, s in m.SERVE
         )
     m.CATEGORIES = pyo.Set(initialize=COST_CATEGORIES, ordered=True)
     m.cost = pyo.Expression(m.CATEGORIES, rule=lambda m, c: terms[c])

@@ -52,6 +52,7 @@ class IndexSets:
     inf_econ: dict[tuple[str, str, str, str], RackEconomics] = field(default_factory=dict)
     trn_econ: dict[tuple[str, str, str, str], RackEconomics] = field(default_factory=dict)
     rack_limit: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    pair_cost: dict[tuple[str, str, str], float] = field(default_factory=dict)
 
     def demand(self, r: str, w: str) -> float:
         return self.regions[r].demand_tok_s.get(w, 0.0)
@@ -184,6 +185,7 @@ def build_index(scenario: Scenario) -> IndexSets:
                 if region.demand_tok_s.get(w, 0.0) > 0 and rtt[i, j] <= region.rtt_budget_ms[w] + 1e-9 and (s, w) in serves_class:
                     ix.serve.append((r, w, s))
     served_at = {(s, w) for (_, w, s) in ix.serve}
+    ix.pair_cost = {(p.region, p.workload, p.site): p.usd_per_year for p in scenario.pair_costs}
     for s, site in sites.items():
         for k, c, limit in holdable[s]:
             for w in ix.workloads:

@@ -1,4 +1,4 @@
-"""Solve a scenario: precheck, index, build, HiGHS, extract -> Plan.
+"""Solve a scenario: precheck, index, build, solve (HiGHS or OR-Tools), extract -> Plan.
 
     from models import load_scenario
     from optimizer import solve, SolveOptions
@@ -17,15 +17,14 @@ import time
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from importlib import metadata
-from typing import Any
 
 from models import Scenario, ScenarioError
 from models.plan import Plan, SolveRecord
 from optimizer.extract import extract
 from optimizer.formulation import build_model, model_size
-from optimizer.index import IndexSets, build_index
 from optimizer.backends import CAPABILITIES, run_backend
 from optimizer.diagnose import diagnose
+from optimizer.index import build_index
 from optimizer.precheck import precheck
 
 PACKAGES = ("dcplace", "pyomo", "highspy", "ortools", "geopandas", "shapely", "networkx", "pandas", "numpy", "pydantic")

@@ -211,3 +211,12 @@ def test_infeasible_scenario_exits_3_and_records_the_diagnosis(tmp_path):
     again = runner.invoke(app, ["check", str(out)])
     assert again.exit_code == 3 and "carbon cap" in again.output
     assert not list(tmp_path.glob(".plan*"))
+
+
+def test_pair_cost_for_unknown_site(tmp_path):
+    from helpers import write_csv
+
+    path = good(tmp_path)
+    write_csv(tmp_path / "pair_costs.csv", [{"region": "town", "site": "nowhere", "workload": "chat", "usd_per_year": 5}])
+    path.write_text(path.read_text() + "pair_costs: pair_costs.csv\n")
+    assert_problem(problems_of(path), "pair_costs.csv", 2, "site", "unknown site 'nowhere'")

@@ -214,3 +214,25 @@ def test_warm_start_does_not_change_the_optimum(tmp_path):
     assert warm.solve.warm_start.startswith("rounded LP relaxation offered")
     assert cold.solve.warm_start == "off"
     assert warm.objective_usd_per_year == pytest.approx(cold.objective_usd_per_year, rel=1e-12)
+
+
+def test_pair_costs_are_a_transport_input(tmp_path):
+    """A per-pair serving cost can outweigh the cheaper site; it lands in 'transport'."""
+    from helpers import write_csv
+
+    path = make_scenario(
+        tmp_path / "in",
+        sites=[site("dear", 0, 0, power_price_usd_per_mwh=100), site("cheap", 0, 1, power_price_usd_per_mwh=50)],
+        regions=[region("town", 0, 0.5, chat=800, budget=50)],
+    )
+    write_csv(tmp_path / "in" / "pair_costs.csv", [
+        {"region": "town", "site": "cheap", "workload": "chat", "usd_per_year": 5000},
+        {"region": "town", "site": "dear", "workload": "chat", "usd_per_year": 1000},
+    ])
+    path.write_text(path.read_text() + "pair_costs: pair_costs.csv\n")
+    plan, report = solve_to_folder(path, tmp_path / "plan", EXACT)
+    assert report.ok, report.violations
+    assert [a.site for a in plan.assignments] == ["dear"]
+    assert plan.cost_breakdown_usd_per_year["transport"] == pytest.approx(1000)
+    # dear: 1000 + rack at 100 USD/MWh + 1000 transport < cheap: 1000 + rack at 50 + 5000
+    assert plan.objective_usd_per_year == pytest.approx(1000 + air_inference_rack_usd(100) + 1000, rel=1e-9)
