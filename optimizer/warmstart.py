@@ -15,7 +15,9 @@ plan near it. Rounding the LP gives one in the time of two LP solves:
    zone type and rack configs that cost least for ceil(load / tok/s per rack) racks,
    counting the zone's fixed cost (choosing per class built a zone per class and left
    the start 2 % above the optimum on the world default);
-3. sites and zones open where racks or shares need them.
+3. sites and zones open where racks or shares need them;
+4. where rounding up broke a site's power or floor (the LP fills cheap sites to the
+   brim), that site's racks are chosen again for the least facility power instead.
 
 If the rounded plan breaks a site's power or floor limit, or a policy the rounding does
 not look at, it is simply not offered: HiGHS checks any start it is given, so a bad start
@@ -34,7 +36,7 @@ import pyomo.environ as pyo
 from optimizer.index import IndexSets
 
 
-def _inference_racks(ix: IndexSets, s: str, load: dict[str, float], built: set[tuple[str, str]]) -> dict:
+def _inference_racks(ix: IndexSets, s: str, load: dict[str, float], built: set[tuple[str, str]], lean: bool = False) -> dict:
     """Racks serving `load` (tok/s per class) at site s in one cooling zone: the zone type
     and per-class rack configs of least cost, counting the zone's fixed cost unless a
     training zone of that type is already built. Serving every class from one zone is what
@@ -53,16 +55,22 @@ def _inference_racks(ix: IndexSets, s: str, load: dict[str, float], built: set[t
             if not choices:
                 cost = math.inf
                 break
-            n, k = min(choices, key=lambda nk: nk[0] * ix.inf_econ[s, nk[1], c, w].total_usd_per_year)
-            cost += n * ix.inf_econ[s, k, c, w].total_usd_per_year
+            measure = (lambda e: e.facility_kw) if lean else (lambda e: e.total_usd_per_year)
+            n, k = min(choices, key=lambda nk: nk[0] * measure(ix.inf_econ[s, nk[1], c, w]))
+            cost += n * measure(ix.inf_econ[s, k, c, w])
             racks[s, k, c, w] = n
         if cost < best_cost:
             best_cost, best = cost, racks
     return best
 
 
-def round_lp(values: dict, m: pyo.ConcreteModel, ix: IndexSets) -> dict | None:
-    """An integer-feasible assignment {id(pyomo var): value} from LP values (keyed the same way), or None."""
+def round_lp(
+    values: dict, m: pyo.ConcreteModel, ix: IndexSets, broken: set[str] | None = None, lean: set[str] = frozenset()
+) -> dict | None:
+    """An integer-feasible assignment {id(pyomo var): value} from LP values (keyed the same
+    way), or None; sites whose power or floor the rounding broke are added to `broken`.
+    At `lean` sites racks are chosen for the least facility power, not the least cost."""
+    broken = set() if broken is None else broken
     pol = ix.scenario.policies
     if pol.carbon_cap_t_per_year is not None or pol.capex_budget_usd is not None or pol.single_purpose_sites:
         return None  # the rounding does not account for these; let HiGHS search
@@ -81,7 +89,10 @@ def round_lp(values: dict, m: pyo.ConcreteModel, ix: IndexSets) -> dict | None:
             start[id(m.place[(j, *o)])] = 1.0 if o == (s, f, x) else 0.0
         need[s, f, x] += ix.jobs[j].gpus_h100_equiv
     for (s, f, x), h100 in need.items():
-        k, c = max(trn_options[s, f, x], key=lambda kc: lp(m.racks_trn[(s, *kc, f)]) * ix.h100_per_rack(kc[0], f))
+        if s in lean:
+            k, c = min(trn_options[s, f, x], key=lambda kc: ix.trn_econ[(s, *kc, f)].facility_kw / ix.h100_per_rack(kc[0], f))
+        else:
+            k, c = max(trn_options[s, f, x], key=lambda kc: lp(m.racks_trn[(s, *kc, f)]) * ix.h100_per_rack(kc[0], f))
         racks_trn[s, k, c, f] += math.ceil(h100 / ix.h100_per_rack(k, f) - 1e-9)
 
     # 2. inference
@@ -92,7 +103,7 @@ def round_lp(values: dict, m: pyo.ConcreteModel, ix: IndexSets) -> dict | None:
         load[s, w] += share * ix.demand(r, w)
     training_zones = {(key[0], key[2]) for key in racks_trn}
     for s in ix.sites:
-        racks_inf.update(_inference_racks(ix, s, {w: v for (t, w), v in load.items() if t == s and v > 1e-9}, training_zones))
+        racks_inf.update(_inference_racks(ix, s, {w: v for (t, w), v in load.items() if t == s and v > 1e-9}, training_zones, s in lean))
 
     # 3. sites and zones, with the limits the rounding may have broken
     used_sites = {key[0] for key in racks_inf} | {key[0] for key in racks_trn} | {s for (s, _), v in load.items() if v > 1e-9}
@@ -105,10 +116,12 @@ def round_lp(values: dict, m: pyo.ConcreteModel, ix: IndexSets) -> dict | None:
         racks = sum(racks_inf[k] for k in keys_inf) + sum(racks_trn[k] for k in keys_trn)
         power = sum(racks_inf[k] * ix.inf_econ[k].facility_kw for k in keys_inf) + sum(racks_trn[k] * ix.trn_econ[k].facility_kw for k in keys_trn)
         if racks > site.floor_racks or power > site.power_limit_kw * (1 + 1e-9):
-            return None
+            broken.add(s)
         for k in keys_inf + keys_trn:
             if (racks_inf.get(k, 0) + racks_trn.get(k, 0)) > ix.rack_limit[k[0], k[1], k[2]]:
-                return None
+                broken.add(s)
+    if broken:
+        return None
     n_open = len(used_sites)
     if n_open < pol.min_sites or (pol.max_sites is not None and n_open > pol.max_sites):
         return None
@@ -176,7 +189,11 @@ def offer_rounded_lp_start(solver, m: pyo.ConcreteModel, ix: IndexSets, threads:
     keep = _sites_to_keep({vid: first[i] for vid, i in columns.items()}, m, ix)
     closed = [columns[id(m.open[s])] for s in ix.sites if s not in keep]
     second = _solve_relaxation(h, integer_cols, closed) or first
-    start = round_lp({vid: second[i] for vid, i in columns.items()}, m, ix)
+    values = {vid: second[i] for vid, i in columns.items()}
+    broken: set[str] = set()
+    start = round_lp(values, m, ix, broken=broken)
+    if start is None and broken:
+        start = round_lp(values, m, ix, lean=broken)
     if start is None:
         return "none: the rounded LP broke a site limit or a policy"
     col_value = list(second)
