@@ -72,13 +72,12 @@ class _Inputs:
         self.sites = {r["id"]: r for r in read("sites.csv").to_dict("records")}
         self.regions = {r["id"]: r for r in read("regions.csv").to_dict("records")}
         self.jobs = {r["id"]: r for r in read("jobs.csv").to_dict("records")}
-        cat = folder / "catalog"
-        self.chips = {r["id"]: r for r in read(str(cat / "chips.csv")).to_dict("records")}
-        self.racks = {r["id"]: r for r in read(str(cat / "rack_configs.csv")).to_dict("records")}
-        self.cooling = {r["id"]: r for r in read(str(cat / "cooling.csv")).to_dict("records")}
-        self.fabrics = {r["id"]: r for r in read(str(cat / "fabrics.csv")).to_dict("records")}
-        self.workloads = {r["id"]: r for r in read(str(cat / "workloads.csv")).to_dict("records")}
-        self.tok_s = {(r["chip"], r["workload"]): r["tok_s_per_gpu"] for r in read(str(cat / "throughput.csv")).to_dict("records")}
+        self.chips = {r["id"]: r for r in read("catalog/chips.csv").to_dict("records")}
+        self.racks = {r["id"]: r for r in read("catalog/rack_configs.csv").to_dict("records")}
+        self.cooling = {r["id"]: r for r in read("catalog/cooling.csv").to_dict("records")}
+        self.fabrics = {r["id"]: r for r in read("catalog/fabrics.csv").to_dict("records")}
+        self.workloads = {r["id"]: r for r in read("catalog/workloads.csv").to_dict("records")}
+        self.tok_s = {(r["chip"], r["workload"]): r["tok_s_per_gpu"] for r in read("catalog/throughput.csv").to_dict("records")}
         self.backbone = read("backbone.csv") if (folder / "backbone.csv").exists() else None
         self.pair_costs = {}
         if (folder / "pair_costs.csv").exists():

@@ -201,3 +201,14 @@ def test_wrong_line_item_is_rejected(plan_dir):
 def test_price_change_in_inputs_is_caught_by_cost_check(plan_dir):
     edit_table(plan_dir, "sites.csv", lambda f: f.__setitem__("power_price_usd_per_mwh", f["power_price_usd_per_mwh"] + 1))
     assert "cost" in families(plan_dir)
+
+
+def test_check_command_accepts_a_relative_folder(solved, monkeypatch):
+    from typer.testing import CliRunner
+
+    from cli import app
+
+    monkeypatch.chdir(solved.parent)
+    result = CliRunner().invoke(app, ["check", solved.name])
+    assert result.exit_code == 0, result.output
+    assert "PASS" in result.output
