@@ -18,9 +18,8 @@ from models import ScenarioError, export_default, load_scenario
 from models.plan import Plan, read_plan
 from optimizer.backends import CAPABILITIES
 from optimizer.check import check_plan_folder
-from optimizer.index import build_index
 from optimizer.pipeline import PlanCheckFailed, solve_to_folder
-from optimizer.precheck import precheck
+from optimizer.precheck import checked_index
 from optimizer.solve import InfeasibleScenario, NoPlanFound, SolveOptions
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Placement engine for AI infrastructure.")
@@ -133,9 +132,7 @@ def validate(scenario: Optional[Path] = ScenarioArg) -> None:
     """Check a scenario's files and what can be known before solving; list every problem."""
     try:
         loaded = load_scenario(scenario)
-        problems = precheck(build_index(loaded))
-        if problems:
-            raise ScenarioError(problems)
+        checked_index(loaded)
     except ScenarioError as exc:
         _bad_input(exc)
     demand = sum(sum(r.demand_tok_s.values()) for r in loaded.regions)

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import math
 
-from models import InputProblem, Scenario
-from optimizer.index import IndexSets
+from models import InputProblem, Scenario, ScenarioError
+from optimizer.index import IndexSets, build_index
 
 
 def _row(scenario: Scenario, table: str, position: int) -> int | None:
@@ -128,3 +128,12 @@ CHECKS = (unreachable_regions, redundancy_reachable, unplaceable_jobs, capacity_
 def precheck(ix: IndexSets) -> list[InputProblem]:
     """Every problem the cheap checks find."""
     return [problem for check in CHECKS for problem in check(ix)]
+
+
+def checked_index(scenario: Scenario) -> IndexSets:
+    """The scenario's index sets, or ScenarioError listing what cannot work (`dcplace validate`)."""
+    ix = build_index(scenario)
+    problems = precheck(ix)
+    if problems:
+        raise ScenarioError(problems)
+    return ix

@@ -18,14 +18,13 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from importlib import metadata
 
-from models import Scenario, ScenarioError
+from models import Scenario
 from models.plan import Plan, SolveRecord
 from optimizer.extract import extract
 from optimizer.formulation import build_model, model_size
 from optimizer.backends import CAPABILITIES, run_backend
 from optimizer.diagnose import diagnose
-from optimizer.index import build_index
-from optimizer.precheck import precheck
+from optimizer.precheck import checked_index
 
 PACKAGES = ("dcplace", "pyomo", "highspy", "ortools", "geopandas", "shapely", "networkx", "pandas", "numpy", "pydantic")
 
@@ -119,10 +118,7 @@ def solve(scenario: Scenario, options: SolveOptions | None = None) -> Plan:
     """
     options = options or SolveOptions()
     started = time.perf_counter()
-    ix = build_index(scenario)
-    problems = precheck(ix)
-    if problems:
-        raise ScenarioError(problems)
+    ix = checked_index(scenario)
     m = build_model(ix)
     build_time = time.perf_counter() - started
     facts = run_backend(m, ix, options)
