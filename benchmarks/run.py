@@ -4,6 +4,8 @@
     python benchmarks/run.py --large         # also 200x1000, 500x3000 and 2000x10000
     python benchmarks/run.py --hard          # also capa/capb/capc (100 x 1000, 4 capacities each)
     python benchmarks/run.py --quick         # cap41-cap74 and 50x200 only (the CI smoke set)
+    python benchmarks/run.py --scales 50x200,200x1000 --extra capa_8000 --time-limit 300
+                                             # pick scales; add single hard instances
 
 Each synthetic scale runs in its own process so that its peak memory is its own.
 """
@@ -34,7 +36,7 @@ SEED = 7
 
 
 def run_orlib(names: list[str] | None, time_limit_s: float) -> list[dict]:
-    from optimizer import SolveOptions, solve
+    from optimizer import NoPlanFound, SolveOptions, solve
 
     published = optima()
     rows = []
@@ -42,10 +44,13 @@ def run_orlib(names: list[str] | None, time_limit_s: float) -> list[dict]:
         data = parse_cap(path, capacity)
         scenario = as_scenario(name, data)
         started = time.perf_counter()
-        plan = solve(scenario, SolveOptions(mip_gap=0.0, time_limit_s=time_limit_s))
+        try:
+            plan = solve(scenario, SolveOptions(mip_gap=0.0, time_limit_s=time_limit_s))
+        except NoPlanFound as exc:
+            plan = exc.plan
         engine_s = time.perf_counter() - started
         bare_objective, bare_s = bare_highs(data, time_limit_s)
-        objective = plan.objective_usd_per_year
+        objective = plan.objective_usd_per_year if plan.objective_usd_per_year is not None else float("nan")
         rows.append({
             "instance": name, "size": f"{data['m']}x{data['n']}", "published": published[name], "engine": objective,
             "rel_diff": abs(objective - published[name]) / published[name], "status": plan.solve.status,
@@ -165,6 +170,8 @@ def main() -> None:
     parser.add_argument("--large", action="store_true")
     parser.add_argument("--hard", action="store_true")
     parser.add_argument("--time-limit", type=float, default=600.0)
+    parser.add_argument("--scales", help="comma-separated SITESxREGIONS, replacing the default scales")
+    parser.add_argument("--extra", help="comma-separated OR-Library instance names to add, e.g. capa_8000")
     parser.add_argument("--one-scale", nargs=2, type=int)
     parser.add_argument("--out", type=Path, default=Path(__file__).with_name("RESULTS.md"))
     args = parser.parse_args()
@@ -174,7 +181,11 @@ def main() -> None:
     names = QUICK_CAPS if args.quick else [n for n, _, _ in instances() if "_" not in n]
     if args.hard:
         names += [n for n, _, _ in instances() if "_" in n]
+    if args.extra:
+        names += [n for n in args.extra.split(",") if n not in names]
     scales = SCALES + (LARGE_SCALES if args.large and not args.quick else [])
+    if args.scales:
+        scales = [tuple(int(v) for v in item.lower().split("x")) for item in args.scales.split(",")]
     orlib_rows = run_orlib(names, args.time_limit)
     scale_rows = run_scales(scales, args.time_limit)
     write_results(orlib_rows, scale_rows, "python benchmarks/run.py " + " ".join(sys.argv[1:]), args.out)
