@@ -223,12 +223,11 @@ def parse_rows(
         hint = f"did you mean '{close[0]}'?" if close else f"known columns: {', '.join(sorted(model.model_fields))}."
         log.add(table.label, 1 if table.path.suffix == ".csv" else None, column, "unknown column.", hint)
     required = [n for n, f in model.model_fields.items() if f.is_required() and not (reshape and n in reshape.consumes)]
-    for column in required:
-        alternatives = [a for a, (target, _) in UNIT_ALTERNATIVES.items() if target == column]
-        if column not in table.columns and not any(a in table.columns for a in alternatives):
-            also = f" (or {', '.join(alternatives)})" if alternatives else ""
-            log.add(table.label, None, column, "required column is missing.", f"add a '{column}'{also} column.")
-    if any(c not in table.columns and not any(a in table.columns for a in _alts(c)) for c in required):
+    missing = [c for c in required if c not in table.columns and not any(a in table.columns for a in _alts(c))]
+    for column in missing:
+        also = f" (or {', '.join(_alts(column))})" if _alts(column) else ""
+        log.add(table.label, None, column, "required column is missing.", f"add a '{column}'{also} column.")
+    if missing:
         return []
     records = []
     for row, values in zip(table.row_numbers, table.rows):

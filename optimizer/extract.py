@@ -94,7 +94,7 @@ def extract(m: pyo.ConcreteModel, ix: IndexSets) -> dict:
         purposes = {ln.purpose for ln in site_lines}
         is_open = s in opened
         role = "closed" if not is_open else "idle" if not purposes else "mixed" if len(purposes) == 2 else purposes.pop()
-        cost = {c: v for c, v in site_cost[s].items()}
+        cost = dict(site_cost[s])
         sites.append(
             SitePlan(
                 id=s, name=site.name, lat=site.lat, lon=site.lon, country=site.country, open=is_open, role=role,
