@@ -169,6 +169,84 @@ def check(folder: Path = typer.Argument(..., help="A plan folder written by `dcp
     raise typer.Exit(EXIT_CHECK_FAILED)
 
 
+def _plan_layers(folder: Path):
+    """The plan folder's layers for a report command, or a clear message and exit code."""
+    from reports import NoPlanToReport, NotAPlanFolder, load_plan_layers  # matplotlib/plotly load only when asked
+
+    try:
+        return load_plan_layers(folder)
+    except NoPlanToReport as exc:
+        err.print(str(exc), markup=False, highlight=False)
+        raise typer.Exit(EXIT_INFEASIBLE)
+    except NotAPlanFolder as exc:
+        err.print(str(exc), markup=False, highlight=False)
+        raise typer.Exit(EXIT_BAD_INPUT)
+
+
+def _written(paths: list[Path]) -> None:
+    for path in paths:
+        console.print(f"  {path}  ({path.stat().st_size / 1e6:,.2f} MB)", highlight=False)
+
+
+PlanFolderArg = typer.Argument(..., help="A plan folder written by `dcplace solve`.")
+
+
+@app.command()
+def export(
+    folder: Path = PlanFolderArg,
+    fmt: str = typer.Option("gpkg", "--format", "-f", help="geojson, gpkg, parquet or csv."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Folder for the layers; default FOLDER/export."),
+) -> None:
+    """Write sites, regions and assignment lines as GIS layers (EPSG:4326)."""
+    from reports import FORMATS, export_layers
+
+    if fmt not in FORMATS:
+        err.print(f"[red]Unknown format {fmt!r}.[/] Fix: --format one of {', '.join(FORMATS)}.")
+        raise typer.Exit(EXIT_BAD_INPUT)
+    layers = _plan_layers(folder)
+    console.print(f"Exported {fmt}:")
+    _written(export_layers(layers, out or folder / "export", fmt))
+
+
+@app.command("map")
+def map_(
+    folder: Path = PlanFolderArg,
+    png: bool = typer.Option(False, "--png", help="Static map, 200 dpi PNG."),
+    pdf: bool = typer.Option(False, "--pdf", help="Static map, vector PDF."),
+    html: bool = typer.Option(False, "--html", help="Interactive map, one HTML file that works offline."),
+    extent: str = typer.Option("auto", "--extent", help="auto (zoom to a regional plan) or world."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Folder for the maps; default FOLDER/report."),
+) -> None:
+    """Draw the plan on a map: PNG/PDF (equal-area, labelled) and/or interactive HTML. No flag: all three."""
+    from reports import save_html_map, save_static_map
+
+    if extent not in ("auto", "world"):
+        err.print(f"[red]Unknown extent {extent!r}.[/] Fix: --extent auto or --extent world.")
+        raise typer.Exit(EXIT_BAD_INPUT)
+    if not (png or pdf or html):
+        png = pdf = html = True
+    layers = _plan_layers(folder)
+    out = out or folder / "report"
+    paths = save_static_map(layers, out, png=png, pdf=pdf, extent=extent) if (png or pdf) else []
+    if html:
+        paths += save_html_map(layers, out)
+    console.print("Maps written:")
+    _written(paths)
+
+
+@app.command()
+def report(
+    folder: Path = PlanFolderArg,
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Folder for report.html and report.pdf; default FOLDER/report."),
+) -> None:
+    """Executive report (HTML and PDF): KPIs, map, cost by category and site, sites, solver, provenance."""
+    from reports import save_report
+
+    layers = _plan_layers(folder)
+    console.print("Report written:")
+    _written(save_report(layers, out or folder / "report"))
+
+
 data_app = typer.Typer(no_args_is_help=True, help="The embedded default data.")
 app.add_typer(data_app, name="data")
 

@@ -102,3 +102,37 @@ def make_scenario(
     path = folder / "scenario.yaml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
     return path
+
+
+# Names that would run script if any output put them into HTML unescaped.
+HOSTILE_SITE = "<script>alert(1)</script>"
+HOSTILE_IMG = "<img src=x onerror=\"document.title='PWNED'\">"
+HOSTILE_SCENARIO = "<script>document.title='PWNED'</script> <b>$x$</b> & co"  # plotly would make <b> bold
+
+
+def hostile_world_scenario(folder: Path, name: str = HOSTILE_SCENARIO) -> Path:
+    """Sites on three continents (a world plan); two sites and a region carry hostile names."""
+    sites = [
+        site("nyc", 40.7, -74.0, name=HOSTILE_SITE),
+        site("ams", 52.4, 4.9, name=HOSTILE_IMG, country="NL"),
+        site("sin", 1.35, 103.8, name="Singapore $1$ & <b>bold</b>", country="SG"),
+        site("far", -33.9, 151.2, name="Sydney (not needed)", country="AU", fixed_cost_usd_per_year=10_000_000),
+    ]
+    regions = [
+        region("ny", 40.8, -73.9, chat=1600, name="<script>document.title='PWNED'</script>"),
+        region("bos", 42.4, -71.1, chat=800),
+        region("lon", 51.5, -0.1, chat=1600, country="GB"),
+        region("par", 48.9, 2.35, chat=800, country="FR"),
+        region("sg", 1.3, 103.9, chat=800, country="SG"),
+        region("kl", 3.1, 101.7, chat=400, country="MY"),
+    ]
+    return make_scenario(folder, sites, regions, jobs=[job("big", 96)], name=name)
+
+
+def europe_scenario(folder: Path, n_sites: int = 6) -> Path:
+    """A regional plan: every site and region within Europe."""
+    cities = [("fra", 50.1, 8.7, "DE"), ("ams", 52.4, 4.9, "NL"), ("par", 48.9, 2.35, "FR"), ("mad", 40.4, -3.7, "ES"),
+              ("mil", 45.5, 9.2, "IT"), ("waw", 52.2, 21.0, "PL"), ("sto", 59.3, 18.1, "SE"), ("dub", 53.3, -6.3, "IE")]
+    sites = [site(c, lat, lon, country=cc, name=f"{c.upper()} campus") for c, lat, lon, cc in cities[:n_sites]]
+    regions = [region(f"r{c}", lat + 0.3, lon + 0.3, chat=800, budget=12, country=cc) for c, lat, lon, cc in cities]
+    return make_scenario(folder, sites, regions, name="europe")

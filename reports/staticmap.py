@@ -1,0 +1,256 @@
+"""The static map (PNG, PDF): an equal-area world or regional map of a plan.
+
+Sites are circles whose area is proportional to IT MW, coloured by role; regions are
+small dots sized by demand; assignment lines are geodesics from region to site. Labels
+are placed greedily, largest site first, at the first of eight positions around the
+marker that overlaps no placed label and no other marker; a label with no free position
+is left out and counted in the footnote rather than drawn over another.
+
+World plans use Equal Earth (EPSG:8857); a plan whose open sites and served regions fit
+in a regional window gets a Lambert azimuthal equal-area projection centred on it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # no display on servers; set before pyplot is imported
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from matplotlib.collections import LineCollection  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.text import Text  # noqa: E402
+from matplotlib.transforms import Bbox  # noqa: E402
+from pyproj import CRS, Geod, Transformer  # noqa: E402
+from shapely.geometry import box  # noqa: E402
+
+from reports.layers import PlanLayers, plan_extent  # noqa: E402
+from reports.output import staged_files  # noqa: E402
+from reports.style import (  # noqa: E402
+    BORDER_COLOUR, CLOSED_COLOUR, LAND_COLOUR, OCEAN_COLOUR, REGION_COLOUR, ROLE_COLOURS, countries, money, mw_text,
+)
+
+WORLD_CRS = CRS("EPSG:8857")  # Equal Earth: equal-area, and a world that still looks like the world
+MARKER_AREA_PT2_PER_MW = 9.0
+MIN_MARKER_AREA_PT2 = 12.0
+LABEL_FONT_PT = 7
+LABEL_OFFSETS_PT = [(6, 0), (-6, 0), (0, 6), (0, -6), (5, 5), (-5, 5), (5, -5), (-5, -5)]
+_GEOD = Geod(ellps="WGS84")
+
+
+@dataclass
+class StaticMap:
+    """A drawn map: the figure, the labels placed (for tests and callers) and those left out."""
+
+    figure: Figure
+    crs: CRS
+    regional: bool
+    labels: list[Text] = field(default_factory=list)
+    unlabelled: list[str] = field(default_factory=list)
+
+
+def draw_static_map(layers: PlanLayers, extent: str = "auto", width_in: float = 14.0) -> StaticMap:
+    """Draw the plan. `extent`: "auto" (regional when the plan fits one), "world"."""
+    if extent not in ("auto", "world"):
+        raise ValueError(f"extent must be 'auto' or 'world', not {extent!r}")
+    window = plan_extent(layers) if extent == "auto" else None
+    if window is None:
+        crs = WORLD_CRS
+    else:
+        lon0, lat0 = (window[0] + window[2]) / 2, (window[1] + window[3]) / 2
+        crs = CRS.from_proj4(f"+proj=laea +lat_0={lat0:.4f} +lon_0={lon0:.4f} +datum=WGS84 +units=m +no_defs")
+    to_map = Transformer.from_crs("EPSG:4326", crs, always_xy=True)
+
+    height_in = width_in * (0.5 if window is None else 0.75)
+    fig, ax = plt.subplots(figsize=(width_in, height_in), dpi=100)
+    fig.subplots_adjust(left=0.01, right=0.84, bottom=0.05, top=0.9)  # the legend sits to the right, never on data
+    ax.set_axis_off()
+    ax.set_aspect("equal")
+
+    _draw_base(ax, crs, window, to_map)
+    _draw_assignments(ax, layers, to_map)
+    _draw_regions(ax, layers, to_map)
+    site_xy, site_area = _draw_sites(ax, layers, to_map)
+    _set_view(ax, window, to_map)
+
+    result = StaticMap(fig, crs, window is not None)
+    _place_labels(ax, layers, site_xy, site_area, result)
+    _legend(ax, layers)
+    _title_block(fig, layers, result)
+    return result
+
+
+def _draw_base(ax, crs: CRS, window, to_map: Transformer) -> None:
+    land = countries()
+    if window is not None:
+        lon_min, lat_min, lon_max, lat_max = window
+        # Clip before projecting: an azimuthal projection folds the far side of the globe.
+        land = land.clip(box(lon_min - 30, max(-89, lat_min - 20), lon_max + 30, min(89, lat_max + 20)))
+        land = land[~land.is_empty]
+    else:
+        outline = _world_outline(to_map)
+        ax.fill(outline[:, 0], outline[:, 1], color=OCEAN_COLOUR, zorder=0)
+        ax.plot(outline[:, 0], outline[:, 1], color="#c8d3dc", linewidth=0.8, zorder=0.5)
+    land.to_crs(crs).plot(ax=ax, color=LAND_COLOUR, edgecolor=BORDER_COLOUR, linewidth=0.4, zorder=1)
+    if window is not None:  # a framed ocean-coloured window instead of the world's outline
+        ax.set_facecolor(OCEAN_COLOUR)
+        ax.set_axis_on()
+        ax.set_xticks([])
+        ax.set_yticks([])
+        ax.set_xlabel("")
+        ax.set_ylabel("")
+
+
+def _world_outline(to_map: Transformer) -> np.ndarray:
+    lats = np.linspace(-90, 90, 181)
+    lons = np.concatenate([np.full(181, -180.0), np.full(181, 180.0)])
+    x, y = to_map.transform(lons, np.concatenate([lats, lats[::-1]]))
+    return np.column_stack([x, y])
+
+
+def _geodesic(lon1: float, lat1: float, lon2: float, lat2: float, n: int = 24) -> list[np.ndarray]:
+    """Points along the great circle, split where it crosses the antimeridian."""
+    middle = _GEOD.npts(lon1, lat1, lon2, lat2, n)
+    points = np.array([(lon1, lat1), *middle, (lon2, lat2)])
+    jumps = np.where(np.abs(np.diff(points[:, 0])) > 180)[0]
+    return np.split(points, jumps + 1) if len(jumps) else [points]
+
+
+def _draw_assignments(ax, layers: PlanLayers, to_map: Transformer) -> None:
+    role = dict(zip(layers.sites["id"], layers.sites["role"]))
+    segments, colours = [], []
+    for row in layers.assignments.itertuples():
+        (lon1, lat1), (lon2, lat2) = row.geometry.coords
+        for part in _geodesic(lon1, lat1, lon2, lat2):
+            x, y = to_map.transform(part[:, 0], part[:, 1])
+            segments.append(np.column_stack([x, y]))
+            colours.append(ROLE_COLOURS.get(role[row.site], CLOSED_COLOUR))
+    if segments:
+        ax.add_collection(LineCollection(segments, colors=colours, linewidths=0.5, alpha=0.35, zorder=2))
+
+
+def _draw_regions(ax, layers: PlanLayers, to_map: Transformer) -> None:
+    regions = layers.regions
+    x, y = to_map.transform(regions.geometry.x.to_numpy(), regions.geometry.y.to_numpy())
+    demand = regions["demand_tok_s"].to_numpy()
+    sizes = 2 + 30 * np.sqrt(demand / max(demand.max(), 1.0))
+    ax.scatter(x, y, s=sizes, color=REGION_COLOUR, alpha=0.45, linewidths=0, zorder=3)
+
+
+def _draw_sites(ax, layers: PlanLayers, to_map: Transformer) -> tuple[np.ndarray, np.ndarray]:
+    sites = layers.sites
+    x, y = to_map.transform(sites.geometry.x.to_numpy(), sites.geometry.y.to_numpy())
+    closed = ~sites["open"].to_numpy()
+    ax.scatter(x[closed], y[closed], s=10, facecolors="none", edgecolors=CLOSED_COLOUR, linewidths=0.6, zorder=4)
+    area = np.where(closed, 0.0, np.maximum(MIN_MARKER_AREA_PT2, MARKER_AREA_PT2_PER_MW * sites["it_mw"].to_numpy()))
+    order = np.argsort(-area)  # big circles first so small ones stay visible on top
+    order = order[~closed[order]]
+    colours = [ROLE_COLOURS[r] for r in sites["role"].to_numpy()[order]]
+    ax.scatter(x[order], y[order], s=area[order], c=colours, alpha=0.85, edgecolors="white", linewidths=0.8, zorder=5)
+    return np.column_stack([x, y]), area
+
+
+def _set_view(ax, window, to_map: Transformer) -> None:
+    if window is None:
+        ax.autoscale_view()
+        return
+    lon_min, lat_min, lon_max, lat_max = window
+    lons = np.concatenate([np.linspace(lon_min, lon_max, 50), np.full(50, lon_max), np.linspace(lon_max, lon_min, 50), np.full(50, lon_min)])
+    lats = np.concatenate([np.full(50, lat_min), np.linspace(lat_min, lat_max, 50), np.full(50, lat_max), np.linspace(lat_max, lat_min, 50)])
+    x, y = to_map.transform(lons, lats)
+    ax.set_xlim(np.min(x), np.max(x))
+    ax.set_ylim(np.min(y), np.max(y))
+
+
+def _place_labels(ax, layers: PlanLayers, site_xy: np.ndarray, site_area: np.ndarray, result: StaticMap) -> None:
+    fig = ax.figure
+    renderer = fig.canvas.get_renderer()
+    axes_box = ax.get_window_extent(renderer)
+    pixels_per_pt = fig.dpi / 72.0
+    display = ax.transData.transform(site_xy)
+    open_idx = [i for i in np.argsort(-site_area) if site_area[i] > 0]
+    marker_boxes = []
+    for i in open_idx:
+        radius = math.sqrt(site_area[i] / math.pi) * pixels_per_pt
+        cx, cy = display[i]
+        marker_boxes.append((i, Bbox.from_extents(cx - radius, cy - radius, cx + radius, cy + radius)))
+    placed: list[Bbox] = []
+    sites = layers.sites
+    for i in open_idx:
+        text = f"{sites['name'].iat[i]}  {mw_text(sites['it_mw'].iat[i])}"
+        radius_pt = math.sqrt(site_area[i] / math.pi)
+        for dx, dy in LABEL_OFFSETS_PT:
+            scale = (radius_pt + 2) / max(abs(dx), abs(dy))
+            label = ax.annotate(
+                text, xy=tuple(site_xy[i]), xytext=(dx * scale, dy * scale), textcoords="offset points",
+                fontsize=LABEL_FONT_PT, ha="left" if dx > 0 else "right" if dx < 0 else "center",
+                va="bottom" if dy > 0 else "top" if dy < 0 else "center", zorder=6,
+                annotation_clip=False, parse_math=False,  # a '$' in a site name is text, not TeX
+                bbox={"boxstyle": "square,pad=0.1", "facecolor": "white", "alpha": 0.7, "linewidth": 0},
+            )
+            extent = label.get_window_extent(renderer).expanded(1.02, 1.05)
+            clear = (
+                axes_box.contains(extent.x0, extent.y0) and axes_box.contains(extent.x1, extent.y1)
+                and not any(extent.overlaps(b) for b in placed)
+                and not any(extent.overlaps(b) for j, b in marker_boxes if j != i)
+            )
+            if clear:
+                placed.append(extent)
+                result.labels.append(label)
+                break
+            label.remove()
+        else:
+            result.unlabelled.append(str(sites["name"].iat[i]))
+
+
+def _legend(ax, layers: PlanLayers) -> None:
+    present = [r for r in ROLE_COLOURS if (layers.sites["role"] == r).any()]
+    handles = [Line2D([], [], marker="o", linestyle="", markersize=8, color=ROLE_COLOURS[r], label=f"{r} site") for r in present]
+    handles.append(Line2D([], [], marker="o", linestyle="", markersize=5, markerfacecolor="none", color=CLOSED_COLOUR, label="candidate, not opened"))
+    handles.append(Line2D([], [], marker="o", linestyle="", markersize=4, color=REGION_COLOUR, alpha=0.5, label="demand region (size: tok/s)"))
+    handles.append(Line2D([], [], color="#555555", alpha=0.5, linewidth=1, label="region served by site"))
+    for mw in (5, 20, 50):
+        area = max(MIN_MARKER_AREA_PT2, MARKER_AREA_PT2_PER_MW * mw)
+        handles.append(Line2D([], [], marker="o", linestyle="", markersize=math.sqrt(area), color="#bbbbbb", label=f"{mw} MW IT"))
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False, labelspacing=1.2, borderpad=0.9)
+
+
+def _title_block(fig: Figure, layers: PlanLayers, result: StaticMap) -> None:
+    plan, k = layers.plan, layers.plan.kpis
+    gap = f", gap {plan.solve.gap:.2%}" if plan.solve.gap is not None else ""
+    fig.text(0.01, 0.965, f"dcplace plan — {plan.scenario}", fontsize=15, weight="bold", va="top", parse_math=False)
+    fig.text(
+        0.01, 0.925,
+        f"Annual cost {money(plan.objective_usd_per_year)}  ·  {int(k['sites_open'])} sites open  ·  "
+        f"IT {k['it_mw_inference']:,.1f} MW inference + {k['it_mw_training']:,.1f} MW training  ·  "
+        f"${k['usd_per_m_tokens']:.3f} per M tokens  ·  mean RTT {k['mean_rtt_ms']:.1f} ms",
+        fontsize=10, va="top", parse_math=False,
+    )
+    projection = "Lambert azimuthal equal-area" if result.regional else "Equal Earth (EPSG:8857)"
+    unlabelled = f"  ·  {len(result.unlabelled)} smaller sites unlabelled (no room)" if result.unlabelled else ""
+    fig.text(
+        0.01, 0.012,
+        f"Solved {plan.created_utc[:10]} with {plan.solve.solver} {plan.solve.solver_version} ({plan.solve.status}{gap})  ·  "
+        f"scenario {plan.scenario_hash[:12]}  ·  {projection}; countries: Natural Earth 1:110m{unlabelled}",
+        fontsize=7, color="#555555", parse_math=False,
+    )
+
+
+def save_static_map(layers: PlanLayers, out_dir: str | Path, png: bool = True, pdf: bool = True, extent: str = "auto") -> list[Path]:
+    """Write map.png (200 dpi) and/or map.pdf (vector) into `out_dir`; returns the paths."""
+    drawn = draw_static_map(layers, extent=extent)
+    try:
+        with staged_files(out_dir) as stage:
+            if png:
+                drawn.figure.savefig(stage.dir / "map.png", dpi=200)
+            if pdf:
+                drawn.figure.savefig(stage.dir / "map.pdf")
+    finally:
+        plt.close(drawn.figure)
+    return stage.moved

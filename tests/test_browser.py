@@ -1,0 +1,155 @@
+"""The HTML map and report in a real browser: Debian's Chromium, headless, network off.
+
+The network is off in two ways at once: Chromium runs in a fresh network namespace with no
+interface but a down loopback (`unshare -n`, where the kernel allows it), and it is told to
+resolve no host name and to use a proxy that does not exist. A page that needed a CDN would
+draw nothing. .ci/run installs chromium and sets DCPLACE_REQUIRE_SYSTEM_TOOLS=1, which turns
+a missing browser into a failure rather than a skip.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+import shutil
+import subprocess
+from functools import lru_cache
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from helpers import HOSTILE_SCENARIO, HOSTILE_SITE, hostile_world_scenario
+from PIL import Image
+
+from optimizer.pipeline import solve_to_folder
+from reports import load_plan_layers, save_html_map, save_report
+from reports.htmlmap import plan_figure
+from reports.style import LAND_COLOUR, ROLE_COLOURS
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+if CHROMIUM is None:
+    if os.environ.get("DCPLACE_REQUIRE_SYSTEM_TOOLS") == "1":
+        raise RuntimeError("DCPLACE_REQUIRE_SYSTEM_TOOLS=1 but no chromium on PATH; install it with `apt-get install chromium`")
+    pytest.skip("chromium is not installed (apt-get install chromium)", allow_module_level=True)
+
+
+@lru_cache(maxsize=1)
+def _no_network_prefix() -> tuple[str, ...]:
+    try:
+        ok = subprocess.run(["unshare", "-n", "true"], capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        ok = False
+    return ("unshare", "-n") if ok else ()
+
+
+def headless(page: Path, profile: Path, screenshot: Path | None = None, size: tuple[int, int] = (1400, 900)) -> str:
+    """Open `page` in headless Chromium with no network; return the DOM after scripts ran."""
+    args = [
+        *_no_network_prefix(), CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--no-first-run", f"--user-data-dir={profile}", "--virtual-time-budget=10000",
+        "--host-resolver-rules=MAP * ~NOTFOUND", "--proxy-server=127.0.0.1:9", f"--window-size={size[0]},{size[1]}",
+    ]
+    args += [f"--screenshot={screenshot}"] if screenshot else ["--dump-dom"]
+    done = subprocess.run([*args, page.resolve().as_uri()], capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr[-2000:]
+    if screenshot:
+        assert screenshot.exists(), done.stderr[-2000:]
+    return done.stdout
+
+
+class _TraceCounter(HTMLParser):
+    """Counts plotly's marker paths (`path.point`) inside each `g.trace.scattergeo`, in order."""
+
+    def __init__(self):
+        super().__init__()
+        self.depth = 0
+        self.trace_depth: int | None = None
+        self.counts: list[int] = []
+
+    def handle_starttag(self, tag, attrs):
+        classes = (dict(attrs).get("class") or "").split()
+        if tag == "g":
+            self.depth += 1
+            if "trace" in classes and "scattergeo" in classes:
+                self.trace_depth = self.depth
+                self.counts.append(0)
+        elif tag == "path" and self.trace_depth is not None and "point" in classes:
+            self.counts[-1] += 1
+
+    def handle_endtag(self, tag):
+        if tag == "g":
+            if self.trace_depth == self.depth:
+                self.trace_depth = None
+            self.depth -= 1
+
+
+def _pixels_near(image: Image.Image, hex_colour: str, tolerance: int = 12) -> int:
+    r0, g0, b0 = (int(hex_colour[i:i + 2], 16) for i in (1, 3, 5))
+    return sum(
+        count for count, (r, g, b) in image.convert("RGB").getcolors(maxcolors=1 << 24)
+        if abs(r - r0) <= tolerance and abs(g - g0) <= tolerance and abs(b - b0) <= tolerance
+    )
+
+
+@pytest.fixture(scope="module")
+def outputs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("browser")
+    solve_to_folder(hostile_world_scenario(root / "scenario"), root / "plan")
+    layers = load_plan_layers(root / "plan")
+    save_html_map(layers, root / "out")
+    save_report(layers, root / "out", pdf=False)
+    return root, layers
+
+
+def test_html_map_draws_offline(outputs):
+    root, layers = outputs
+    shot = root / "map.png"
+    headless(root / "out" / "map.html", root / "profile-map-shot", screenshot=shot)
+    image = Image.open(shot)
+    total = image.width * image.height
+    # The base map drew (land fills a good part of the frame) ...
+    assert _pixels_near(image, LAND_COLOUR, 4) > 0.08 * total
+    # ... and every site role in the plan shows in its colour.
+    for role in set(layers.sites.loc[layers.sites["open"], "role"]):
+        assert _pixels_near(image, ROLE_COLOURS[role], 25) > 40, role
+
+
+def test_html_map_has_every_marker_and_runs_no_hostile_script(outputs):
+    root, layers = outputs
+    dom = headless(root / "out" / "map.html", root / "profile-map-dom")
+    counter = _TraceCounter()
+    counter.feed(dom)
+    figure = plan_figure(layers)
+    expected = [0 if trace.mode == "lines" else len(trace.lon) for trace in figure.data]
+    assert counter.counts == expected
+    site_markers = sum(n for n, trace in zip(counter.counts, figure.data) if trace.meta["layer"] == "sites")
+    assert site_markers == int(layers.sites["open"].sum()) == 3
+    assert "<title>dcplace map — &lt;script&gt;document.title=" in dom  # the page title is the text; it did not run
+    # plotly's own title shows the hostile scenario name character for character.
+    drawn_title = re.search(r'<text class="gtitle".*?</text>', dom, re.S).group(0)
+    assert html.unescape(re.sub(r"<[^>]+>", "", drawn_title)).startswith(HOSTILE_SCENARIO + " — annual cost")
+    assert HOSTILE_SITE not in dom  # the raw tag never becomes part of the document
+    assert "<img src=\"x\"" not in dom and "<img src=x" not in dom
+
+
+def test_report_renders_offline_with_names_as_text(outputs):
+    root, layers = outputs
+    shot = root / "report.png"
+    headless(root / "out" / "report.html", root / "profile-report-shot", screenshot=shot, size=(1400, 2400))
+    image = Image.open(shot)
+    # The inline map image shows land and the role colours.
+    assert _pixels_near(image, LAND_COLOUR, 4) > 0.02 * image.width * image.height
+    for role in set(layers.sites.loc[layers.sites["open"], "role"]):
+        assert _pixels_near(image, ROLE_COLOURS[role], 25) > 40, role
+
+    dom = headless(root / "out" / "report.html", root / "profile-report-dom")
+    assert "<script" not in dom  # no element of script was created from any name
+    assert "<img src=\"x\"" not in dom
+    title = dom.split("<title>", 1)[1].split("</title>", 1)[0]
+    assert title.startswith("dcplace plan — &lt;script&gt;document.title=")  # the hostile title is text; it did not run
+    # The hostile site name is a text cell of the site table, and images are inline data.
+    assert "<td>&lt;script&gt;alert(1)&lt;/script&gt;</td>" in dom
+    assert dom.count("<tr>") == 1 + int(layers.sites["open"].sum()) + 2  # sites header+rows, jobs header+row
+    assert dom.count('src="data:image/') == 3
