@@ -2,7 +2,8 @@
 
 Exit codes: 0 success; 1 a plan failed its independent check; 2 bad input (every problem
 is listed, naming file, row and field); 3 the scenario is infeasible (the diagnosis says
-which limits must move); 4 the time limit ended before any plan was found.
+which limits must move); 4 the time limit ended before any plan was found; 5 a batch finished with members that
+failed (bad input, error, crash, no plan in time; re-run the same command to retry them).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from models import ScenarioError, export_default, load_scenario
@@ -30,6 +32,7 @@ EXIT_CHECK_FAILED = 1
 EXIT_BAD_INPUT = 2
 EXIT_INFEASIBLE = 3
 EXIT_NO_PLAN = 4
+EXIT_BATCH_INCOMPLETE = 5
 
 ScenarioArg = typer.Argument(None, help="Scenario YAML file; omit for the embedded default.", show_default=False)
 
@@ -245,6 +248,56 @@ def report(
     layers = _plan_layers(folder)
     console.print("Report written:")
     _written(save_report(layers, out or folder / "report"))
+
+
+@app.command()
+def batch(
+    sweep_file: Path = typer.Argument(..., help="Sweep YAML: a base scenario with named members and/or a grid of overrides."),
+    out: Path = typer.Option(..., "--out", "-o", help="Folder for the member plan folders, batch.json and batch.csv."),
+    workers: int = typer.Option(1, "--workers", "-w", help="Members solved at once (local process pool)."),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address (tcp://host:8786) instead of local processes."),
+) -> None:
+    """Solve every scenario of a sweep, each into its own plan folder; re-run to resume."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from models.sweep import load_sweep
+    from optimizer.batch import BatchBusy, batch_options, run_batch
+
+    try:
+        sweep = load_sweep(sweep_file)
+        batch_options(sweep)
+    except ScenarioError as exc:
+        _bad_input(exc)
+    except ValueError as exc:
+        err.print(f"[red]{sweep_file}:[/] {escape(str(exc))}. Fix: correct the sweep's options.")
+        raise typer.Exit(EXIT_BAD_INPUT)
+    if workers < 1:
+        err.print("[red]--workers must be at least 1.[/]")
+        raise typer.Exit(EXIT_BAD_INPUT)
+    columns = (TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+               TextColumn("{task.fields[state]}"), TimeElapsedColumn(), TextColumn("ETA {task.fields[eta]}"))
+    with Progress(*columns, console=console, transient=False) as bar:
+        task = bar.add_task(sweep.name, total=len(sweep.members), state="starting", eta="?")
+
+        def show(p) -> None:
+            eta = f"{p.eta_s:,.0f} s" if p.eta_s is not None else "?"
+            state = f"done {p.done - p.failed} (skipped {p.skipped}) · running {p.running} · failed {p.failed}"
+            bar.update(task, completed=p.done, state=state, eta=eta)
+            if p.last is not None:
+                colour = "red" if p.last.status not in ("optimal", "feasible") else "green"
+                note = " (already solved)" if p.last.skipped else ""
+                detail = f": {p.last.message[:200]}" if p.last.message else ""
+                bar.console.print(f"  [{colour}]{p.last.status}[/] " + escape(f"{p.last.name}{note}{detail}"), highlight=False)
+
+        try:
+            result = run_batch(sweep, out, workers=workers, scheduler=scheduler, on_progress=show)
+        except BatchBusy as exc:
+            err.print(f"[red]{escape(str(exc))}[/]")
+            raise typer.Exit(EXIT_BAD_INPUT)
+    counts = ", ".join(f"{n} {status}" for status, n in sorted(result.by_status().items()))
+    console.print(f"{len(result.results)} scenarios: {counts}. Index: {out / 'batch.csv'}")
+    if not result.ok:
+        raise typer.Exit(EXIT_BATCH_INCOMPLETE)
 
 
 data_app = typer.Typer(no_args_is_help=True, help="The embedded default data.")

@@ -49,9 +49,17 @@ class ProblemLog:
 
     def __init__(self) -> None:
         self.problems: list[InputProblem] = []
+        self._origins: dict[tuple[str, int | None, str | None], str] = {}
 
     def add(self, file: str, row: int | None, field: str | None, message: str, fix: str = "") -> None:
+        origin = self._origins.get((file, row, field))
+        if origin:
+            message = f"{message.rstrip('.')} ({origin})."
         self.problems.append(InputProblem(file, row, field, message, fix))
+
+    def note_origin(self, file: str, row: int | None, field: str | None, origin: str) -> None:
+        """Say where a cell's value came from (an override) in any problem later found in it."""
+        self._origins[(file, row, field)] = origin
 
     def extend(self, problems: list[InputProblem]) -> None:
         self.problems.extend(problems)

@@ -35,6 +35,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from models.errors import InputProblem, ProblemLog, ScenarioError
+from models.overrides import Override, OverrideError, apply_to_rows, apply_to_section, parse_override
 from models.records import (
     Catalog,
     Chip,
@@ -84,6 +85,7 @@ class ScenarioFile(BaseModel):
     description: str = ""
     sites: str
     regions: str
+    overrides: dict[str, Any] = {}  # path -> value, see models/overrides.py (`extends` is folded in before this)
     jobs: str | None = None
     pair_costs: str | None = None
     catalog: str | None = None
@@ -354,26 +356,20 @@ def _label(path: Path, root: Path | None) -> str:
     return str(path)
 
 
-def load_scenario(path: str | Path | None = None) -> Scenario:
+def load_scenario(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> Scenario:
     """Load and validate a scenario YAML file (None = the embedded default).
 
-    Raises ScenarioError listing every problem found.
+    `overrides` ({path: value}, models/overrides.py) apply after the file's own, as if the
+    file had them last; a batch sweep uses this for its members. Raises ScenarioError
+    listing every problem found.
     """
     path = Path(path) if path is not None else default_scenario_path()
     log = ProblemLog()
     label = path.name
-    if not path.exists():
-        log.add(str(path), None, None, "scenario file not found.", "give the path of a scenario YAML file.")
-        log.raise_if_any()
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        log.add(label, mark.line + 1 if mark else None, None, f"is not valid YAML: {getattr(exc, 'problem', exc)}.", "fix the YAML syntax.")
-        log.raise_if_any()
-    if not isinstance(raw, dict):
-        log.add(label, None, None, "must be a mapping of keys to values.", "start from `dcplace data export`.")
-        log.raise_if_any()
+    raw = _resolved_raw(path, label, log, ())
+    log.raise_if_any()
+    if overrides:
+        raw["overrides"] = {**raw.get("overrides", {}), **overrides}
     try:
         spec = ScenarioFile(**raw)
     except ValidationError as exc:
@@ -387,6 +383,7 @@ def load_scenario(path: str | Path | None = None) -> Scenario:
                 log.add(label, None, key, _describe(error), "see docs/scenario-format in README.")
         log.raise_if_any()
     root = path.parent
+    spec, table_overrides = _apply_spec_overrides(spec, label, log)
 
     economics = _section(Economics, spec.economics, label, "economics", log)
     latency = _section(Latency, spec.latency, label, "latency", log)
@@ -395,7 +392,7 @@ def load_scenario(path: str | Path | None = None) -> Scenario:
     catalog_dir = (root / spec.catalog) if spec.catalog else default_catalog_dir()
     catalog = load_catalog(catalog_dir, log, root if spec.catalog else None)
 
-    sites_table = read_table(root / spec.sites, spec.sites, log)
+    sites_table = _overridden(read_table(root / spec.sites, spec.sites, log), "sites", table_overrides, set(Site.model_fields), label, log)
     sites = parse_rows(sites_table, Site, log) if sites_table else []
     _check_unique(sites, spec.sites, log)
 
@@ -403,6 +400,7 @@ def load_scenario(path: str | Path | None = None) -> Scenario:
     regions_table = read_table(root / spec.regions, spec.regions, log)
     if regions_table and catalog is not None:
         reshape = _RegionReshape([w.id for w in catalog.workloads])
+        regions_table = _overridden(regions_table, "regions", table_overrides, set(Region.model_fields) | reshape.columns, label, log)
         for w in reshape.workload_ids:
             for column in (f"demand_{w}_tok_s", f"rtt_budget_{w}_ms"):
                 if column not in regions_table.columns:
@@ -413,13 +411,13 @@ def load_scenario(path: str | Path | None = None) -> Scenario:
 
     jobs: list[tuple[int, TrainingJob]] = []
     if spec.jobs:
-        jobs_table = read_table(root / spec.jobs, spec.jobs, log)
+        jobs_table = _overridden(read_table(root / spec.jobs, spec.jobs, log), "jobs", table_overrides, set(TrainingJob.model_fields), label, log)
         jobs = parse_rows(jobs_table, TrainingJob, log) if jobs_table else []
         _check_unique(jobs, spec.jobs, log)
 
     pair_costs: list[tuple[int, PairCost]] = []
     if spec.pair_costs:
-        pairs_table = read_table(root / spec.pair_costs, spec.pair_costs, log)
+        pairs_table = _overridden(read_table(root / spec.pair_costs, spec.pair_costs, log), "pair_costs", table_overrides, set(PairCost.model_fields), label, log)
         pair_costs = parse_rows(pairs_table, PairCost, log) if pairs_table else []
         _check_pairs(pair_costs, spec.pair_costs, sites, regions, catalog, log)
 
@@ -427,6 +425,9 @@ def load_scenario(path: str | Path | None = None) -> Scenario:
     if latency.backbone:
         backbone = _load_backbone(root / latency.backbone, latency.backbone, log)
 
+    for override in table_overrides:
+        if override.target not in _loaded_tables(spec):
+            log.add(label, None, f"overrides.{override.path}", f"the scenario has no {override.target} table.", f"give the scenario a {override.target} table, or drop this override.")
     if catalog is not None:
         _cross_check(spec, label, catalog, sites, jobs, policies, log)
     if not sites and sites_table is not None and not log:
@@ -451,6 +452,132 @@ def load_scenario(path: str | Path | None = None) -> Scenario:
         source_path=str(path.resolve()),
     )
     return scenario.model_copy(update={"content_hash": scenario_hash(scenario)})
+
+
+# ------------------------------------------------------------------ extends / overrides
+
+TABLE_KEYS = ("sites", "regions", "jobs", "pair_costs", "catalog")
+
+
+def _read_yaml(path: Path, label: str, log: ProblemLog) -> dict[str, Any] | None:
+    if not path.exists():
+        log.add(str(path), None, None, "scenario file not found.", "give the path of a scenario YAML file.")
+        return None
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        log.add(label, mark.line + 1 if mark else None, None, f"is not valid YAML: {getattr(exc, 'problem', exc)}.", "fix the YAML syntax.")
+        return None
+    if not isinstance(raw, dict):
+        log.add(label, None, None, "must be a mapping of keys to values.", "start from `dcplace data export`.")
+        return None
+    return raw
+
+
+def _absolute_paths(raw: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """A base scenario's table paths made absolute, so they still resolve from its child."""
+    out = dict(raw)
+    for key in TABLE_KEYS:
+        if isinstance(out.get(key), str):
+            out[key] = str((folder / out[key]).resolve())
+    latency = out.get("latency")
+    if isinstance(latency, dict) and isinstance(latency.get("backbone"), str):
+        out["latency"] = {**latency, "backbone": str((folder / latency["backbone"]).resolve())}
+    return out
+
+
+def _resolved_raw(path: Path, label: str, log: ProblemLog, chain: tuple[Path, ...]) -> dict[str, Any]:
+    """The YAML mapping with `extends` folded in: the base's keys, then the child's on top
+    (sections merged key by key, overrides appended after the base's)."""
+    raw = _read_yaml(path, label, log)
+    if raw is None:
+        return {}
+    extends = raw.pop("extends", None)
+    if extends is None:
+        return raw
+    base_path = default_scenario_path() if extends == "default" else (path.parent / str(extends)).resolve()
+    if base_path.resolve() in chain or base_path.resolve() == path.resolve():
+        log.add(label, None, "extends", f"extends '{extends}', which extends this file again (a cycle).", "make one scenario the base of the other, not both.")
+        return {}
+    if not base_path.exists():
+        log.add(label, None, "extends", f"base scenario '{extends}' not found (looked for {base_path}).", "give a path relative to this file, or 'default'.")
+        return {}
+    base = _absolute_paths(_resolved_raw(base_path, str(base_path), log, (*chain, path.resolve())), base_path.parent)
+    merged = {**base, **{k: v for k, v in raw.items() if k not in ("economics", "latency", "policies", "overrides")}}
+    for section in ("economics", "latency", "policies"):
+        merged[section] = {**(base.get(section) or {}), **(raw.get(section) or {})}
+    merged["overrides"] = {**(base.get("overrides") or {}), **(raw.get("overrides") or {})}
+    return merged
+
+
+def _apply_spec_overrides(spec: ScenarioFile, label: str, log: ProblemLog) -> tuple[ScenarioFile, list[Override]]:
+    """Apply name, description and section overrides to the spec; return the table overrides."""
+    table_overrides: list[Override] = []
+    update: dict[str, Any] = {}
+    section_models = {"economics": Economics, "latency": Latency, "policies": Policies}
+    for path, value in spec.overrides.items():
+        try:
+            override = parse_override(path, value)
+            if override.kind == "top":
+                update[override.key] = override.apply_to(update.get(override.key, getattr(spec, override.key)))
+            elif override.kind == "section":
+                model = section_models[override.target]
+                if override.key not in model.model_fields:
+                    close = difflib.get_close_matches(override.key, list(model.model_fields), n=1)
+                    raise OverrideError(f"{override.target} has no key '{override.key}'. Fix: " + (f"did you mean '{close[0]}'?" if close else f"known keys: {', '.join(model.model_fields)}."))
+                current = update.get(override.target, getattr(spec, override.target))
+                update[override.target] = apply_to_section(current, override, model.model_fields[override.key].default)
+            else:
+                table_overrides.append(override)
+        except OverrideError as exc:
+            message, _, fix = str(exc).partition(" Fix: ")
+            log.add(label, None, f"overrides.{path}", message, fix)
+    return spec.model_copy(update=update), table_overrides
+
+
+def _overridden(table: Table | None, name: str, overrides: list[Override], known: set[str], label: str, log: ProblemLog) -> Table | None:
+    """The table with this table's overrides applied to its raw rows.
+
+    An override in dcplace's unit of a column the file gives in another unit
+    (power_limit_kw vs power_limit_mw) converts that column first. Problems later found
+    in an overridden cell say which override produced the value.
+    """
+    mine = [o for o in overrides if o.target == name]
+    if table is None or not mine:
+        return table
+    for column, (target, factor) in UNIT_ALTERNATIVES.items():
+        if column in table.columns and target not in table.columns and any(o.key == target for o in mine):
+            _convert_column(table, column, target, factor)
+    for override in mine:
+        before = [dict(row) for row in table.rows]
+        try:
+            apply_to_rows(table.rows, table.columns, override, known)
+        except OverrideError as exc:
+            message, _, fix = str(exc).partition(" Fix: ")
+            log.add(label, None, f"overrides.{override.path}", message, fix)
+            continue
+        for row_number, old, new in zip(table.row_numbers, before, table.rows):
+            if old.get(override.key) != new.get(override.key):
+                log.note_origin(table.label, row_number, override.key, f"after override '{override.path}: {override.value}' in {label}")
+    return table
+
+
+def _convert_column(table: Table, column: str, target: str, factor: float) -> None:
+    """Rewrite a column given in another unit into dcplace's unit, in the raw rows."""
+    for row in table.rows:
+        raw = row.pop(column, None)
+        try:
+            row[target] = None if raw is None else float(raw) * factor
+        except (TypeError, ValueError):
+            row[column] = raw  # left for the unit check, which names the bad cell
+    table.columns[table.columns.index(column)] = target
+    if any(column in row for row in table.rows):
+        table.columns.append(column)
+
+
+def _loaded_tables(spec: ScenarioFile) -> set[str]:
+    return {"sites", "regions"} | {k for k in ("jobs", "pair_costs") if getattr(spec, k)}
 
 
 def scenario_hash(scenario: Scenario) -> str:
