@@ -300,6 +300,78 @@ def batch(
         raise typer.Exit(EXIT_BATCH_INCOMPLETE)
 
 
+@app.command()
+def compare(
+    folders: list[Path] = typer.Argument(..., help="Plan folders and/or batch folders (a batch folder stands for all its members)."),
+    baseline: Optional[str] = typer.Option(None, "--baseline", "-b", help="Name (folder name) of the plan to compare against; default the first."),
+    out: Path = typer.Option(Path("compare"), "--out", "-o", help="Folder for compare.csv and compare.html."),
+) -> None:
+    """KPIs of several plans against a baseline, which sites open or close, and charts."""
+    from reports import NotAPlanFolder
+    from reports.compare import collect_plans, comparison_table, save_comparison
+
+    try:
+        plans = collect_plans(folders)
+        paths = save_comparison(plans, out, baseline)
+    except NotAPlanFolder as exc:
+        err.print(escape(str(exc)))
+        raise typer.Exit(EXIT_BAD_INPUT)
+    except ValueError as exc:
+        err.print(f"[red]{escape(str(exc))}[/]")
+        raise typer.Exit(EXIT_BAD_INPUT)
+    table = comparison_table(plans, baseline or plans[0].label)
+    view = Table(title=f"Against {baseline or plans[0].label}", title_justify="left")
+    for column in ("plan", "status", "cost M$/yr", "change", "$/M tok", "RTT ms", "kt CO2", "sites", "opened", "closed"):
+        view.add_column(column)
+    for r in table.itertuples():
+        fmt = lambda v, f: "—" if v != v else f.format(v)  # noqa: E731 - NaN-safe
+        view.add_row(escape(str(r.plan)), r.status, fmt(r.cost_musd_per_year, "{:,.2f}"), fmt(r.cost_change_share, "{:+.1%}"),
+                     fmt(r.usd_per_m_tokens, "{:.3f}"), fmt(r.mean_rtt_ms, "{:.1f}"), fmt(r.emissions_kt_per_year, "{:,.1f}"),
+                     fmt(r.sites_open, "{:.0f}"), escape(r.sites_opened), escape(r.sites_closed))
+    console.print(view)
+    _written(paths)
+
+
+@app.command()
+def pareto(
+    scenario: Optional[Path] = ScenarioArg,
+    tradeoff: str = typer.Option("carbon", "--tradeoff", "-t", help="carbon (epsilon constraint on emissions) or latency (weight on distance)."),
+    points: int = typer.Option(6, "--points", "-n", help="Points on the curve, the least-cost plan included."),
+    out: Path = typer.Option(Path("pareto"), "--out", "-o", help="Folder for pareto.csv/png/html and points/ (one plan folder per point)."),
+    workers: int = typer.Option(1, "--workers", "-w", help="Points solved at once."),
+    time_limit: float = typer.Option(300.0, "--time-limit", help="Solver time limit per point, seconds."),
+    gap: float = typer.Option(5e-3, "--gap", help="Relative MIP gap per point."),
+) -> None:
+    """Trace annual cost against emissions or mean latency and draw the frontier."""
+    from optimizer.pareto import NoFrontier, TRADEOFFS, trace_pareto
+    from reports.pareto import save_frontier
+
+    if tradeoff not in TRADEOFFS or points < 2 or workers < 1:
+        err.print(f"[red]Bad option.[/] Fix: --tradeoff one of {', '.join(TRADEOFFS)}, --points >= 2, --workers >= 1.")
+        raise typer.Exit(EXIT_BAD_INPUT)
+    options = {"time_limit_s": time_limit, "mip_gap": gap}
+    try:
+        with console.status(f"Tracing cost against {tradeoff} ({points} points)…"):
+            frontier = trace_pareto(scenario, out, tradeoff, points, workers, options)
+    except ScenarioError as exc:
+        _bad_input(exc)
+    except NoFrontier as exc:
+        err.print(f"[bold red]No frontier:[/] {escape(str(exc))}")
+        raise typer.Exit(EXIT_INFEASIBLE)
+    name = load_scenario(scenario).name
+    paths = save_frontier(frontier, out, tradeoff, name)
+    view = Table(title=f"Cost against {tradeoff}", title_justify="left")
+    for column in ("point", "setting", "status", "cost M$/yr", "mean RTT ms", "kt CO2/yr", "efficient"):
+        view.add_column(column)
+    for p in frontier:
+        cost = f"{p.cost_usd_per_year / 1e6:,.3f}" if p.cost_usd_per_year is not None else "—"
+        rtt = f"{p.mean_rtt_ms:.2f}" if p.mean_rtt_ms is not None else "—"
+        kt = f"{p.emissions_t_per_year / 1e3:,.2f}" if p.emissions_t_per_year is not None else "—"
+        view.add_row(p.name, escape(p.parameter), p.status, cost, rtt, kt, "yes" if p.efficient else "no")
+    console.print(view)
+    _written(paths)
+
+
 data_app = typer.Typer(no_args_is_help=True, help="The embedded default data.")
 app.add_typer(data_app, name="data")
 

@@ -1,0 +1,159 @@
+"""Trade-off curves: annual cost against carbon (epsilon constraint) or mean latency (weight).
+
+- **carbon**: solve at least cost (emissions E0), then at a carbon price so high that
+  emissions dominate (the least emissions E_min reachable), then with the carbon cap
+  `policies.carbon_cap_t_per_year` at evenly spaced levels from E0 down to E_min. Each capped
+  solve is the cheapest plan within its cap, so the points lie on the true frontier,
+  including its non-convex parts.
+- **latency**: mean RTT is not a constraint of the model, so it is traded by weight: a
+  transport charge per tok/s per 1,000 km (`economics.transport_usd_per_tok_s_1000km_year`),
+  raised geometrically (0, then 1/1000 of the top weight up to the top) where at the top
+  moving traffic 1,000 km costs 4x the average serving cost. Distance is linear in RTT, so this is a weighted sum of cost and mean RTT;
+  its points are the supported (convex-hull) points of that frontier. The cost reported
+  is the plan's cost without the added charge.
+
+Every point is an ordinary sweep member (optimizer/batch.py): its own checked plan folder
+under `points/`, solved in parallel, resumable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import pandas as pd
+
+from models import load_scenario
+from models.plan import read_plan
+from models.sweep import Member, Sweep
+from optimizer.batch import Progress, run_batch
+
+TRADEOFFS = ("carbon", "latency")
+DOMINANT_CARBON_FACTOR = 50.0  # carbon weighs 50x the whole cost: least emissions, cost as tie-break
+LATENCY_WEIGHT_FACTOR = 4.0  # top weight: 1,000 km costs 4x the average serving cost per tok/s
+LATENCY_WEIGHT_RANGE = 1000.0  # the smallest non-zero weight is the top one / 1000
+
+
+class NoFrontier(RuntimeError):
+    """The least-cost plan itself could not be found (infeasible scenario, bad input)."""
+
+
+@dataclass
+class FrontierPoint:
+    name: str
+    parameter: str  # what was set: "cap 12,345 t" or "weight 0.5 $/(tok/s·1000 km·yr)"
+    status: str
+    cost_usd_per_year: float | None
+    mean_rtt_ms: float | None
+    emissions_t_per_year: float | None
+    efficient: bool = False
+    folder: str = ""
+
+
+def trace_pareto(
+    scenario: str | Path | None,
+    out_dir: str | Path,
+    tradeoff: str = "carbon",
+    points: int = 6,
+    workers: int = 1,
+    options: dict[str, Any] | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
+) -> list[FrontierPoint]:
+    """Solve the points of the `tradeoff` curve into out_dir/points/; return them, cheapest first."""
+    if tradeoff not in TRADEOFFS:
+        raise ValueError(f"tradeoff must be one of {', '.join(TRADEOFFS)}, not {tradeoff!r}")
+    if points < 2:
+        raise ValueError("a frontier needs at least 2 points")
+    base = Path(scenario).resolve() if scenario is not None else None
+    loaded = load_scenario(base)  # bad input fails here, before any solve
+    base_path = Path(loaded.source_path)
+    runs = Path(out_dir) / "points"
+
+    def solve_members(members: list[Member]):
+        sweep = Sweep(f"pareto-{tradeoff}", base_path, members, dict(options or {}))
+        return {r.name: r for r in run_batch(sweep, runs, workers=workers, on_progress=on_progress).results}
+
+    first = solve_members([Member("least-cost", {})])["least-cost"]
+    if first.status not in ("optimal", "feasible"):
+        raise NoFrontier(f"the least-cost plan could not be found ({first.status}: {first.message}); fix the scenario first")
+    cost0 = first.objective_usd_per_year
+    if tradeoff == "carbon":
+        members, labels = _carbon_members(loaded, runs, cost0, first.kpis["emissions_t_per_year"], points, solve_members)
+    else:
+        members, labels = _latency_members(loaded, cost0, points)
+    results = solve_members(members)
+    frontier = [_point(runs / m.name, m, labels[m.name], results[m.name].status, loaded, tradeoff) for m in members]
+    frontier.insert(0, _point(runs / "least-cost", Member("least-cost", {}), "least cost", first.status, loaded, tradeoff))
+    _mark_efficient(frontier, "emissions_t_per_year" if tradeoff == "carbon" else "mean_rtt_ms")
+    return frontier
+
+
+def _carbon_members(scenario, runs: Path, cost0: float, emissions0: float, points: int, solve_members):
+    base_price = scenario.economics.carbon_price_usd_per_t
+    dominant_price = base_price + DOMINANT_CARBON_FACTOR * cost0 / max(emissions0, 1e-9)
+    anchor = solve_members([Member("least-carbon", {"economics.carbon_price_usd_per_t": round(dominant_price, 6)})])["least-carbon"]
+    if anchor.status not in ("optimal", "feasible"):
+        raise NoFrontier(f"the least-carbon plan could not be found ({anchor.status}: {anchor.message})")
+    emissions_min = anchor.kpis["emissions_t_per_year"]
+    members, labels = [], {}
+    for k in range(1, points):
+        cap = emissions0 - (emissions0 - emissions_min) * k / (points - 1)
+        cap = max(cap, emissions_min) * (1 + 1e-9)  # the anchor's own emissions must stay within the last cap
+        name = f"cap-{k:02d}"
+        members.append(Member(name, {"policies.carbon_cap_t_per_year": round(cap, 6)}))
+        labels[name] = f"cap {cap:,.0f} t CO₂/yr"
+    return members, labels
+
+
+def _latency_members(scenario, cost0: float, points: int):
+    base_rate = scenario.economics.transport_usd_per_tok_s_1000km_year
+    demand = sum(sum(r.demand_tok_s.values()) for r in scenario.regions)
+    top = LATENCY_WEIGHT_FACTOR * cost0 / max(demand, 1e-9)
+    members, labels = [], {}
+    for k in range(1, points):
+        weight = top * LATENCY_WEIGHT_RANGE ** (-(points - 1 - k) / max(points - 2, 1))
+        name = f"weight-{k:02d}"
+        members.append(Member(name, {"economics.transport_usd_per_tok_s_1000km_year": round(base_rate + weight, 9)}))
+        labels[name] = f"weight {weight:,.4g} $/(tok/s·1000 km·yr)"
+    return members, labels
+
+
+def _point(folder: Path, member: Member, label: str, status: str, scenario, tradeoff: str) -> FrontierPoint:
+    point = FrontierPoint(member.name, label, status, None, None, None, folder=str(folder))
+    if status not in ("optimal", "feasible"):
+        return point
+    plan = read_plan(folder)
+    cost = plan.objective_usd_per_year
+    if tradeoff == "latency" and member.overrides:
+        # Remove the added weight: the plan's transport line at (base + weight) minus the base's share.
+        rate = member.overrides["economics.transport_usd_per_tok_s_1000km_year"]
+        base_rate = scenario.economics.transport_usd_per_tok_s_1000km_year
+        cost -= plan.cost_breakdown_usd_per_year.get("transport", 0.0) * (rate - base_rate) / rate
+    point.cost_usd_per_year = cost
+    point.mean_rtt_ms = plan.kpis["mean_rtt_ms"]
+    point.emissions_t_per_year = plan.kpis["emissions_t_per_year"]
+    return point
+
+
+def _mark_efficient(frontier: list[FrontierPoint], measure: str, rel_tol: float = 1e-6) -> None:
+    """A point is efficient unless another is no worse in cost and in `measure` and better in one
+    (differences within rel_tol of the value count as ties, so twin plans are both efficient)."""
+    solved = [p for p in frontier if p.cost_usd_per_year is not None]
+
+    def better(a: float, b: float) -> bool:
+        return a < b - rel_tol * max(abs(a), abs(b), 1.0)
+
+    def no_worse(a: float, b: float) -> bool:
+        return not better(b, a)
+
+    for p in solved:
+        p.efficient = not any(
+            no_worse(q.cost_usd_per_year, p.cost_usd_per_year) and no_worse(getattr(q, measure), getattr(p, measure))
+            and (better(q.cost_usd_per_year, p.cost_usd_per_year) or better(getattr(q, measure), getattr(p, measure)))
+            for q in solved if q is not p
+        )
+
+
+def frontier_table(frontier: list[FrontierPoint]) -> pd.DataFrame:
+    return pd.DataFrame([asdict(p) for p in frontier])

@@ -1,0 +1,60 @@
+"""The trade-off curve drawn: pareto.csv, pareto.png and a self-contained pareto.html."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+from jinja2 import Environment, PackageLoader, select_autoescape  # noqa: E402
+
+from optimizer.pareto import FrontierPoint, frontier_table  # noqa: E402
+from reports.charts import figure_data_uri  # noqa: E402
+from reports.output import staged_files  # noqa: E402
+
+AXES = {"carbon": ("emissions_t_per_year", 1e-3, "emissions, kt CO₂ per year"),
+        "latency": ("mean_rtt_ms", 1.0, "demand-weighted mean RTT, ms")}
+
+
+def frontier_figure(frontier: list[FrontierPoint], tradeoff: str, title: str):
+    measure, scale, label = AXES[tradeoff]
+    solved = [p for p in frontier if p.cost_usd_per_year is not None]
+    efficient = sorted((p for p in solved if p.efficient), key=lambda p: getattr(p, measure))
+    fig, ax = plt.subplots(figsize=(8, 5), dpi=100)
+    ax.plot([getattr(p, measure) * scale for p in efficient], [p.cost_usd_per_year / 1e6 for p in efficient],
+            "-o", color="#1b9e77", label="efficient plans (frontier)", zorder=3)
+    others = [p for p in solved if not p.efficient]
+    if others:
+        ax.scatter([getattr(p, measure) * scale for p in others], [p.cost_usd_per_year / 1e6 for p in others],
+                   color="#9a9a9a", label="dominated", zorder=2)
+    for p in solved:
+        ax.annotate(p.name, (getattr(p, measure) * scale, p.cost_usd_per_year / 1e6), fontsize=7,
+                    xytext=(5, 4), textcoords="offset points", parse_math=False)
+    ax.set_xlabel(label)
+    ax.set_ylabel("annual cost, USD M")
+    ax.set_title(title, loc="left", fontsize=11)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.spines[["top", "right"]].set_visible(False)
+    fig.tight_layout()
+    return fig
+
+
+def save_frontier(frontier: list[FrontierPoint], out_dir: str | Path, tradeoff: str, scenario_name: str) -> list[Path]:
+    """Write pareto.csv, pareto.png and pareto.html into out_dir (beside points/)."""
+    title = f"{scenario_name}: annual cost against {'emissions' if tradeoff == 'carbon' else 'mean latency'}"
+    fig = frontier_figure(frontier, tradeoff, title)
+    try:
+        image = figure_data_uri(fig)
+        env = Environment(loader=PackageLoader("reports", "templates"), autoescape=select_autoescape(["html", "j2"]))
+        page = env.get_template("pareto.html.j2").render(title=title, image=image, points=frontier)
+        with staged_files(out_dir) as stage:
+            frontier_table(frontier).to_csv(stage.dir / "pareto.csv", index=False)
+            fig.savefig(stage.dir / "pareto.png", dpi=150)
+            (stage.dir / "pareto.html").write_text(page, encoding="utf-8")
+    finally:
+        plt.close(fig)
+    return stage.moved

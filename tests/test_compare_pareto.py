@@ -1,0 +1,106 @@
+"""dcplace compare (KPIs against a baseline, site changes) and dcplace pareto (trade-off curves)."""
+
+from __future__ import annotations
+
+import markupsafe
+import pandas as pd
+import pytest
+from helpers import make_scenario, region, site
+from typer.testing import CliRunner
+
+from cli import app
+from models import load_scenario
+from models.plan import read_plan
+from optimizer.check import check_plan_folder
+from optimizer.pareto import trace_pareto
+from optimizer.pipeline import solve_to_folder
+from reports.compare import collect_plans, comparison_table
+
+runner = CliRunner()
+
+HOURS = 8760.0
+
+
+@pytest.fixture(scope="module")
+def tradeoff_scenario(tmp_path_factory):
+    """Cheap dirty site, dear clean site (carbon), cheap far site (latency), two regions."""
+    root = tmp_path_factory.mktemp("tradeoff")
+    sites = [site("dirty", 40.0, -74.0, power_price_usd_per_mwh=40, grid_carbon_g_per_kwh=800),
+             site("clean", 40.2, -74.2, power_price_usd_per_mwh=120, grid_carbon_g_per_kwh=20, name="<b>Clean</b> & co"),
+             site("far", 44.0, -74.0, power_price_usd_per_mwh=30, grid_carbon_g_per_kwh=400)]
+    regions = [region("r1", 40.1, -74.1, chat=1600, budget=60), region("r2", 40.3, -74.0, chat=800, budget=60)]
+    return make_scenario(root / "s", sites, regions)
+
+
+def test_compare_against_a_baseline(tradeoff_scenario, tmp_path):
+    solve_to_folder(tradeoff_scenario, tmp_path / "base")
+    # Forbid the site the baseline uses: the alternative plan must open another.
+    base_plan = read_plan(tmp_path / "base")
+    used = [s.id for s in base_plan.sites if s.open]
+    child = tradeoff_scenario.parent / "child.yaml"
+    child.write_text(f"name: no-{used[0]}\nextends: scenario.yaml\noverrides:\n  policies.forbidden_sites: [{used[0]}]\n")
+    solve_to_folder(child, tmp_path / "alternative")
+    result = runner.invoke(app, ["compare", str(tmp_path / "base"), str(tmp_path / "alternative"), "--baseline", "base", "--out", str(tmp_path / "cmp")])
+    assert result.exit_code == 0, result.output
+    table = pd.read_csv(tmp_path / "cmp" / "compare.csv")
+    assert list(table["plan"]) == ["base", "alternative"]
+    alternative = read_plan(tmp_path / "alternative")
+    row = table.iloc[1]
+    assert row["cost_change_musd_per_year"] == pytest.approx((alternative.objective_usd_per_year - base_plan.objective_usd_per_year) / 1e6)
+    assert row["cost_change_musd_per_year"] > 0  # forbidding the cheapest choice costs money
+    names = {s.id: s.name for s in base_plan.sites}
+    assert names[used[0]] in row["sites_closed"]
+    opened = {s.id for s in alternative.sites if s.open}
+    assert set(row["sites_opened"].split("; ")) == {names[s] for s in opened}
+    page = (tmp_path / "cmp" / "compare.html").read_text()
+    assert "<script" not in page and page.count("data:image/svg+xml") == 3
+    if "clean" in opened:
+        assert str(markupsafe.escape("<b>Clean</b> & co")) in page and "<b>Clean</b>" not in page
+
+
+def test_compare_expands_a_batch_folder_and_rejects_an_unknown_baseline(tmp_path, tradeoff_scenario):
+    solve_to_folder(tradeoff_scenario, tmp_path / "one")
+    assert [p.label for p in collect_plans([tmp_path / "one"])] == ["one"]
+    with pytest.raises(ValueError, match="baseline 'nope'"):
+        comparison_table(collect_plans([tmp_path / "one"]), "nope")
+    result = runner.invoke(app, ["compare", str(tmp_path / "missing")])
+    assert result.exit_code == 2 and "neither a plan folder" in result.output
+
+
+def test_carbon_frontier_is_monotone_and_ends_at_the_least_emissions(tradeoff_scenario, tmp_path):
+    result = runner.invoke(app, ["pareto", str(tradeoff_scenario), "--tradeoff", "carbon", "--points", "5", "--gap", "0", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    table = pd.read_csv(tmp_path / "pareto.csv")
+    assert list(table["name"]) == ["least-cost", "cap-01", "cap-02", "cap-03", "cap-04"]
+    assert (table["status"] == "optimal").all()
+    # Tighter caps: emissions never rise and cost never falls; every point is efficient.
+    assert table["emissions_t_per_year"].is_monotonic_decreasing
+    assert table["cost_usd_per_year"].is_monotonic_increasing
+    assert table["efficient"].all()
+    # The least-cost point is the plain solve.
+    assert table["cost_usd_per_year"].iloc[0] == pytest.approx(read_plan(tmp_path / "points" / "least-cost").objective_usd_per_year)
+    # The last point is all on the clean site: its facility power, run at the chat load factor
+    # of the tiny catalog (0.5), at 20 g/kWh.
+    last = read_plan(tmp_path / "points" / "cap-04")
+    clean = next(s for s in last.sites if s.id == "clean")
+    assert [s.id for s in last.sites if s.open] == ["clean"]
+    assert table["emissions_t_per_year"].iloc[-1] == pytest.approx(clean.facility_kw * HOURS * 0.5 * 20 / 1e6, rel=1e-9)
+    for name in table["name"]:
+        assert check_plan_folder(tmp_path / "points" / name).ok
+    for name, cap in zip(table["name"][1:], table["parameter"][1:]):
+        plan = read_plan(tmp_path / "points" / name)
+        assert plan.kpis["emissions_t_per_year"] <= load_scenario(tmp_path / "points" / name / "inputs" / "scenario.yaml").policies.carbon_cap_t_per_year + 1e-6
+    assert (tmp_path / "pareto.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_latency_frontier_trades_cost_for_rtt(tradeoff_scenario, tmp_path):
+    frontier = trace_pareto(tradeoff_scenario, tmp_path, "latency", points=5, options={"mip_gap": 0})
+    rtts = [p.mean_rtt_ms for p in frontier]
+    costs = [p.cost_usd_per_year for p in frontier]
+    assert rtts == sorted(rtts, reverse=True)  # heavier weight, nearer sites
+    assert costs == sorted(costs)  # ... at a higher real cost
+    assert rtts[-1] < rtts[0] and costs[-1] > costs[0]
+    # The reported cost leaves out the weight: the base has no transport charge, so it is the
+    # plan's objective less its whole transport line.
+    last = read_plan(frontier[-1].folder)
+    assert costs[-1] == pytest.approx(last.objective_usd_per_year - last.cost_breakdown_usd_per_year["transport"], rel=1e-9)
