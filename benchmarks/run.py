@@ -27,6 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.orlib import as_scenario, bare_highs, instances, optima, parse_cap  # noqa: E402
+from benchmarks.results import marked_sections  # noqa: E402
 
 QUICK_CAPS = ["cap41", "cap42", "cap43", "cap44", "cap51", "cap61", "cap62", "cap63", "cap64", "cap71", "cap72", "cap73", "cap74"]
 SCALES = [(50, 200)]
@@ -161,7 +162,8 @@ def write_results(orlib_rows: list[dict], scale_rows: list[dict], command: str, 
             f"{r['solver_s']:.1f} | {r.get('extract_s', 0):.1f} | {r.get('check_s', 0):.1f} | {r.get('total_s', 0):.1f} | "
             f"{r['peak_mb']:,.0f} | {gap} | {r['status']} |"
         )
-    path.write_text("\n".join(lines) + "\n")
+    kept = marked_sections(path.read_text()) if path.exists() else []  # other scripts' sections
+    path.write_text("\n".join(lines) + "\n" + "".join("\n" + section for section in kept))
 
 
 def main() -> None:
