@@ -101,7 +101,7 @@ def print_plan(plan: Plan, out_dir: Path | None = None) -> None:
 def solve(
     scenario: Optional[Path] = ScenarioArg,
     out: Path = typer.Option(Path("plan"), "--out", "-o", help="Plan folder to write (replaced atomically)."),
-    time_limit: float = typer.Option(300.0, "--time-limit", help="Solver time limit, seconds."),
+    time_limit: float = typer.Option(300.0, "--time-limit", help="Time limit for the whole solve (model build, warm start, search), seconds."),
     gap: float = typer.Option(5e-3, "--gap", help="Relative MIP gap at which to stop (0.005 = proven within 0.5 %)."),
     threads: int = typer.Option(1, "--threads", help="Solver threads."),
     seed: int = typer.Option(0, "--seed", help="Solver random seed."),

@@ -71,7 +71,7 @@ def run_ortools(m: pyo.ConcreteModel, options, engine: str = "scip") -> dict[str
             raise RuntimeError("OR-Tools could not read the model")
     m.solutions.delete_symbol_map(smap_id)
     solver = mb.Solver(engine)
-    solver.set_time_limit_in_seconds(options.time_limit_s)
+    solver.set_time_limit_in_seconds(max(options.time_limit_s - (time.perf_counter() - started), 1e-3))  # MPS hand-off included
     solver.set_solver_specific_parameters(_ortools_parameters(engine, options.mip_gap, options.threads, options.seed))
     result = solver.solve(model)
     elapsed = time.perf_counter() - started
@@ -126,17 +126,21 @@ def _use_threads(threads: int) -> None:
 
 
 def run_highs(m: pyo.ConcreteModel, options, ix: IndexSets | None = None) -> dict[str, Any]:
-    """Solve `m` with HiGHS through Pyomo and load the solution into its variables."""
+    """Solve `m` with HiGHS through Pyomo and load the solution into its variables.
+
+    `options.time_limit_s` bounds the warm start and the MIP together.
+    """
     solver = SolverFactory("highs")
     _use_threads(options.threads)
     started = time.perf_counter()
+    deadline = started + options.time_limit_s
     warm_start = "off"
     if options.warm_start and ix is not None:
         solver.set_instance(m)
         warm_start = offer_rounded_lp_start(solver, m, ix, options.threads, options.time_limit_s)
     results = solver.solve(
         m,
-        time_limit=options.time_limit_s,
+        time_limit=max(deadline - time.perf_counter(), 1e-3),
         rel_gap=options.mip_gap,
         threads=options.threads,
         load_solutions=False,

@@ -4,7 +4,8 @@
     from optimizer import solve, SolveOptions
     plan = solve(load_scenario(), SolveOptions(time_limit_s=60))
 
-A time-limited solve returns its incumbent with status "feasible" and the gap it reached,
+The time limit covers the whole solve (model build, warm start, branch and bound); a
+time-limited solve returns its incumbent with status "feasible" and the gap it reached,
 never "optimal". An infeasible scenario raises InfeasibleScenario; inputs that the
 prechecks can already tell will not work raise ScenarioError before any model is built.
 """
@@ -14,7 +15,7 @@ from __future__ import annotations
 import platform
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from importlib import metadata
 
@@ -121,7 +122,14 @@ def solve(scenario: Scenario, options: SolveOptions | None = None) -> Plan:
     ix = checked_index(scenario)
     m = build_model(ix)
     build_time = time.perf_counter() - started
-    facts = run_backend(m, ix, options)
+    # One deadline for the whole solve: what the build used is not given to the solver again.
+    remaining_s = options.time_limit_s - build_time
+    if remaining_s <= 0:
+        record = SolveRecord(solver=options.solver, solver_version="", status="no_solution", termination="timeLimitDuringModelBuild",
+                             objective_usd_per_year=None, best_bound_usd_per_year=None, gap=None, build_time_s=build_time,
+                             solve_time_s=0.0, options=asdict(options), model=model_size(m))
+        raise NoPlanFound(scenario, _plan(scenario, options, record, None, []))
+    facts = run_backend(m, ix, replace(options, time_limit_s=remaining_s))
     record_args = dict(facts, build_time_s=build_time, options=asdict(options), model=model_size(m))
     if facts["status"] in ("infeasible", "unbounded"):
         plan = _plan(scenario, options, SolveRecord(**record_args), None, diagnose(ix, m, options))

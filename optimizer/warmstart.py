@@ -26,6 +26,8 @@ costs nothing but the LP.
 
 from __future__ import annotations
 
+import time
+
 import math
 from collections import defaultdict
 
@@ -182,12 +184,14 @@ def offer_rounded_lp_start(solver, m: pyo.ConcreteModel, ix: IndexSets, threads:
         return "none: the model has no integer columns"
     h.setOptionValue("output_flag", False)
     h.setOptionValue("threads", threads)  # the first run sizes HiGHS's thread pool
+    deadline = time.perf_counter() + time_limit_s  # both LPs share the caller's remaining time
     h.setOptionValue("time_limit", time_limit_s)
     first = _solve_relaxation(h, integer_cols, [])
     if first is None:
         return "none: the LP relaxation has no optimal solution"
     keep = _sites_to_keep({vid: first[i] for vid, i in columns.items()}, m, ix)
     closed = [columns[id(m.open[s])] for s in ix.sites if s not in keep]
+    h.setOptionValue("time_limit", max(deadline - time.perf_counter(), 1e-3))
     second = _solve_relaxation(h, integer_cols, closed) or first
     values = {vid: second[i] for vid, i in columns.items()}
     broken: set[str] = set()

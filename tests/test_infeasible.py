@@ -100,3 +100,14 @@ def test_time_limit_returns_the_incumbent_marked_with_its_gap():
     assert plan.solve.status == "feasible"
     assert plan.solve.gap is not None and plan.solve.gap > 0
     assert plan.solve.termination != "convergenceCriteriaSatisfied"
+    # One deadline for build, warm start and search together (HiGHS checks its clock often,
+    # not continuously: allow it a second past the limit).
+    assert plan.solve.build_time_s + plan.solve.solve_time_s <= 10 + 1.0
+    assert plan.solve.options["time_limit_s"] == 10
+
+
+def test_a_time_limit_spent_building_the_model_is_no_plan_not_a_crash():
+    with pytest.raises(NoPlanFound) as info:
+        solve(load_scenario(), SolveOptions(time_limit_s=1e-3))
+    assert info.value.plan.solve.termination == "timeLimitDuringModelBuild"
+    assert "raise --time-limit" in str(info.value)
