@@ -19,12 +19,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-from jinja2 import Environment, PackageLoader, select_autoescape  # noqa: E402
 
 from models.plan import Plan, read_plan  # noqa: E402
 from reports.charts import figure_data_uri  # noqa: E402
 from reports.layers import NotAPlanFolder  # noqa: E402
-from reports.output import staged_files  # noqa: E402
+from reports.output import render_html, staged_files  # noqa: E402
 from reports.style import CATEGORY_COLOURS, category_label  # noqa: E402
 
 KPIS = [  # (plan kpi key, column, scale, format)
@@ -157,8 +156,7 @@ def save_comparison(plans: list[NamedPlan], out_dir: str | Path, baseline: str |
         change = row["cost_change_musd_per_year"]
         cells["change"] = "—" if pd.isna(change) else f"{change:+,.2f} ({row['cost_change_share']:+.1%})"
         shown.append({**row, "cells": cells})
-    env = Environment(loader=PackageLoader("reports", "templates"), autoescape=select_autoescape(["html", "j2"]))
-    page = env.get_template("compare.html.j2").render(rows=shown, baseline=baseline, kpis=KPIS, images=images)
+    page = render_html("compare.html.j2", rows=shown, baseline=baseline, kpis=KPIS, images=images)
     with staged_files(out_dir) as stage:
         table.to_csv(stage.dir / "compare.csv", index=False)
         (stage.dir / "compare.html").write_text(page, encoding="utf-8")

@@ -1,4 +1,5 @@
-"""Writing report files so that a failure leaves nothing half-written behind."""
+"""Writing report files: HTML from the templates, and staging so that a failure leaves
+nothing half-written behind."""
 
 from __future__ import annotations
 
@@ -8,7 +9,16 @@ import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+_TEMPLATES = Environment(loader=PackageLoader("reports", "templates"), autoescape=select_autoescape(["html", "j2"]))
+
+
+def render_html(template: str, **context: Any) -> str:
+    """Render reports/templates/<template>; every value is HTML-escaped (autoescape is on)."""
+    return _TEMPLATES.get_template(template).render(**context)
 
 
 @dataclass

@@ -9,11 +9,10 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
-from jinja2 import Environment, PackageLoader, select_autoescape  # noqa: E402
 
 from optimizer.pareto import FrontierPoint, frontier_table  # noqa: E402
 from reports.charts import figure_data_uri  # noqa: E402
-from reports.output import staged_files  # noqa: E402
+from reports.output import render_html, staged_files  # noqa: E402
 
 AXES = {"carbon": ("emissions_t_per_year", 1e-3, "emissions, kt CO₂ per year"),
         "latency": ("mean_rtt_ms", 1.0, "demand-weighted mean RTT, ms")}
@@ -49,8 +48,7 @@ def save_frontier(frontier: list[FrontierPoint], out_dir: str | Path, tradeoff: 
     fig = frontier_figure(frontier, tradeoff, title)
     try:
         image = figure_data_uri(fig)
-        env = Environment(loader=PackageLoader("reports", "templates"), autoescape=select_autoescape(["html", "j2"]))
-        page = env.get_template("pareto.html.j2").render(title=title, image=image, points=frontier)
+        page = render_html("pareto.html.j2", title=title, image=image, points=frontier)
         with staged_files(out_dir) as stage:
             frontier_table(frontier).to_csv(stage.dir / "pareto.csv", index=False)
             fig.savefig(stage.dir / "pareto.png", dpi=150)

@@ -18,14 +18,13 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
-from jinja2 import Environment, PackageLoader, select_autoescape  # noqa: E402
 from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from models.plan import Plan  # noqa: E402
 from reports.charts import cost_by_category_figure, cost_by_site_figure, draw_cost_by_category, figure_data_uri  # noqa: E402
 from reports.layers import PlanLayers  # noqa: E402
-from reports.output import staged_files  # noqa: E402
+from reports.output import render_html, staged_files  # noqa: E402
 from reports.staticmap import draw_static_map  # noqa: E402
 from reports.style import ROLE_COLOURS, money, mw_text  # noqa: E402
 
@@ -113,12 +112,8 @@ def report_content(layers: PlanLayers) -> ReportContent:
     )
 
 
-def _environment() -> Environment:
-    return Environment(loader=PackageLoader("reports", "templates"), autoescape=select_autoescape(["html", "j2"]))
-
-
-def render_html(content: ReportContent, map_uri: str, category_uri: str, site_uri: str) -> str:
-    return _environment().get_template("report.html.j2").render(c=content, map_uri=map_uri, category_uri=category_uri, site_uri=site_uri)
+def report_html(content: ReportContent, map_uri: str, category_uri: str, site_uri: str) -> str:
+    return render_html("report.html.j2", c=content, map_uri=map_uri, category_uri=category_uri, site_uri=site_uri)
 
 
 def _text_page(pdf: PdfPages, title: str, rows: list[tuple[str, str]], top_text: str = "") -> None:
@@ -195,7 +190,7 @@ def save_report(layers: PlanLayers, out_dir: str | Path, html: bool = True, pdf:
     try:
         with staged_files(out_dir) as stage:
             if html:
-                page = render_html(content, figure_data_uri(map_fig, "png", dpi=130), figure_data_uri(category), figure_data_uri(by_site))
+                page = report_html(content, figure_data_uri(map_fig, "png", dpi=130), figure_data_uri(category), figure_data_uri(by_site))
                 (stage.dir / "report.html").write_text(page, encoding="utf-8")
             if pdf:
                 write_pdf(stage.dir / "report.pdf", content, layers.plan, map_fig, by_site)
