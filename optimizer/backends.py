@@ -137,7 +137,7 @@ def run_highs(m: pyo.ConcreteModel, options, ix: IndexSets | None = None) -> dic
     warm_start = "off"
     if options.warm_start and ix is not None:
         solver.set_instance(m)
-        warm_start = offer_rounded_lp_start(solver, m, ix, options.threads, options.time_limit_s)
+        warm_start = offer_rounded_lp_start(solver, m, ix, options.threads, options.time_limit_s, options.mip_gap)
     results = solver.solve(
         m,
         time_limit=max(deadline - time.perf_counter(), 1e-3),

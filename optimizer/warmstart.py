@@ -17,7 +17,15 @@ plan near it. Rounding the LP gives one in the time of two LP solves:
    the start 2 % above the optimum on the world default);
 3. sites and zones open where racks or shares need them;
 4. where rounding up broke a site's power or floor (the LP fills cheap sites to the
-   brim), that site's racks are chosen again for the least facility power instead.
+   brim), that site's racks are chosen again for the least facility power instead;
+5. polish: when the kept sites are few (at most a quarter of the candidates), the MIP
+   restricted to them (every other site closed) is solved from the rounded plan for a
+   short time (POLISH_SHARE of the time left, at most POLISH_MAX_S); it is much smaller
+   than the whole MIP, and its plan replaces the rounded one. On the synthetic 50 x 200
+   scale the rounded plan is 11 % above the optimum and HiGHS's root takes minutes to
+   improve on it; polished, the whole solve is proven within 0.23 % in 37 s (was 219 s).
+   On the world default (29 of 76 sites kept) the restricted MIP is nearly the whole one
+   and 15 s of it found nothing better, so it is skipped.
 
 If the rounded plan breaks a site's power or floor limit, or a policy the rounding does
 not look at, it is simply not offered: HiGHS checks any start it is given, so a bad start
@@ -37,6 +45,12 @@ import pyomo.environ as pyo
 
 from optimizer.index import IndexSets
 
+
+KEEP_OPEN_AT = 0.5  # a site the LP opens at least this much is kept for the restricted re-solve
+POLISH_SHARE = 0.2  # of the time left, for the restricted MIP
+POLISH_MAX_S = 60.0
+POLISH_MAX_KEPT_SHARE = 0.25  # polish only when the kept sites make a much smaller MIP
+POLISH_GAP = 1e-3
 
 def _inference_racks(ix: IndexSets, s: str, load: dict[str, float], built: set[tuple[str, str]], lean: bool = False) -> dict:
     """Racks serving `load` (tok/s per class) at site s in one cooling zone: the zone type
@@ -138,8 +152,8 @@ def round_lp(
     return start
 
 
-def _solve_relaxation(h: highspy.Highs, integer_cols: np.ndarray, closed_cols: list[int]) -> list[float] | None:
-    """LP relaxation with `closed_cols` fixed at 0; the model is restored afterwards."""
+def _solve_relaxation(h: highspy.Highs, integer_cols: np.ndarray, closed_cols: list[int]) -> tuple[list[float], float] | None:
+    """LP relaxation with `closed_cols` fixed at 0: (values, objective); the model is restored afterwards."""
     n = len(integer_cols)
     lp = h.getLp()
     old_upper = [lp.col_upper_[i] for i in closed_cols]
@@ -148,7 +162,7 @@ def _solve_relaxation(h: highspy.Highs, integer_cols: np.ndarray, closed_cols: l
         h.changeColsBounds(len(closed_cols), np.array(closed_cols, dtype=np.int32), np.zeros(len(closed_cols)), np.zeros(len(closed_cols)))
     h.run()
     optimal = h.getModelStatus() == highspy.HighsModelStatus.kOptimal
-    values = list(h.getSolution().col_value) if optimal else None
+    values = (list(h.getSolution().col_value), h.getInfo().objective_function_value) if optimal else None
     if closed_cols:
         lower = [lp.col_lower_[i] for i in closed_cols]
         h.changeColsBounds(len(closed_cols), np.array(closed_cols, dtype=np.int32), np.array(lower), np.array(old_upper))
@@ -159,7 +173,7 @@ def _solve_relaxation(h: highspy.Highs, integer_cols: np.ndarray, closed_cols: l
 
 def _sites_to_keep(values: dict, m: pyo.ConcreteModel, ix: IndexSets) -> set[str]:
     lp = lambda var: values.get(id(var), 0.0)  # noqa: E731
-    keep = {s for s in ix.sites if lp(m.open[s]) >= 0.5} | set(ix.scenario.policies.forced_sites)
+    keep = {s for s in ix.sites if lp(m.open[s]) >= KEEP_OPEN_AT} | set(ix.scenario.policies.forced_sites)
     for j, opts in ix.group("place_by_job").items():
         keep.add(max(opts, key=lambda o: lp(m.place[(j, *o)]))[0])
     for (r, w), sites in ix.group("serve_by_rw").items():
@@ -168,7 +182,7 @@ def _sites_to_keep(values: dict, m: pyo.ConcreteModel, ix: IndexSets) -> set[str
     return keep
 
 
-def offer_rounded_lp_start(solver, m: pyo.ConcreteModel, ix: IndexSets, threads: int, time_limit_s: float) -> str:
+def offer_rounded_lp_start(solver, m: pyo.ConcreteModel, ix: IndexSets, threads: int, time_limit_s: float, mip_gap: float = 0.0) -> str:
     """Round the LP relaxation in the solver's own HiGHS instance and hand the result to
     HiGHS as a starting incumbent. Returns what happened, for the plan record.
 
@@ -186,13 +200,14 @@ def offer_rounded_lp_start(solver, m: pyo.ConcreteModel, ix: IndexSets, threads:
     h.setOptionValue("threads", threads)  # the first run sizes HiGHS's thread pool
     deadline = time.perf_counter() + time_limit_s  # both LPs share the caller's remaining time
     h.setOptionValue("time_limit", time_limit_s)
-    first = _solve_relaxation(h, integer_cols, [])
-    if first is None:
+    relaxation = _solve_relaxation(h, integer_cols, [])
+    if relaxation is None:
         return "none: the LP relaxation has no optimal solution"
+    first, lp_bound = relaxation
     keep = _sites_to_keep({vid: first[i] for vid, i in columns.items()}, m, ix)
     closed = [columns[id(m.open[s])] for s in ix.sites if s not in keep]
     h.setOptionValue("time_limit", max(deadline - time.perf_counter(), 1e-3))
-    second = _solve_relaxation(h, integer_cols, closed) or first
+    second = (_solve_relaxation(h, integer_cols, closed) or (first, lp_bound))[0]
     values = {vid: second[i] for vid, i in columns.items()}
     broken: set[str] = set()
     start = round_lp(values, m, ix, broken=broken)
@@ -203,8 +218,48 @@ def offer_rounded_lp_start(solver, m: pyo.ConcreteModel, ix: IndexSets, threads:
     col_value = list(second)
     for var_id, value in start.items():
         col_value[columns[var_id]] = value
+    polish_s = min(POLISH_SHARE * (deadline - time.perf_counter()), POLISH_MAX_S)
+    if len(keep) > POLISH_MAX_KEPT_SHARE * len(ix.sites):
+        polish_s = 0.0  # the restricted MIP would be nearly the whole MIP: leave the search to HiGHS
+    # Good enough to stop polishing: within the asked gap of the LP bound (HiGHS will stop at its root).
+    target = lp_bound + mip_gap * abs(lp_bound)
+    polished = _restricted_mip(h, closed, col_value, polish_s, target) if polish_s > 0.5 else None
+    how = f"rounded LP relaxation offered ({len(keep)} sites kept)"
+    if polished is not None:
+        col_value, objective = polished
+        how = f"rounded LP relaxation polished by the MIP on the {len(keep)} kept sites (${objective:,.0f}/yr) offered"
+    h.setSolution(_solution(col_value))
+    return how
+
+
+def _solution(col_value: list[float]) -> highspy.HighsSolution:
     solution = highspy.HighsSolution()
-    solution.col_value = col_value
+    solution.col_value = list(col_value)
     solution.value_valid = True
-    h.setSolution(solution)
-    return f"rounded LP relaxation offered ({len(keep)} sites kept)"
+    return solution
+
+
+def _restricted_mip(h: highspy.Highs, closed_cols: list[int], start: list[float], time_limit_s: float,
+                    objective_target: float) -> tuple[list[float], float] | None:
+    """The MIP with `closed_cols` fixed at 0, from `start`, until time_limit_s, its own gap
+    POLISH_GAP, or a plan at objective_target: (values, objective) of its best plan, which is
+    never worse than the start; the model and options are restored."""
+    lp = h.getLp()
+    index = np.array(closed_cols, dtype=np.int32)
+    lower = np.array([lp.col_lower_[i] for i in closed_cols])
+    upper = np.array([lp.col_upper_[i] for i in closed_cols])
+    if len(index):
+        h.changeColsBounds(len(index), index, np.zeros(len(index)), np.zeros(len(index)))
+    h.setSolution(_solution(start))
+    h.setOptionValue("time_limit", time_limit_s)
+    h.setOptionValue("mip_rel_gap", POLISH_GAP)
+    h.setOptionValue("objective_target", objective_target)
+    h.run()
+    h.setOptionValue("objective_target", -highspy.kHighsInf)
+    info = h.getInfo()
+    found = info.primal_solution_status == 2  # kSolutionStatusFeasible
+    result = (list(h.getSolution().col_value), info.objective_function_value) if found else None
+    if len(index):
+        h.changeColsBounds(len(index), index, lower, upper)
+    h.clearSolver()
+    return result

@@ -100,9 +100,10 @@ def test_time_limit_returns_the_incumbent_marked_with_its_gap():
     assert plan.solve.status == "feasible"
     assert plan.solve.gap is not None and plan.solve.gap > 0
     assert plan.solve.termination != "convergenceCriteriaSatisfied"
-    # One deadline for build, warm start and search together (HiGHS checks its clock often,
-    # not continuously: allow it a second past the limit).
-    assert plan.solve.build_time_s + plan.solve.solve_time_s <= 10 + 1.0
+    # One deadline for build, warm start and search together. HiGHS checks its clock between
+    # LP iterations and Pyomo then loads the plan, so allow 2.5 s past the limit; before the
+    # shared deadline this solve took about 15 s (build 2 s + warm-start LPs 3 s + search 10 s).
+    assert plan.solve.build_time_s + plan.solve.solve_time_s <= 10 + 2.5
     assert plan.solve.options["time_limit_s"] == 10
 
 
