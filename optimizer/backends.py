@@ -135,12 +135,15 @@ def run_highs(m: pyo.ConcreteModel, options, ix: IndexSets | None = None) -> dic
     started = time.perf_counter()
     deadline = started + options.time_limit_s
     warm_start = "off"
+    used_s = 0.0
     if options.warm_start and ix is not None:
         solver.set_instance(m)
         warm_start = offer_rounded_lp_start(solver, m, ix, options.threads, options.time_limit_s, options.mip_gap)
+        # HiGHS compares its limit with the instance's cumulative run time, warm-start runs included.
+        used_s = solver._solver_model.getRunTime()
     results = solver.solve(
         m,
-        time_limit=max(deadline - time.perf_counter(), 1e-3),
+        time_limit=used_s + max(deadline - time.perf_counter(), 1e-3),
         rel_gap=options.mip_gap,
         threads=options.threads,
         load_solutions=False,

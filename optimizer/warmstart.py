@@ -198,15 +198,15 @@ def offer_rounded_lp_start(solver, m: pyo.ConcreteModel, ix: IndexSets, threads:
         return "none: the model has no integer columns"
     h.setOptionValue("output_flag", False)
     h.setOptionValue("threads", threads)  # the first run sizes HiGHS's thread pool
-    deadline = time.perf_counter() + time_limit_s  # both LPs share the caller's remaining time
-    h.setOptionValue("time_limit", time_limit_s)
+    deadline = time.perf_counter() + time_limit_s  # the LPs and the polish share the caller's remaining time
+    set_deadline(h, deadline)
     relaxation = _solve_relaxation(h, integer_cols, [])
     if relaxation is None:
         return "none: the LP relaxation has no optimal solution"
     first, lp_bound = relaxation
     keep = _sites_to_keep({vid: first[i] for vid, i in columns.items()}, m, ix)
     closed = [columns[id(m.open[s])] for s in ix.sites if s not in keep]
-    h.setOptionValue("time_limit", max(deadline - time.perf_counter(), 1e-3))
+    set_deadline(h, deadline)
     second = (_solve_relaxation(h, integer_cols, closed) or (first, lp_bound))[0]
     values = {vid: second[i] for vid, i in columns.items()}
     broken: set[str] = set()
@@ -223,7 +223,7 @@ def offer_rounded_lp_start(solver, m: pyo.ConcreteModel, ix: IndexSets, threads:
         polish_s = 0.0  # the restricted MIP would be nearly the whole MIP: leave the search to HiGHS
     # Good enough to stop polishing: within the asked gap of the LP bound (HiGHS will stop at its root).
     target = lp_bound + mip_gap * abs(lp_bound)
-    polished = _restricted_mip(h, closed, col_value, polish_s, target) if polish_s > 0.5 else None
+    polished = _restricted_mip(h, closed, col_value, time.perf_counter() + polish_s, target) if polish_s > 0.5 else None
     how = f"rounded LP relaxation offered ({len(keep)} sites kept)"
     if polished is not None:
         col_value, objective = polished
@@ -239,9 +239,19 @@ def _solution(col_value: list[float]) -> highspy.HighsSolution:
     return solution
 
 
-def _restricted_mip(h: highspy.Highs, closed_cols: list[int], start: list[float], time_limit_s: float,
+def set_deadline(h: highspy.Highs, deadline: float) -> None:
+    """Make HiGHS stop at `deadline` (a time.perf_counter() value).
+
+    HiGHS's time_limit is compared with the instance's cumulative run time (getRunTime),
+    which keeps counting across runs of the same instance: a second run given the time
+    left would lose what the first one used a second time.
+    """
+    h.setOptionValue("time_limit", h.getRunTime() + max(deadline - time.perf_counter(), 1e-3))
+
+
+def _restricted_mip(h: highspy.Highs, closed_cols: list[int], start: list[float], deadline: float,
                     objective_target: float) -> tuple[list[float], float] | None:
-    """The MIP with `closed_cols` fixed at 0, from `start`, until time_limit_s, its own gap
+    """The MIP with `closed_cols` fixed at 0, from `start`, until `deadline`, its own gap
     POLISH_GAP, or a plan at objective_target: (values, objective) of its best plan, which is
     never worse than the start; the model and options are restored."""
     lp = h.getLp()
@@ -251,7 +261,7 @@ def _restricted_mip(h: highspy.Highs, closed_cols: list[int], start: list[float]
     if len(index):
         h.changeColsBounds(len(index), index, np.zeros(len(index)), np.zeros(len(index)))
     h.setSolution(_solution(start))
-    h.setOptionValue("time_limit", time_limit_s)
+    set_deadline(h, deadline)
     h.setOptionValue("mip_rel_gap", POLISH_GAP)
     h.setOptionValue("objective_target", objective_target)
     h.run()

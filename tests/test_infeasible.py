@@ -101,9 +101,9 @@ def test_time_limit_returns_the_incumbent_marked_with_its_gap():
     assert plan.solve.gap is not None and plan.solve.gap > 0
     assert plan.solve.termination != "convergenceCriteriaSatisfied"
     # One deadline for build, warm start and search together. HiGHS checks its clock between
-    # LP iterations and Pyomo then loads the plan, so allow 2.5 s past the limit; before the
-    # shared deadline this solve took about 15 s (build 2 s + warm-start LPs 3 s + search 10 s).
-    assert plan.solve.build_time_s + plan.solve.solve_time_s <= 10 + 2.5
+    # LP iterations and Pyomo then loads the plan, so it may end a little late (2.7 s seen on
+    # a loaded machine); the arithmetic itself is tested exactly below.
+    assert plan.solve.build_time_s + plan.solve.solve_time_s <= 10 + 5.0
     assert plan.solve.options["time_limit_s"] == 10
 
 
@@ -112,3 +112,27 @@ def test_a_time_limit_spent_building_the_model_is_no_plan_not_a_crash():
         solve(load_scenario(), SolveOptions(time_limit_s=1e-3))
     assert info.value.plan.solve.termination == "timeLimitDuringModelBuild"
     assert "raise --time-limit" in str(info.value)
+
+
+def test_highs_deadline_accounts_for_its_cumulative_run_clock():
+    """HiGHS compares time_limit with the instance's run time summed over all its runs, so the
+    limit handed to a later run is the run time so far plus the time left to the deadline."""
+    import time
+
+    from optimizer.warmstart import set_deadline
+
+    class FakeHighs:
+        def __init__(self):
+            self.options = {}
+
+        def getRunTime(self):
+            return 13.0  # spent by earlier runs of this instance
+
+        def setOptionValue(self, name, value):
+            self.options[name] = value
+
+    h = FakeHighs()
+    set_deadline(h, time.perf_counter() + 10.0)
+    assert 22.9 < h.options["time_limit"] <= 23.0
+    set_deadline(h, time.perf_counter() - 5.0)  # already past: stop at once, never a negative limit
+    assert h.options["time_limit"] == pytest.approx(13.001)
