@@ -16,6 +16,7 @@ import argparse
 import json
 import platform
 import resource
+import signal
 import subprocess
 import sys
 import tempfile
@@ -34,6 +35,7 @@ SCALES = [(50, 200)]
 LARGE_SCALES = [(200, 1000), (500, 3000), (2000, 10000)]
 N_JOBS = 4
 SEED = 7
+BUILD_GRACE_S = 300  # a scale's process is stopped this long after its time limit
 
 
 def run_orlib(names: list[str] | None, time_limit_s: float) -> list[dict]:
@@ -98,7 +100,8 @@ def run_scales(scales, time_limit_s: float) -> list[dict]:
             capture_output=True, text=True,
         )
         if proc.returncode != 0:
-            out.append({"sites": n_sites, "regions": n_regions, "status": "crashed", "note": proc.stderr.strip().splitlines()[-1:]})
+            reason = (proc.stderr.strip().splitlines() or [f"ended by signal {-proc.returncode}" if proc.returncode < 0 else f"exit {proc.returncode}"])[-1]
+            out.append({"sites": n_sites, "regions": n_regions, "status": "crashed", "note": reason})
         else:
             out.append(json.loads(proc.stdout.strip().splitlines()[-1]))
         print(out[-1], flush=True)
@@ -175,9 +178,15 @@ def main() -> None:
     parser.add_argument("--scales", help="comma-separated SITESxREGIONS, replacing the default scales")
     parser.add_argument("--extra", help="comma-separated OR-Library instance names to add, e.g. capa_8000")
     parser.add_argument("--one-scale", nargs=2, type=int)
+    parser.add_argument("--memory-limit-gb", type=float, default=16.0, help="address-space cap of each scale's process")
     parser.add_argument("--out", type=Path, default=Path(__file__).with_name("RESULTS.md"))
     args = parser.parse_args()
     if args.one_scale:
+        # Guard the machine: a scale that outgrows memory or hangs in the model build (which
+        # no solver time limit reaches) ends its own process and is recorded as crashed.
+        limit = int(args.memory_limit_gb * 2**30)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        signal.alarm(int(args.time_limit + BUILD_GRACE_S))
         print(json.dumps(one_scale(*args.one_scale, args.time_limit)))
         return
     names = QUICK_CAPS if args.quick else [n for n, _, _ in instances() if "_" not in n]
