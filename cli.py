@@ -308,18 +308,17 @@ def compare(
 ) -> None:
     """KPIs of several plans against a baseline, which sites open or close, and charts."""
     from reports import NotAPlanFolder
-    from reports.compare import collect_plans, comparison_table, save_comparison
+    from reports.compare import collect_plans, save_comparison
 
     try:
         plans = collect_plans(folders)
-        paths = save_comparison(plans, out, baseline)
+        paths, table = save_comparison(plans, out, baseline)
     except NotAPlanFolder as exc:
         err.print(escape(str(exc)))
         raise typer.Exit(EXIT_BAD_INPUT)
     except ValueError as exc:
         err.print(f"[red]{escape(str(exc))}[/]")
         raise typer.Exit(EXIT_BAD_INPUT)
-    table = comparison_table(plans, baseline or plans[0].label)
     view = Table(title=f"Against {baseline or plans[0].label}", title_justify="left")
     for column in ("plan", "status", "cost M$/yr", "change", "$/M tok", "RTT ms", "kt CO2", "sites", "opened", "closed"):
         view.add_column(column)
@@ -351,15 +350,15 @@ def pareto(
         raise typer.Exit(EXIT_BAD_INPUT)
     options = {"time_limit_s": time_limit, "mip_gap": gap}
     try:
+        loaded = load_scenario(scenario)
         with console.status(f"Tracing cost against {tradeoff} ({points} points)…"):
-            frontier = trace_pareto(scenario, out, tradeoff, points, workers, options)
+            frontier = trace_pareto(loaded, out, tradeoff, points, workers, options)
     except ScenarioError as exc:
         _bad_input(exc)
     except NoFrontier as exc:
         err.print(f"[bold red]No frontier:[/] {escape(str(exc))}")
         raise typer.Exit(EXIT_INFEASIBLE)
-    name = load_scenario(scenario).name
-    paths = save_frontier(frontier, out, tradeoff, name)
+    paths = save_frontier(frontier, out, tradeoff, loaded.name)
     view = Table(title=f"Cost against {tradeoff}", title_justify="left")
     for column in ("point", "setting", "status", "cost M$/yr", "mean RTT ms", "kt CO2/yr", "efficient"):
         view.add_column(column)

@@ -67,6 +67,12 @@ class MemberResult:
     folder: str = ""
 
 
+    @classmethod
+    def crashed(cls, member: Member, message: str) -> "MemberResult":
+        """A member whose worker died or was lost: no result came back; a re-run retries it."""
+        return cls(member.name, "crashed", dict(member.overrides), message=f"{message}; re-run to retry")
+
+
 @dataclass
 class BatchResult:
     out_dir: Path
@@ -138,10 +144,6 @@ def run_member(base: str, member: Member, options: dict[str, Any], out_dir: str)
     return result
 
 
-def _options_record(options: SolveOptions) -> dict[str, Any]:
-    return asdict(options)
-
-
 def _finished_plan(folder: Path, scenario_hash: str, options: SolveOptions):
     """The plan already in `folder` if it is of this scenario hash and these options."""
     if not (folder / "plan.json").is_file():
@@ -150,7 +152,8 @@ def _finished_plan(folder: Path, scenario_hash: str, options: SolveOptions):
         plan = read_plan(folder)
     except (OSError, ValueError):
         return None
-    same_options = {k: plan.solve.options.get(k) for k in _options_record(options)} == _options_record(options)
+    wanted = asdict(options)
+    same_options = {k: plan.solve.options.get(k) for k in wanted} == wanted
     if plan.scenario_hash == scenario_hash and same_options and plan.solve.status in FINISHED:
         return plan
     return None
@@ -227,7 +230,7 @@ def _run_local(sweep, options, out_dir, workers, _scheduler, progress, on_progre
             try:
                 result = future.result()
             except BrokenProcessPool as exc:
-                result = MemberResult(member.name, "crashed", dict(member.overrides), message=f"a worker process died ({exc}); re-run to retry")
+                result = MemberResult.crashed(member, f"a worker process died ({exc})")
             progress.running = min(workers, len(futures) - progress.done - 1)
             yield result
 
@@ -250,7 +253,7 @@ def _run_dask(sweep, options, out_dir, workers, scheduler, progress, on_progress
             try:
                 result = future.result()
             except Exception as exc:  # noqa: BLE001 - a killed worker, a lost connection
-                result = MemberResult(member.name, "crashed", dict(member.overrides), message=f"{type(exc).__name__}: {exc}; re-run to retry")
+                result = MemberResult.crashed(member, f"{type(exc).__name__}: {exc}")
             progress.running = min(slots, len(futures) - progress.done - 1)
             yield result
 

@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from models import load_scenario
+from models import Scenario, load_scenario
 from models.plan import read_plan
 from models.sweep import Member, Sweep
 from optimizer.batch import Progress, run_batch
@@ -52,7 +52,7 @@ class FrontierPoint:
 
 
 def trace_pareto(
-    scenario: str | Path | None,
+    scenario: Scenario | str | Path | None,
     out_dir: str | Path,
     tradeoff: str = "carbon",
     points: int = 6,
@@ -60,13 +60,17 @@ def trace_pareto(
     options: dict[str, Any] | None = None,
     on_progress: Callable[[Progress], None] | None = None,
 ) -> list[FrontierPoint]:
-    """Solve the points of the `tradeoff` curve into out_dir/points/; return them, cheapest first."""
+    """Solve the points of the `tradeoff` curve into out_dir/points/; return them, cheapest first.
+
+    `scenario` is a Scenario loaded from a file, a YAML path or None (the embedded default).
+    """
     if tradeoff not in TRADEOFFS:
         raise ValueError(f"tradeoff must be one of {', '.join(TRADEOFFS)}, not {tradeoff!r}")
     if points < 2:
         raise ValueError("a frontier needs at least 2 points")
-    base = Path(scenario).resolve() if scenario is not None else None
-    loaded = load_scenario(base)  # bad input fails here, before any solve
+    loaded = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)  # bad input fails before any solve
+    if not loaded.source_path:
+        raise ValueError("the points are solved from the scenario's file: give a scenario loaded from a YAML file (write_scenario one made in memory)")
     base_path = Path(loaded.source_path)
     runs = Path(out_dir) / "points"
 

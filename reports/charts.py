@@ -48,25 +48,32 @@ def cost_by_site_figure(plan: Plan, top: int = TOP_SITES) -> Figure:
     """Stacked bars by category for the `top` costliest open sites; the rest summed as one bar."""
     open_sites = sorted((s for s in plan.sites if s.open), key=lambda s: -s.total_cost_usd_per_year)
     shown, rest = open_sites[:top], open_sites[top:]
-    labels = [s.name for s in shown]
-    categories = [c for c in plan.cost_breakdown_usd_per_year if any(abs(s.cost_usd_per_year.get(c, 0.0)) > 0.5 for s in open_sites)]
-    matrix = np.array([[s.cost_usd_per_year.get(c, 0.0) for c in categories] for s in shown]).reshape(len(shown), len(categories))
+    bars = [(s.name, s.cost_usd_per_year) for s in shown]
     if rest:
-        labels.append(f"{len(rest)} other sites")
-        matrix = np.vstack([matrix, [[sum(s.cost_usd_per_year.get(c, 0.0) for s in rest) for c in categories]]])
-    matrix = matrix[::-1] / 1e6  # largest on top
-    labels = labels[::-1]
+        categories = {c for s in rest for c in s.cost_usd_per_year}
+        bars.append((f"{len(rest)} other sites", {c: sum(s.cost_usd_per_year.get(c, 0.0) for s in rest) for c in categories}))
+    return stacked_cost_figure(bars, list(plan.cost_breakdown_usd_per_year), "Annual cost by site", legend_columns=3)
+
+
+def stacked_cost_figure(bars: list[tuple[str, dict[str, float]]], category_order: list[str], title: str,
+                        legend_columns: int = 4) -> Figure:
+    """One horizontal bar per (label, USD/yr by category), stacked by category, first bar on
+    top; categories that are zero in every bar are left out."""
+    categories = [c for c in category_order if any(abs(costs.get(c, 0.0)) > 0.5 for _, costs in bars)]
+    labels = [label for label, _ in bars]
     fig, ax = plt.subplots(figsize=(7.5, 0.32 * len(labels) + 1.6), dpi=100)
     left = np.zeros(len(labels))
-    for k, category in enumerate(categories):
-        ax.barh(labels, matrix[:, k], left=left, color=CATEGORY_COLOURS.get(category, "#888888"), label=category_label(category))
-        left += matrix[:, k]
+    for category in categories:
+        values = np.array([costs.get(category, 0.0) / 1e6 for _, costs in bars])
+        ax.barh(labels, values, left=left, color=CATEGORY_COLOURS.get(category, "#888888"), label=category_label(category))
+        left += values
     for tick in ax.get_yticklabels():
-        tick.set_parse_math(False)  # a '$' in a site name is text
+        tick.set_parse_math(False)  # a '$' in a name is text
+    ax.invert_yaxis()  # first bar on top
     ax.set_xlabel("USD M per year")
-    ax.set_title("Annual cost by site", loc="left", fontsize=11)
+    ax.set_title(title, loc="left", fontsize=11)
     ax.spines[["top", "right"]].set_visible(False)
-    ax.legend(fontsize=7, ncols=3, loc="lower right", frameon=False)
+    ax.legend(fontsize=7, ncols=legend_columns, loc="lower right", frameon=False)
     fig.tight_layout()
     return fig
 

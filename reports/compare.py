@@ -1,7 +1,7 @@
 """Compare plans against a named baseline: KPI table, site changes, charts (CSV and HTML).
 
     plans = collect_plans(["runs/"])                # plan folders, or batch folders (expanded)
-    save_comparison(plans, "compare/", baseline="baseline")
+    paths, table = save_comparison(plans, "compare/", baseline="baseline")
 
 Only plan.json of each folder is read.
 """
@@ -21,10 +21,10 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from models.plan import Plan, read_plan  # noqa: E402
-from reports.charts import figure_data_uri  # noqa: E402
+from reports.charts import figure_data_uri, stacked_cost_figure  # noqa: E402
 from reports.layers import NotAPlanFolder  # noqa: E402
 from reports.output import render_html, staged_files  # noqa: E402
-from reports.style import CATEGORY_COLOURS, category_label  # noqa: E402
+from reports.style import CATEGORY_COLOURS  # noqa: E402
 
 KPIS = [  # (plan kpi key, column, scale, format)
     ("total_cost_usd_per_year", "cost_musd_per_year", 1e-6, "{:,.2f}"),
@@ -101,23 +101,8 @@ def comparison_table(plans: list[NamedPlan], baseline: str) -> pd.DataFrame:
 
 def _cost_figure(plans: list[NamedPlan]):
     feasible = [p for p in plans if p.plan.solve.status in ("optimal", "feasible")]
-    categories = [c for c in CATEGORY_COLOURS if any(abs(p.plan.cost_breakdown_usd_per_year.get(c, 0)) > 0.5 for p in feasible)]
-    fig, ax = plt.subplots(figsize=(9, 0.4 * len(feasible) + 1.6), dpi=100)
-    left = np.zeros(len(feasible))
-    labels = [p.label for p in feasible]
-    for category in categories:
-        values = np.array([p.plan.cost_breakdown_usd_per_year.get(category, 0.0) / 1e6 for p in feasible])
-        ax.barh(labels, values, left=left, color=CATEGORY_COLOURS[category], label=category_label(category))
-        left += values
-    for tick in ax.get_yticklabels():
-        tick.set_parse_math(False)
-    ax.invert_yaxis()
-    ax.set_xlabel("USD M per year")
-    ax.set_title("Annual cost by category", loc="left")
-    ax.legend(fontsize=7, ncols=4, loc="lower right", frameon=False)
-    ax.spines[["top", "right"]].set_visible(False)
-    fig.tight_layout()
-    return fig
+    bars = [(p.label, p.plan.cost_breakdown_usd_per_year) for p in feasible]
+    return stacked_cost_figure(bars, list(CATEGORY_COLOURS), "Annual cost by category")
 
 
 def _tradeoff_figure(table: pd.DataFrame, x: str, xlabel: str):
@@ -137,8 +122,9 @@ def _tradeoff_figure(table: pd.DataFrame, x: str, xlabel: str):
     return fig
 
 
-def save_comparison(plans: list[NamedPlan], out_dir: str | Path, baseline: str | None = None) -> list[Path]:
-    """Write compare.csv and compare.html (table, site changes, charts) into out_dir."""
+def save_comparison(plans: list[NamedPlan], out_dir: str | Path, baseline: str | None = None) -> tuple[list[Path], pd.DataFrame]:
+    """Write compare.csv and compare.html (table, site changes, charts) into out_dir; return
+    the paths and the table."""
     if not plans:
         raise ValueError("no plans to compare")
     baseline = baseline or plans[0].label
@@ -160,4 +146,4 @@ def save_comparison(plans: list[NamedPlan], out_dir: str | Path, baseline: str |
     with staged_files(out_dir) as stage:
         table.to_csv(stage.dir / "compare.csv", index=False)
         (stage.dir / "compare.html").write_text(page, encoding="utf-8")
-    return stage.moved
+    return stage.moved, table
