@@ -20,6 +20,7 @@ from models import ScenarioError, export_default, load_scenario
 from models.plan import Plan, read_plan
 from optimizer.backends import CAPABILITIES
 from optimizer.check import check_plan_folder
+from optimizer.index import MAX_FULL_PAIRS
 from optimizer.pipeline import PlanCheckFailed, solve_to_folder
 from optimizer.precheck import checked_index
 from optimizer.solve import InfeasibleScenario, NoPlanFound, SolveOptions
@@ -106,10 +107,16 @@ def solve(
     threads: int = typer.Option(1, "--threads", help="Solver threads."),
     seed: int = typer.Option(0, "--seed", help="Solver random seed."),
     solver: str = typer.Option("highs", "--solver", help=f"Back-end: {', '.join(CAPABILITIES)}."),
+    max_full_pairs: int = typer.Option(
+        MAX_FULL_PAIRS, "--max-full-pairs",
+        help="Above this many eligible (region, class, site) pairs, start from candidate pairs and price the rest in "
+        "(docs/solvers.md); the gap is then stated against the full model's LP bound.",
+    ),
 ) -> None:
     """Solve a scenario and write its plan folder."""
     try:
-        options = SolveOptions(solver=solver, time_limit_s=time_limit, mip_gap=gap, threads=threads, seed=seed)
+        options = SolveOptions(solver=solver, time_limit_s=time_limit, mip_gap=gap, threads=threads, seed=seed,
+                               max_full_pairs=max_full_pairs)
     except ValueError as exc:
         err.print(f"[red]Bad option:[/] {exc}")
         raise typer.Exit(EXIT_BAD_INPUT)

@@ -102,6 +102,7 @@ class SolveRecord(PlanRecord):
     warm_start: str = "off"
     options: dict[str, Any]
     model: dict[str, int]
+    pairs: dict[str, Any] = {}  # candidate-pair path only (optimizer.pairs): pricing rounds, full LP bound
 
 
 class Plan(PlanRecord):

@@ -1,15 +1,16 @@
 """Solver back-ends behind one interface, and what each can do.
 
-Both back-ends solve the same Pyomo model built by optimizer.formulation:
+Both back-ends solve the LinearModel built by optimizer.formulation and return the facts
+of the run and the column values of the best plan (None when there is none):
 
-* `highs` — HiGHS through Pyomo's persistent interface (the default), with the
-  LP-rounding warm start of optimizer.warmstart;
-* `ortools` — the model written as MPS by Pyomo and read by OR-Tools' model_builder,
-  solved with SCIP (OR-Tools' bundled MIP solver). CP-SAT is reachable as `ortools-sat`:
-  model_builder hands it the MIP with every constraint scaled to integer coefficients
-  (CP-SAT's `mip_wanted_precision`, 1e-6 by default) and continuous variables such as
-  demand shares kept at that precision; see docs/solvers.md for the measurements that
-  made SCIP the `ortools` default.
+* `highs` — the matrix handed straight to highspy (the default), with the LP-rounding
+  warm start of optimizer.warmstart;
+* `ortools` — the model turned into Pyomo (optimizer.linear.to_pyomo), written as MPS by
+  Pyomo and read by OR-Tools' model_builder, solved with SCIP (OR-Tools' bundled MIP
+  solver). CP-SAT is reachable as `ortools-sat`: model_builder hands it the MIP with every
+  constraint scaled to integer coefficients (CP-SAT's `mip_wanted_precision`, 1e-6 by
+  default) and continuous variables such as demand shares kept at that precision; see
+  docs/solvers.md for the measurements that made SCIP the `ortools` default.
 
 `CAPABILITIES` tells which options a back-end honours, so option handling and tests read
 one table instead of branching on names.
@@ -24,12 +25,11 @@ from pathlib import Path
 from typing import Any
 
 import highspy
-import pyomo.environ as pyo
-from pyomo.contrib.solver.common.factory import SolverFactory
-from pyomo.contrib.solver.common.results import TerminationCondition
+import numpy as np
 
 from optimizer.index import IndexSets
-from optimizer.warmstart import offer_rounded_lp_start
+from optimizer.linear import LinearModel, pyomo_values, to_highs, to_pyomo
+from optimizer.warmstart import offer_rounded_lp_start, set_deadline
 
 
 @dataclass(frozen=True)
@@ -56,12 +56,13 @@ def _ortools_parameters(engine: str, mip_gap: float, threads: int, seed: int) ->
     return f"relative_gap_limit:{mip_gap},num_workers:{max(threads, 1)},random_seed:{seed}"
 
 
-def run_ortools(m: pyo.ConcreteModel, options, engine: str = "scip") -> dict[str, Any]:
-    """Solve `m` with OR-Tools (SCIP or CP-SAT) and load the solution into its variables."""
+def run_ortools(lm: LinearModel, options, engine: str = "scip") -> tuple[dict[str, Any], np.ndarray | None]:
+    """Solve `lm` with OR-Tools (SCIP or CP-SAT), by way of its Pyomo model written as MPS."""
     from ortools import __version__ as ortools_version
     from ortools.linear_solver.python import model_builder as mb
 
     started = time.perf_counter()
+    m = to_pyomo(lm)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "model.mps"
         _, smap_id = m.write(str(path), format="mps", io_options={"symbolic_solver_labels": True})
@@ -91,6 +92,7 @@ def run_ortools(m: pyo.ConcreteModel, options, engine: str = "scip") -> dict[str
             target = symbols.get(var.name)
             if target is not None and not target.fixed:
                 target.set_value(solver.value(var), skip_validation=True)
+    x = pyomo_values(m) if objective is not None else None
     return {
         "solver": f"ortools-{engine}",
         "solver_version": ortools_version,
@@ -101,86 +103,70 @@ def run_ortools(m: pyo.ConcreteModel, options, engine: str = "scip") -> dict[str
         "gap": gap,
         "solve_time_s": elapsed,
         "warm_start": "off",
-    }
+    }, x
 
 
 _STATUS = {
-    TerminationCondition.convergenceCriteriaSatisfied: "optimal",
-    TerminationCondition.provenInfeasible: "infeasible",
-    TerminationCondition.locallyInfeasible: "infeasible",
-    TerminationCondition.infeasibleOrUnbounded: "infeasible",
-    TerminationCondition.unbounded: "unbounded",
+    highspy.HighsModelStatus.kOptimal: "optimal",
+    highspy.HighsModelStatus.kInfeasible: "infeasible",
+    highspy.HighsModelStatus.kUnboundedOrInfeasible: "infeasible",
+    highspy.HighsModelStatus.kUnbounded: "unbounded",
 }
 
 
-_scheduler_threads: int | None = None
-
-
-def _use_threads(threads: int) -> None:
-    """HiGHS sizes its task scheduler once per process thread and then rejects any other
-    `threads` value (HiGHS issue #715, HiGHS.jl #130); reset it when the count changes."""
-    global _scheduler_threads
-    if _scheduler_threads is not None and _scheduler_threads != threads:
-        highspy.Highs.resetGlobalScheduler(True)
-    _scheduler_threads = threads
-
-
-def run_highs(m: pyo.ConcreteModel, options, ix: IndexSets | None = None) -> dict[str, Any]:
-    """Solve `m` with HiGHS through Pyomo and load the solution into its variables.
-
-    `options.time_limit_s` bounds the warm start and the MIP together.
-    """
-    solver = SolverFactory("highs")
-    _use_threads(options.threads)
+def run_highs(lm: LinearModel, options, ix: IndexSets | None = None, relaxation: tuple[np.ndarray, float] | None = None,
+              good_enough_usd: float | None = None) -> tuple[dict[str, Any], np.ndarray | None]:
+    """Solve `lm` with HiGHS. `options.time_limit_s` bounds the hand-off, the warm start and
+    the MIP together; `relaxation` is an LP solution the caller already has, for the warm
+    start. A warm start that is feasible and costs at most `good_enough_usd` (the caller's
+    bound plus its gap) is returned without a search, which could only confirm it."""
     started = time.perf_counter()
     deadline = started + options.time_limit_s
-    warm_start = "off"
-    used_s = 0.0
+    h = to_highs(lm, options.threads)
+    h.setOptionValue("random_seed", options.seed)
+    warm_start, start = "off", None
     if options.warm_start and ix is not None:
-        solver.set_instance(m)
-        warm_start = offer_rounded_lp_start(solver, m, ix, options.threads, options.time_limit_s, options.mip_gap)
-        # HiGHS compares its limit with the instance's cumulative run time, warm-start runs included.
-        used_s = solver._solver_model.getRunTime()
-    results = solver.solve(
-        m,
-        time_limit=used_s + max(deadline - time.perf_counter(), 1e-3),
-        rel_gap=options.mip_gap,
-        threads=options.threads,
-        load_solutions=False,
-        raise_exception_on_nonoptimal_result=False,
-        solver_options={"random_seed": options.seed, "mip_rel_gap": options.mip_gap, "output_flag": False},
-    )
-    elapsed = time.perf_counter() - started
-    has_solution = results.incumbent_objective is not None
-    status = _STATUS.get(results.termination_condition)
-    if status is None:
+        warm_start, start = offer_rounded_lp_start(h, lm, ix, deadline - time.perf_counter(), options.mip_gap, relaxation)
+    if start is not None and good_enough_usd is not None and lm.objective() @ start <= good_enough_usd and lm.is_feasible(start):
+        return {
+            "solver": "highs", "solver_version": h.version(), "status": "feasible",
+            "termination": "warm start within the gap of the caller's bound; search skipped",
+            "objective_usd_per_year": float(lm.objective() @ start), "best_bound_usd_per_year": None, "gap": None,
+            "solve_time_s": time.perf_counter() - started, "warm_start": warm_start,
+        }, start
+    h.setOptionValue("mip_rel_gap", options.mip_gap)
+    set_deadline(h, deadline)
+    h.run()
+    model_status = h.getModelStatus()
+    info = h.getInfo()
+    has_solution = info.primal_solution_status == 2  # kSolutionStatusFeasible
+    status = _STATUS.get(model_status)
+    if status is None or (status == "optimal" and not has_solution):
         status = "feasible" if has_solution else "no_solution"
-    if status == "optimal" and not has_solution:
-        status = "no_solution"
-    if has_solution:
-        results.solution_loader.load_vars()
-    objective = results.incumbent_objective
-    bound = results.objective_bound
+    objective = info.objective_function_value if has_solution else None
+    bound = info.mip_dual_bound if lm.integer_columns().size else objective
     gap = None
-    if objective is not None and bound is not None:
+    if objective is not None and bound is not None and np.isfinite(bound):
         gap = abs(objective - bound) / max(abs(objective), 1e-9)
-    version = ".".join(str(v) for v in solver.version())
+    else:
+        bound = None
     facts = {
         "solver": "highs",
-        "solver_version": version,
+        "solver_version": h.version(),
         "status": status,
-        "termination": results.termination_condition.name,
+        "termination": h.modelStatusToString(model_status),
         "objective_usd_per_year": objective,
         "best_bound_usd_per_year": bound,
         "gap": gap,
-        "solve_time_s": elapsed,
+        "solve_time_s": time.perf_counter() - started,
         "warm_start": warm_start,
     }
-    return facts
+    return facts, (np.array(h.getSolution().col_value) if has_solution else None)
 
 
-def run_backend(m: pyo.ConcreteModel, ix: IndexSets, options) -> dict[str, Any]:
-    """Solve `m` with the back-end `options.solver` names; the solution is loaded into `m`."""
+def run_backend(lm: LinearModel, ix: IndexSets, options, relaxation=None, good_enough_usd=None
+                ) -> tuple[dict[str, Any], np.ndarray | None]:
+    """Solve `lm` with the back-end `options.solver` names: (facts, column values or None)."""
     if options.solver == "highs":
-        return run_highs(m, options, ix)
-    return run_ortools(m, options, engine="sat" if options.solver == "ortools-sat" else "scip")
+        return run_highs(lm, options, ix, relaxation, good_enough_usd)
+    return run_ortools(lm, options, engine="sat" if options.solver == "ortools-sat" else "scip")

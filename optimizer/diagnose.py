@@ -13,6 +13,9 @@ positive are the limits that must move, and by how much:
 HiGHS's irreducible infeasible subset of the LP relaxation, where the installed highspy
 has one and the LP relaxation is itself infeasible, is appended: the smallest set of
 rows that cannot hold together, by constraint name.
+
+The elastic model is the Pyomo form of the formulation (optimizer.linear.to_pyomo) with
+slack added by name, family by family; infeasible scenarios are small enough for it.
 """
 
 from __future__ import annotations
@@ -21,12 +24,12 @@ import dataclasses
 from typing import Callable
 
 import highspy
-import numpy as np
 import pyomo.environ as pyo
 from pyomo.contrib.solver.common.factory import SolverFactory
 
 from optimizer.formulation import build_model
 from optimizer.index import IndexSets
+from optimizer.linear import LinearModel, to_highs, to_pyomo, use_threads
 
 SLACK_TOL = 1e-6
 
@@ -103,7 +106,7 @@ def elastic_model(ix: IndexSets) -> tuple[pyo.ConcreteModel, list[tuple[str, obj
     # racks are bounded by what a site's power and floor admit (the tightest big-M); in
     # elastic mode those limits may move, so the bounds widen to what any slack could need
     roomy = max((site.floor_racks for site in ix.sites.values()), default=0) * 10 + 1000
-    m = build_model(dataclasses.replace(ix, rack_limit={key: roomy for key in ix.rack_limit}))
+    m = to_pyomo(build_model(dataclasses.replace(ix, rack_limit={key: roomy for key in ix.rack_limit})))
     m.total_cost.deactivate()
     m.ELASTIC_ROWS = pyo.ConstraintList()
     slacks = []
@@ -130,8 +133,9 @@ def elastic_model(ix: IndexSets) -> tuple[pyo.ConcreteModel, list[tuple[str, obj
 
 def elastic_findings(ix: IndexSets, time_limit_s: float) -> list[str]:
     m, slacks = elastic_model(ix)
+    use_threads(1)
     results = SolverFactory("highs").solve(
-        m, time_limit=time_limit_s, load_solutions=False, raise_exception_on_nonoptimal_result=False,
+        m, time_limit=time_limit_s, threads=1, load_solutions=False, raise_exception_on_nonoptimal_result=False,
         solver_options={"output_flag": False, "mip_rel_gap": 1e-6},
     )
     if results.incumbent_objective is None:
@@ -140,30 +144,26 @@ def elastic_findings(ix: IndexSets, time_limit_s: float) -> list[str]:
     return [_describe(ix, family, index, var.value) for family, index, var in slacks if (var.value or 0.0) > SLACK_TOL]
 
 
-def highs_iis(m: pyo.ConcreteModel, limit: int = 12) -> list[str]:
+def highs_iis(lm: LinearModel, limit: int = 12) -> list[str]:
     """Constraint names in HiGHS's infeasible subset of the LP relaxation (empty if none)."""
     if not hasattr(highspy.Highs, "getIis"):
         return []
-    solver = SolverFactory("highs")
-    solver.set_instance(m)
-    h = solver._solver_model  # Pyomo's persistent interface has no IIS call of its own
-    rows = solver._solver_con_to_pyomo_con_map
-    h.setOptionValue("output_flag", False)
-    integer_cols = np.array([i for i, t in enumerate(h.getLp().integrality_) if t == highspy.HighsVarType.kInteger], dtype=np.int32)
+    h = to_highs(lm)
+    integer_cols = lm.integer_columns()
     if len(integer_cols):
-        h.changeColsIntegrality(len(integer_cols), integer_cols, np.full(len(integer_cols), highspy.HighsVarType.kContinuous))
+        h.changeColsIntegrality(len(integer_cols), integer_cols, [highspy.HighsVarType.kContinuous] * len(integer_cols))
     h.run()
     if h.getModelStatus() != highspy.HighsModelStatus.kInfeasible:
         return []
     status, iis = h.getIis()
     if status == highspy.HighsStatus.kError or not iis.valid_:
         return []
-    names = sorted({rows[i].name for i in iis.row_index_ if i in rows})
+    names = sorted({lm.row_name(i) for i in iis.row_index_ if 0 <= i < lm.n_rows})
     shown = ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
     return [f"HiGHS infeasible subset of the LP relaxation ({len(names)} rows): {shown}"] if names else []
 
 
-def diagnose(ix: IndexSets, m: pyo.ConcreteModel, options) -> list[str]:
+def diagnose(ix: IndexSets, lm: LinearModel, options) -> list[str]:
     """What must change for the scenario to have a plan."""
     findings = elastic_findings(ix, options.time_limit_s)
-    return findings + highs_iis(m)
+    return findings + highs_iis(lm)

@@ -1,4 +1,4 @@
-"""Turn a solved model into a Plan: racks per site, assignments, job placements, costs, KPIs.
+"""Turn a solved model's column values into a Plan: racks per site, assignments, job placements, costs, KPIs.
 
 Integer variables are rounded to the nearest integer (the solver's integrality tolerance
 leaves values like 2.9999999); every cost is then recomputed from those integers, so
@@ -9,22 +9,19 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-import pyomo.environ as pyo
+import numpy as np
 
 from models.plan import Assignment, JobPlacement, RackLine, SitePlan
 from optimizer.costs import COST_CATEGORIES, transport_usd_per_year
 from optimizer.index import IndexSets
+from optimizer.linear import LinearModel
 
 SECONDS_PER_HOUR = 3600.0
 
 
-def _value(var) -> float:
-    v = var.value
-    return 0.0 if v is None else float(v)
-
-
-def extract(m: pyo.ConcreteModel, ix: IndexSets) -> dict:
-    """Sites, assignments, jobs, cost breakdown and KPIs from the model's current values."""
+def extract(x: np.ndarray, lm: LinearModel, ix: IndexSets) -> dict:
+    """Sites, assignments, jobs, cost breakdown and KPIs from the column values `x` of `lm`."""
+    _value = lambda block, key: float(x[lm.col(block, key)])  # noqa: E731
     econ = ix.scenario.economics
     lines: dict[str, list[RackLine]] = defaultdict(list)
     emissions: dict[str, float] = defaultdict(float)
@@ -32,9 +29,9 @@ def extract(m: pyo.ConcreteModel, ix: IndexSets) -> dict:
     site_cost: dict[str, dict[str, float]] = {s: {c: 0.0 for c in COST_CATEGORIES} for s in ix.sites}
     purpose_cost = {"inference": 0.0, "training": 0.0}
 
-    for purpose, var, table in (("inference", m.racks_inf, ix.inf_econ), ("training", m.racks_trn, ix.trn_econ)):
+    for purpose, block, table in (("inference", "racks_inf", ix.inf_econ), ("training", "racks_trn", ix.trn_econ)):
         for key, e in table.items():
-            n = int(round(_value(var[key])))
+            n = int(round(_value(block, key)))
             if n <= 0:
                 continue
             s, k, c, tag = key
@@ -54,10 +51,10 @@ def extract(m: pyo.ConcreteModel, ix: IndexSets) -> dict:
             emissions[s] += n * e.emissions_t_per_year
             upfront[s] += n * e.upfront_capex_usd
 
-    opened = {s for s in ix.sites if _value(m.open[s]) > 0.5}
+    opened = {s for s in ix.sites if _value("open", s) > 0.5}
     zones = defaultdict(list)
     for s, c in ix.zones:
-        if _value(m.zone[s, c]) > 0.5:
+        if _value("zone", (s, c)) > 0.5:
             zones[s].append(c)
             site_cost[s]["cooling_zones"] += ix.cooling[c].zone_fixed_usd_per_year
     for s in opened:
@@ -65,28 +62,28 @@ def extract(m: pyo.ConcreteModel, ix: IndexSets) -> dict:
 
     assignments = []
     served = defaultdict(lambda: defaultdict(float))
-    for r, w, s in ix.serve:
-        share = min(1.0, max(0.0, _value(m.share[r, w, s])))
-        if share <= 1e-9:
-            continue
+    shares = x[lm.blocks["share"].start:lm.blocks["share"].stop]
+    for i in np.flatnonzero(shares > 1e-9):
+        r, w, s = ix.serve[i]
+        share = min(1.0, float(shares[i]))
         demand = ix.demand(r, w)
         served[s][w] += share * demand
-        transport = share * transport_usd_per_year(demand, ix.distance_km[r, s], econ, ix.pair_cost.get((r, w, s), 0.0))
+        transport = share * transport_usd_per_year(demand, ix.km(r, s), econ, ix.pair_cost.get((r, w, s), 0.0))
         site_cost[s]["transport"] += transport
         purpose_cost["inference"] += transport
         region = ix.regions[r]
         assignments.append(
             Assignment(
                 region=r, region_name=region.name, workload=w, site=s, share=share, served_tok_s=share * demand,
-                rtt_ms=ix.rtt_ms[r, s], rtt_budget_ms=region.rtt_budget_ms[w],
+                rtt_ms=ix.rtt(r, s), rtt_budget_ms=region.rtt_budget_ms[w],
             )
         )
 
     jobs = []
-    for j, s, f, x in ix.place:
-        if _value(m.place[j, s, f, x]) > 0.5:
+    for j, s, f, chip in ix.place:
+        if _value("place", (j, s, f, chip)) > 0.5:
             job = ix.jobs[j]
-            jobs.append(JobPlacement(job=j, name=job.name, site=s, fabric=f, chip=x, gpus_h100_equiv=job.gpus_h100_equiv))
+            jobs.append(JobPlacement(job=j, name=job.name, site=s, fabric=f, chip=chip, gpus_h100_equiv=job.gpus_h100_equiv))
 
     sites = []
     for s, site in ix.sites.items():

@@ -1,4 +1,4 @@
-"""The placement MIP in Pyomo: one small function per variable group and constraint family.
+"""The placement MIP: one small function per variable group and constraint family.
 
 Notation (all index sets are the sparse lists of optimizer.index):
   S sites, R regions, W inference classes, K rack configs, C cooling types, F fabrics,
@@ -9,82 +9,76 @@ Inference capacity is kept per class: a rack serves one workload class, because 
 is deployed onto dedicated hardware; pooling fractions of a rack across classes would
 understate the integer rounding that real deployments pay.
 
-`build_model(ix)` returns a ConcreteModel whose cost terms are named Expressions
-(`m.cost[category]`), so a notebook user can inspect any piece of the objective.
+Each family writes its rows into an optimizer.linear.LinearModel once; `build_model(ix)`
+returns it, `to_highs` hands it to HiGHS as one sparse matrix and `to_pyomo` turns it into
+a Pyomo ConcreteModel with the same names (`m.share[r, w, s]`, `m.demand_met[r, w]`,
+`m.cost["energy"]`) for anyone who wants to inspect or extend the model.
 """
 
 from __future__ import annotations
 
-import pyomo.environ as pyo
-
-from optimizer.costs import COST_CATEGORIES, transport_usd_per_year
+from optimizer.costs import transport_usd_per_year
 from optimizer.index import IndexSets
+from optimizer.linear import INF, LinearModel
 
 
-def add_variables(m: pyo.ConcreteModel, ix: IndexSets) -> None:
-    """open[s], zone[s,c] binary; racks_inf, racks_trn integer; share in [0, max share]; place binary."""
-    pol = ix.scenario.policies
-    m.S = pyo.Set(initialize=sorted(ix.sites), ordered=True)
-    m.ZONES = pyo.Set(initialize=ix.zones, dimen=2, ordered=True)
-    m.SERVE = pyo.Set(initialize=ix.serve, dimen=3, ordered=True)
-    m.INF = pyo.Set(initialize=ix.inf_racks, dimen=4, ordered=True)
-    m.TRN = pyo.Set(initialize=ix.trn_racks, dimen=4, ordered=True)
-    m.PLACE = pyo.Set(initialize=ix.place, dimen=4, ordered=True)
-
-    m.open = pyo.Var(m.S, domain=pyo.Binary)
-    m.zone = pyo.Var(m.ZONES, domain=pyo.Binary)
-    m.racks_inf = pyo.Var(m.INF, domain=pyo.NonNegativeIntegers, bounds=lambda m, s, k, c, w: (0, ix.rack_limit[s, k, c]))
-    m.racks_trn = pyo.Var(m.TRN, domain=pyo.NonNegativeIntegers, bounds=lambda m, s, k, c, f: (0, ix.rack_limit[s, k, c]))
-    m.share = pyo.Var(m.SERVE, domain=pyo.NonNegativeReals, bounds=(0.0, pol.max_share_per_site))
-    m.place = pyo.Var(m.PLACE, domain=pyo.Binary)
+def add_variables(lm: LinearModel, ix: IndexSets) -> None:
+    """open[s], zone[s,c] binary; racks_inf, racks_trn integer in [0, rack_limit]; share in [0, max share]; place binary."""
+    sites = sorted(ix.sites)
+    lm.add_block("open", sites, 0.0, 1.0, "binary")
+    lm.add_block("zone", ix.zones, 0.0, 1.0, "binary")
+    lm.add_block("racks_inf", ix.inf_racks, 0.0, [ix.rack_limit[s, k, c] for s, k, c, _ in ix.inf_racks], "integer")
+    lm.add_block("racks_trn", ix.trn_racks, 0.0, [ix.rack_limit[s, k, c] for s, k, c, _ in ix.trn_racks], "integer")
+    lm.add_block("share", ix.serve, 0.0, ix.scenario.policies.max_share_per_site, "continuous")
+    lm.add_block("place", ix.place, 0.0, 1.0, "binary")
 
 
-def demand_met(m, ix: IndexSets) -> None:
+def demand_met(lm: LinearModel, ix: IndexSets) -> None:
     """sum_s share[r,w,s] = 1   for every (r,w) with demand > 0."""
-    by_rw = ix.group("serve_by_rw")
-    m.demand_met = pyo.Constraint(list(by_rw), rule=lambda m, r, w: sum(m.share[r, w, s] for s in by_rw[r, w]) == 1)
+    for (r, w), sites in ix.group("serve_by_rw").items():
+        lm.add_row("demand_met", (r, w), [(lm.col("share", (r, w, s)), 1.0) for s in sites], lower=1.0, upper=1.0)
 
 
-def share_needs_open_site(m, ix: IndexSets) -> None:
-    """share[r,w,s] <= max_share * open[s]   per pair (the strong link; see DESIGN.md)."""
+def share_needs_open_site(lm: LinearModel, ix: IndexSets) -> None:
+    """share[r,w,s] - max_share * open[s] <= 0   per pair (the strong link; see DESIGN.md)."""
     cap = ix.scenario.policies.max_share_per_site
-    m.share_needs_open = pyo.Constraint(m.SERVE, rule=lambda m, r, w, s: m.share[r, w, s] <= cap * m.open[s])
+    share, opened = lm.blocks["share"], lm.blocks["open"]
+    for i, (r, w, s) in enumerate(ix.serve):
+        lm.add_row("share_needs_open", (r, w, s), [(share.start + i, 1.0), (opened.start + opened.pos[s], -cap)], upper=0.0)
 
 
-def inference_capacity(m, ix: IndexSets) -> None:
-    """sum_r share[r,w,s] * demand[r,w] <= sum_{k,c} racks_inf[s,k,c,w] * gpus[k] * tok_s[k,w] * utilization."""
+def inference_capacity(lm: LinearModel, ix: IndexSets) -> None:
+    """sum_r share[r,w,s] * demand[r,w] - sum_{k,c} racks_inf[s,k,c,w] * tok_s[k,w] <= 0   for every (s,w) with racks.
+
+    tok_s[k,w] is a rack's tokens/s at the target utilization. The row exists wherever
+    racks could serve w, even when no pair is in the model yet, so that its dual prices
+    pairs left out of a candidate-restricted model (optimizer.pairs).
+    """
     by_sw = ix.group("serve_by_sw")
-    racks = ix.group("inf_by_sw")
-
-    def rule(m, s, w):
-        served = sum(m.share[r, w, s] * ix.demand(r, w) for r in by_sw[s, w])
-        capacity = sum(m.racks_inf[s, k, c, w] * ix.tok_s_per_rack[k, w] for k, c in racks.get((s, w), []))
-        return served <= capacity
-
-    m.inference_capacity = pyo.Constraint(list(by_sw), rule=rule)
+    for (s, w), racks in ix.group("inf_by_sw").items():
+        served = [(lm.col("share", (r, w, s)), ix.demand(r, w)) for r in by_sw.get((s, w), [])]
+        capacity = [(lm.col("racks_inf", (s, k, c, w)), -ix.tok_s_per_rack[k, w]) for k, c in racks]
+        lm.add_row("inference_capacity", (s, w), served + capacity, upper=0.0)
 
 
-def training_capacity(m, ix: IndexSets) -> None:
-    """sum_j place[j,s,f,x] * gpus_h100[j] <= eff[f] * h100_equiv[x] * sum_{k of x, c} racks_trn[s,k,c,f] * gpus[k]."""
-    jobs_at = ix.group("place_by_sfchip")
+def training_capacity(lm: LinearModel, ix: IndexSets) -> None:
+    """sum_j place[j,s,f,x] * gpus_h100[j] - eff[f] * h100_equiv[x] * sum_{k of x, c} racks_trn[s,k,c,f] * gpus[k] <= 0."""
     racks = ix.group("trn_by_sfchip")
-
-    def rule(m, s, f, x):
-        need = sum(m.place[j, s, f, x] * ix.jobs[j].gpus_h100_equiv for j in jobs_at[s, f, x])
-        have = sum(m.racks_trn[s, k, c, f] * ix.h100_per_rack(k, f) for k, c in racks.get((s, f, x), []))
-        return need <= have
-
-    m.training_capacity = pyo.Constraint(list(jobs_at), rule=rule)
+    for (s, f, x), jobs in ix.group("place_by_sfchip").items():
+        need = [(lm.col("place", (j, s, f, x)), ix.jobs[j].gpus_h100_equiv) for j in jobs]
+        have = [(lm.col("racks_trn", (s, k, c, f)), -ix.h100_per_rack(k, f)) for k, c in racks.get((s, f, x), [])]
+        lm.add_row("training_capacity", (s, f, x), need + have, upper=0.0)
 
 
-def job_placed_once(m, ix: IndexSets) -> None:
+def job_placed_once(lm: LinearModel, ix: IndexSets) -> None:
     """sum_{s,f,x} place[j,s,f,x] = 1: every job runs whole, in one site, on one fabric and chip."""
     options = ix.group("place_by_job")
-    m.job_placed_once = pyo.Constraint(list(ix.jobs), rule=lambda m, j: sum(m.place[j, s, f, x] for s, f, x in options.get(j, [])) == 1)
+    for j in ix.jobs:
+        lm.add_row("job_placed_once", j, [(lm.col("place", (j, *o)), 1.0) for o in options.get(j, [])], lower=1.0, upper=1.0)
 
 
-def density_needs_zone(m, ix: IndexSets) -> None:
-    """sum_w racks_inf[s,k,c,w] + sum_f racks_trn[s,k,c,f] <= M[s,k,c] * zone[s,c].
+def density_needs_zone(lm: LinearModel, ix: IndexSets) -> None:
+    """sum_w racks_inf[s,k,c,w] + sum_f racks_trn[s,k,c,f] - M[s,k,c] * zone[s,c] <= 0.
 
     Density itself is enforced by pruning (a rack exists only in a cooling that can hold
     it); this links racks to a built zone with M = the most racks of k the site's floor and
@@ -92,136 +86,115 @@ def density_needs_zone(m, ix: IndexSets) -> None:
     """
     inf = ix.group("inf_by_skc")
     trn = ix.group("trn_by_skc")
-
-    def rule(m, s, k, c):
-        racks = sum(m.racks_inf[s, k, c, w] for w in inf.get((s, k, c), [])) + sum(m.racks_trn[s, k, c, f] for f in trn.get((s, k, c), []))
-        return racks <= ix.rack_limit[s, k, c] * m.zone[s, c]
-
-    m.density_needs_zone = pyo.Constraint(list(ix.rack_limit), rule=rule)
+    for (s, k, c), limit in ix.rack_limit.items():
+        racks = [(lm.col("racks_inf", (s, k, c, w)), 1.0) for w in inf.get((s, k, c), [])]
+        racks += [(lm.col("racks_trn", (s, k, c, f)), 1.0) for f in trn.get((s, k, c), [])]
+        lm.add_row("density_needs_zone", (s, k, c), racks + [(lm.col("zone", (s, c)), -float(limit))], upper=0.0)
 
 
-def zone_needs_open_site(m, ix: IndexSets) -> None:
-    """zone[s,c] <= open[s]."""
-    m.zone_needs_open = pyo.Constraint(m.ZONES, rule=lambda m, s, c: m.zone[s, c] <= m.open[s])
+def zone_needs_open_site(lm: LinearModel, ix: IndexSets) -> None:
+    """zone[s,c] - open[s] <= 0."""
+    for s, c in ix.zones:
+        lm.add_row("zone_needs_open", (s, c), [(lm.col("zone", (s, c)), 1.0), (lm.col("open", s), -1.0)], upper=0.0)
 
 
-def _site_racks(m, ix: IndexSets, s: str, weight):
-    inf = ix.group("inf_by_site").get(s, [])
-    trn = ix.group("trn_by_site").get(s, [])
-    return sum(m.racks_inf[key] * weight(key) for key in inf) + sum(m.racks_trn[key] * weight(key) for key in trn)
+def _site_racks(lm: LinearModel, ix: IndexSets, s: str, weight) -> list[tuple[int, float]]:
+    inf = [(lm.col("racks_inf", key), weight(key)) for key in ix.group("inf_by_site").get(s, [])]
+    return inf + [(lm.col("racks_trn", key), weight(key)) for key in ix.group("trn_by_site").get(s, [])]
 
 
-def site_power(m, ix: IndexSets) -> None:
-    """sum racks * kw_per_rack[k] * PUE[s,c] <= power_limit_kw[s] * open[s]."""
-
-    def rule(m, s):
+def site_power(lm: LinearModel, ix: IndexSets) -> None:
+    """sum racks * kw_per_rack[k] * PUE[s,c] - power_limit_kw[s] * open[s] <= 0   (sites with racks)."""
+    for s in sorted(ix.sites):
         site = ix.sites[s]
-        load = _site_racks(m, ix, s, lambda key: ix.racks[key[1]].kw_per_rack * site.pue(ix.cooling[key[2]]))
-        if isinstance(load, (int, float)):
-            return pyo.Constraint.Skip
-        return load <= site.power_limit_kw * m.open[s]
-
-    m.site_power = pyo.Constraint(m.S, rule=rule)
+        load = _site_racks(lm, ix, s, lambda key: ix.racks[key[1]].kw_per_rack * site.pue(ix.cooling[key[2]]))
+        if load:
+            lm.add_row("site_power", s, load + [(lm.col("open", s), -site.power_limit_kw)], upper=0.0)
 
 
-def site_space(m, ix: IndexSets) -> None:
-    """sum racks <= floor_racks[s] * open[s]."""
-
-    def rule(m, s):
-        racks = _site_racks(m, ix, s, lambda key: 1)
-        if isinstance(racks, (int, float)):
-            return pyo.Constraint.Skip
-        return racks <= ix.sites[s].floor_racks * m.open[s]
-
-    m.site_space = pyo.Constraint(m.S, rule=rule)
+def site_space(lm: LinearModel, ix: IndexSets) -> None:
+    """sum racks - floor_racks[s] * open[s] <= 0   (sites with racks)."""
+    for s in sorted(ix.sites):
+        racks = _site_racks(lm, ix, s, lambda key: 1.0)
+        if racks:
+            lm.add_row("site_space", s, racks + [(lm.col("open", s), -float(ix.sites[s].floor_racks))], upper=0.0)
 
 
 # --------------------------------------------------------------------------- policies
 
 
-def carbon_cap(m, ix: IndexSets) -> None:
+def _all_racks(lm: LinearModel, ix: IndexSets, per_rack) -> list[tuple[int, float]]:
+    inf = [(lm.col("racks_inf", key), per_rack(e)) for key, e in ix.inf_econ.items()]
+    return inf + [(lm.col("racks_trn", key), per_rack(e)) for key, e in ix.trn_econ.items()]
+
+
+def carbon_cap(lm: LinearModel, ix: IndexSets) -> None:
     """sum racks * emissions_t_per_rack <= carbon_cap_t_per_year   (if set)."""
     cap = ix.scenario.policies.carbon_cap_t_per_year
-    if cap is None:
-        return
-    emitted = sum(m.racks_inf[key] * e.emissions_t_per_year for key, e in ix.inf_econ.items()) + sum(
-        m.racks_trn[key] * e.emissions_t_per_year for key, e in ix.trn_econ.items()
-    )
-    m.carbon_cap = pyo.Constraint(expr=emitted <= cap)
+    if cap is not None:
+        lm.add_row("carbon_cap", None, _all_racks(lm, ix, lambda e: e.emissions_t_per_year), upper=cap)
 
 
-def capex_budget(m, ix: IndexSets) -> None:
+def capex_budget(lm: LinearModel, ix: IndexSets) -> None:
     """sum racks * upfront_capex_per_rack <= capex_budget_usd   (if set; upfront, not annualized)."""
     budget = ix.scenario.policies.capex_budget_usd
-    if budget is None:
-        return
-    spent = sum(m.racks_inf[key] * e.upfront_capex_usd for key, e in ix.inf_econ.items()) + sum(
-        m.racks_trn[key] * e.upfront_capex_usd for key, e in ix.trn_econ.items()
-    )
-    m.capex_budget = pyo.Constraint(expr=spent <= budget)
+    if budget is not None:
+        lm.add_row("capex_budget", None, _all_racks(lm, ix, lambda e: e.upfront_capex_usd), upper=budget)
 
 
-def site_count(m, ix: IndexSets) -> None:
+def site_count(lm: LinearModel, ix: IndexSets) -> None:
     """min_sites <= sum_s open[s] <= max_sites."""
     pol = ix.scenario.policies
+    opened = [(lm.col("open", s), 1.0) for s in sorted(ix.sites)]
     if pol.min_sites > 0:
-        m.min_sites = pyo.Constraint(expr=sum(m.open[s] for s in m.S) >= pol.min_sites)
+        lm.add_row("min_sites", None, opened, lower=float(pol.min_sites))
     if pol.max_sites is not None:
-        m.max_sites = pyo.Constraint(expr=sum(m.open[s] for s in m.S) <= pol.max_sites)
+        lm.add_row("max_sites", None, opened, upper=float(pol.max_sites))
 
 
-def forced_sites(m, ix: IndexSets) -> None:
+def forced_sites(lm: LinearModel, ix: IndexSets) -> None:
     """open[s] = 1 for forced sites (forbidden sites have no variables at all)."""
     for s in ix.scenario.policies.forced_sites:
-        m.open[s].fix(1)
+        lm.fix("open", s, 1.0)
 
 
-def single_purpose_sites(m, ix: IndexSets) -> None:
+def single_purpose_sites(lm: LinearModel, ix: IndexSets) -> None:
     """hosts_inf[s] + hosts_trn[s] <= open[s]; racks of a purpose <= floor_racks[s] * hosts_purpose[s]."""
     if not ix.scenario.policies.single_purpose_sites:
         return
-    m.hosts_inf = pyo.Var(m.S, domain=pyo.Binary)
-    m.hosts_trn = pyo.Var(m.S, domain=pyo.Binary)
-    m.one_purpose = pyo.Constraint(m.S, rule=lambda m, s: m.hosts_inf[s] + m.hosts_trn[s] <= m.open[s])
-    inf = ix.group("inf_by_site")
-    trn = ix.group("trn_by_site")
-
-    def inf_rule(m, s):
-        if s not in inf:
-            return pyo.Constraint.Skip
-        return sum(m.racks_inf[key] for key in inf[s]) <= ix.sites[s].floor_racks * m.hosts_inf[s]
-
-    def trn_rule(m, s):
-        if s not in trn:
-            return pyo.Constraint.Skip
-        return sum(m.racks_trn[key] for key in trn[s]) <= ix.sites[s].floor_racks * m.hosts_trn[s]
-
-    m.inference_role = pyo.Constraint(m.S, rule=inf_rule)
-    m.training_role = pyo.Constraint(m.S, rule=trn_rule)
+    sites = sorted(ix.sites)
+    lm.add_block("hosts_inf", sites, 0.0, 1.0, "binary")
+    lm.add_block("hosts_trn", sites, 0.0, 1.0, "binary")
+    for s in sites:
+        lm.add_row("one_purpose", s, [(lm.col("hosts_inf", s), 1.0), (lm.col("hosts_trn", s), 1.0), (lm.col("open", s), -1.0)], upper=0.0)
+    for family, block, group, hosts in (("inference_role", "racks_inf", "inf_by_site", "hosts_inf"), ("training_role", "racks_trn", "trn_by_site", "hosts_trn")):
+        keys = ix.group(group)
+        for s in sites:
+            if s in keys:
+                racks = [(lm.col(block, key), 1.0) for key in keys[s]]
+                lm.add_row(family, s, racks + [(lm.col(hosts, s), -float(ix.sites[s].floor_racks))], upper=0.0)
 
 
 # -------------------------------------------------------------------------- objective
 
 
-def objective(m, ix: IndexSets) -> None:
+def objective(lm: LinearModel, ix: IndexSets) -> None:
     """min sum of the annualized cost categories in optimizer.costs.COST_CATEGORIES."""
-    terms = {c: 0 for c in COST_CATEGORIES}
-    terms["site_fixed"] = sum(ix.sites[s].fixed_cost_usd_per_year * m.open[s] for s in m.S)
-    terms["cooling_zones"] = sum(ix.cooling[c].zone_fixed_usd_per_year * m.zone[s, c] for s, c in m.ZONES)
-    for var, table in ((m.racks_inf, ix.inf_econ), (m.racks_trn, ix.trn_econ)):
+    for s in sorted(ix.sites):
+        lm.add_cost("site_fixed", lm.col("open", s), ix.sites[s].fixed_cost_usd_per_year)
+    for s, c in ix.zones:
+        lm.add_cost("cooling_zones", lm.col("zone", (s, c)), ix.cooling[c].zone_fixed_usd_per_year)
+    for block, table in (("racks_inf", ix.inf_econ), ("racks_trn", ix.trn_econ)):
         for key, econ in table.items():
+            j = lm.col(block, key)
             for category, value in econ.cost_usd_per_year.items():
-                if value:
-                    terms[category] = terms[category] + value * var[key]
-    if ix.scenario.economics.transport_usd_per_tok_s_1000km_year or ix.pair_cost:
-        terms["transport"] = sum(
-            transport_usd_per_year(ix.demand(r, w), ix.distance_km[r, s], ix.scenario.economics, ix.pair_cost.get((r, w, s), 0.0))
-            * m.share[r, w, s]
-            for r, w, s in m.SERVE
-        )
-    m.CATEGORIES = pyo.Set(initialize=COST_CATEGORIES, ordered=True)
-    m.cost = pyo.Expression(m.CATEGORIES, rule=lambda m, c: terms[c])
-    m.total_cost = pyo.Objective(expr=sum(m.cost[c] for c in m.CATEGORIES), sense=pyo.minimize)
+                lm.add_cost(category, j, value)
+    economics = ix.scenario.economics
+    if economics.transport_usd_per_tok_s_1000km_year or ix.pair_cost:
+        share = lm.blocks["share"]
+        for i, (r, w, s) in enumerate(ix.serve):
+            cost = transport_usd_per_year(ix.demand(r, w), ix.km(r, s), economics, ix.pair_cost.get((r, w, s), 0.0))
+            lm.add_cost("transport", share.start + i, cost)
 
 
 FAMILIES = (
@@ -242,28 +215,14 @@ FAMILIES = (
 )
 
 
-def build_model(ix: IndexSets) -> pyo.ConcreteModel:
+def build_model(ix: IndexSets) -> LinearModel:
     """The full MIP over the sparse index sets of `ix`."""
-    m = pyo.ConcreteModel(name=ix.scenario.name)
-    add_variables(m, ix)
+    lm = LinearModel(ix.scenario.name)
+    add_variables(lm, ix)
     for family in FAMILIES:
-        family(m, ix)
-    objective(m, ix)
-    return m
+        family(lm, ix)
+    objective(lm, ix)
+    return lm
 
 
-def model_size(m: pyo.ConcreteModel) -> dict[str, int]:
-    """Rows, columns and integer columns of the built model (fixed variables included)."""
-    columns = integers = binaries = 0
-    for var in m.component_data_objects(pyo.Var, active=True):
-        columns += 1
-        if var.is_binary():
-            binaries += 1
-            integers += 1
-        elif var.is_integer():
-            integers += 1
-    rows = sum(1 for _ in m.component_data_objects(pyo.Constraint, active=True))
-    return {"rows": rows, "columns": columns, "integers": integers, "binaries": binaries}
-
-
-__all__ = ["build_model", "model_size", "FAMILIES"]
+__all__ = ["build_model", "FAMILIES", "INF"]

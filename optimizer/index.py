@@ -13,8 +13,14 @@ Only combinations that can be non-zero in some feasible plan become variables:
   annualized cost per GPU no higher) are dropped: any plan using one can switch to its
   dominator at no extra cost, so the optimum is unchanged and the symmetry is gone.
 
-Everything downstream (the Pyomo model, the direct build path of later work, extraction)
-reads these lists and groupings; nothing rebuilds them.
+Serving pairs are decided in numpy: `eligible[w]` is a regions x sites boolean matrix of
+every pair the rules above allow, and `serve` lists the pairs the model is built over, all
+of the eligible ones unless `restrict_serve` narrowed them to a candidate subset (the large
+scale path of optimizer.pairs). Round-trip times and distances are matrices too: at 2,000 x
+10,000 a dict per pair would take gigabytes.
+
+Everything downstream (the linear model, extraction, the warm start) reads these lists
+and groupings; nothing rebuilds them.
 """
 
 from __future__ import annotations
@@ -22,6 +28,8 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from models import Chip, Cooling, Fabric, RackConfig, Region, Scenario, Site, TrainingJob, Workload
 from optimizer.costs import RackEconomics, crf, rack_economics
@@ -39,8 +47,11 @@ class IndexSets:
     fabrics: dict[str, Fabric]
     workloads: dict[str, Workload]
     jobs: dict[str, TrainingJob]
-    rtt_ms: dict[tuple[str, str], float]
-    distance_km: dict[tuple[str, str], float]
+    rtt_ms: np.ndarray  # regions x scenario sites, in scenario order
+    distance_km: np.ndarray
+    region_pos: dict[str, int]
+    site_pos: dict[str, int]
+    eligible: dict[str, np.ndarray] = field(default_factory=dict)  # class -> regions x scenario sites
 
     serve: list[tuple[str, str, str]] = field(default_factory=list)
     zones: list[tuple[str, str]] = field(default_factory=list)
@@ -56,6 +67,21 @@ class IndexSets:
 
     def demand(self, r: str, w: str) -> float:
         return self.regions[r].demand_tok_s.get(w, 0.0)
+
+    def rtt(self, r: str, s: str) -> float:
+        return float(self.rtt_ms[self.region_pos[r], self.site_pos[s]])
+
+    def km(self, r: str, s: str) -> float:
+        return float(self.distance_km[self.region_pos[r], self.site_pos[s]])
+
+    def eligible_pairs(self) -> int:
+        return int(sum(int(mask.sum()) for mask in self.eligible.values()))
+
+    def restrict_serve(self, keep: dict[str, np.ndarray]) -> None:
+        """Build the model over the eligible pairs in `keep` (class -> regions x sites mask) only."""
+        self.serve = _serve_list(self, {w: self.eligible[w] & keep[w] for w in self.eligible})
+        for name in [n for n in self._groups if n.startswith("serve_")]:
+            del self._groups[name]
 
     def h100_per_rack(self, k: str, f: str) -> float:
         """Effective H100-equivalent GPUs one rack of k contributes on fabric f."""
@@ -111,6 +137,9 @@ class IndexSets:
         return dict(out)
 
 
+MAX_FULL_PAIRS = 60_000  # above this many eligible (region, class, site) pairs the model starts from candidates
+
+
 def undominated_fabrics(fabrics: dict[str, Fabric], rate: float) -> set[str]:
     """Fabrics no other fabric dominates (ties broken by id, so one of equals survives)."""
 
@@ -130,14 +159,13 @@ def _racks_that_fit(site: Site, rack: RackConfig, cooling: Cooling) -> int:
     return max(0, min(site.floor_racks, by_power))
 
 
-def build_index(scenario: Scenario) -> IndexSets:
-    """Prune every variable that cannot be non-zero, and precompute its coefficients."""
+def build_index(scenario: Scenario, max_full_pairs: int = MAX_FULL_PAIRS) -> IndexSets:
+    """Prune every variable that cannot be non-zero, and precompute its coefficients. With
+    more than `max_full_pairs` eligible serving pairs, `serve` starts from candidates."""
     cat = scenario.catalog
     forbidden = set(scenario.policies.forbidden_sites)
     rtt = rtt_matrix_ms(scenario)
     dist = distance_matrix_km(scenario)
-    site_pos = {s.id: j for j, s in enumerate(scenario.sites)}
-    region_pos = {r.id: i for i, r in enumerate(scenario.regions)}
     sites = {s.id: s for s in scenario.sites if s.id not in forbidden}
 
     ix = IndexSets(
@@ -150,8 +178,10 @@ def build_index(scenario: Scenario) -> IndexSets:
         fabrics={f.id: f for f in cat.fabrics},
         workloads={w.id: w for w in cat.workloads},
         jobs={j.id: j for j in scenario.jobs},
-        rtt_ms={},
-        distance_km={},
+        rtt_ms=rtt,
+        distance_km=dist,
+        region_pos={r.id: i for i, r in enumerate(scenario.regions)},
+        site_pos={s.id: j for j, s in enumerate(scenario.sites)},
     )
     econ = scenario.economics
     tok_s = {(t.chip, t.workload): t.tok_s_per_gpu for t in cat.throughput}
@@ -171,20 +201,11 @@ def build_index(scenario: Scenario) -> IndexSets:
                     if limit >= 1:
                         holdable[s].append((k, c, limit))
 
-    # inference: which classes each site can serve at all
+    # inference: which classes each site can serve at all, then every allowed pair
     serves_class = {(s, w) for s in sites for (k, c, _) in holdable[s] for w in ix.workloads if (k, w) in ix.tok_s_per_rack}
-    for r, region in ix.regions.items():
-        i = region_pos[r]
-        for s, site in sites.items():
-            j = site_pos[s]
-            ix.rtt_ms[r, s] = float(rtt[i, j])
-            ix.distance_km[r, s] = float(dist[i, j])
-            if region.allowed_countries and site.country not in region.allowed_countries:
-                continue
-            for w in ix.workloads:
-                if region.demand_tok_s.get(w, 0.0) > 0 and rtt[i, j] <= region.rtt_budget_ms[w] + 1e-9 and (s, w) in serves_class:
-                    ix.serve.append((r, w, s))
-    served_at = {(s, w) for (_, w, s) in ix.serve}
+    ix.eligible = _eligible_pairs(ix, serves_class)
+    site_ids = [site.id for site in scenario.sites]
+    served_at = {(site_ids[j], w) for w, mask in ix.eligible.items() for j in np.flatnonzero(mask.any(axis=0))}
     ix.pair_cost = {(p.region, p.workload, p.site): p.usd_per_year for p in scenario.pair_costs}
     for s, site in sites.items():
         for k, c, limit in holdable[s]:
@@ -230,4 +251,45 @@ def build_index(scenario: Scenario) -> IndexSets:
             if (s, k, c) in needed:
                 ix.rack_limit[s, k, c] = limit
     ix.zones = sorted({(s, c) for (s, _, c) in needed})
+    if ix.eligible_pairs() <= max_full_pairs:
+        ix.serve = _serve_list(ix, ix.eligible)
+    else:
+        from optimizer.pairs import candidate_mask  # the large-scale path; see optimizer.pairs
+
+        ix.serve = _serve_list(ix, candidate_mask(ix))
     return ix
+
+
+def _eligible_pairs(ix: IndexSets, serves_class: set[tuple[str, str]]) -> dict[str, np.ndarray]:
+    """Class -> regions x scenario-sites mask: demand > 0, rtt within budget, site allowed
+    for the region and able to host a rack that serves the class."""
+    scenario = ix.scenario
+    n_regions, n_sites = len(scenario.regions), len(scenario.sites)
+    countries = np.array([s.country for s in scenario.sites], dtype=object)
+    allowed = np.ones((n_regions, n_sites), dtype=bool)
+    for i, region in enumerate(scenario.regions):
+        if region.allowed_countries:
+            allowed[i] = np.isin(countries, list(region.allowed_countries))
+    out = {}
+    for w in ix.workloads:
+        hosts = np.array([(s.id, w) in serves_class for s in scenario.sites], dtype=bool)  # forbidden sites are not in it
+        demand = np.array([r.demand_tok_s.get(w, 0.0) for r in scenario.regions])
+        budget = np.array([r.rtt_budget_ms.get(w, -np.inf) for r in scenario.regions])
+        within = ix.rtt_ms <= budget[:, None] + 1e-9
+        out[w] = within & allowed & hosts[None, :] & (demand > 0)[:, None]
+    return out
+
+
+def _serve_list(ix: IndexSets, masks: dict[str, np.ndarray]) -> list[tuple[str, str, str]]:
+    """(r, w, s) for every True entry, ordered by region, then site, then class."""
+    region_ids = [r.id for r in ix.scenario.regions]
+    site_ids = [s.id for s in ix.scenario.sites]
+    classes = list(ix.workloads)
+    parts = [(*np.nonzero(masks[w]), np.full(int(masks[w].sum()), c)) for c, w in enumerate(classes)]
+    if not parts:
+        return []
+    i = np.concatenate([p[0] for p in parts])
+    j = np.concatenate([p[1] for p in parts])
+    c = np.concatenate([p[2] for p in parts])
+    order = np.lexsort((c, j, i))
+    return [(region_ids[a], classes[b], site_ids[d]) for a, d, b in zip(i[order].tolist(), j[order].tolist(), c[order].tolist())]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from models import InputProblem, Scenario, ScenarioError
-from optimizer.index import IndexSets, build_index
+from optimizer.index import MAX_FULL_PAIRS, IndexSets, build_index
 
 
 def _row(scenario: Scenario, table: str, position: int) -> int | None:
@@ -21,14 +21,14 @@ def _row(scenario: Scenario, table: str, position: int) -> int | None:
 def unreachable_regions(ix: IndexSets) -> list[InputProblem]:
     """A region with demand for a class but no site that can serve it within budget."""
     scenario = ix.scenario
-    reachable = set(ix.group("serve_by_rw"))
+    reachable = {(r, w) for w, mask in ix.eligible.items() for r, i in ix.region_pos.items() if mask[i].any()}
     out = []
     for i, region in enumerate(scenario.regions):
         for w, demand in region.demand_tok_s.items():
             if demand <= 0 or (region.id, w) in reachable:
                 continue
             candidates = [
-                (ix.rtt_ms[region.id, s], s)
+                (ix.rtt(region.id, s), s)
                 for s, site in ix.sites.items()
                 if not region.allowed_countries or site.country in region.allowed_countries
             ]
@@ -63,15 +63,15 @@ def redundancy_reachable(ix: IndexSets) -> list[InputProblem]:
         return []
     need = math.ceil(1.0 / cap - 1e-9)
     out = []
-    by_rw = ix.group("serve_by_rw")
+    reachable = {w: mask.sum(axis=1) for w, mask in ix.eligible.items()}
     for i, region in enumerate(ix.scenario.regions):
         for w in ix.workloads:
-            sites = by_rw.get((region.id, w))
-            if sites is not None and len(sites) < need:
+            n_sites = int(reachable[w][i])
+            if 0 < n_sites < need:
                 out.append(
                     InputProblem(
                         ix.scenario.files.get("regions", "regions"), _row(ix.scenario, "regions", i), f"rtt_budget_{w}_ms",
-                        f"region {region.name} ({region.id}) reaches {len(sites)} site(s) for '{w}', but max_share_per_site "
+                        f"region {region.name} ({region.id}) reaches {n_sites} site(s) for '{w}', but max_share_per_site "
                         f"{cap:g} needs at least {need}.",
                         "raise policies.max_share_per_site, widen the budget, or add sites near the region.",
                     )
@@ -130,9 +130,9 @@ def precheck(ix: IndexSets) -> list[InputProblem]:
     return [problem for check in CHECKS for problem in check(ix)]
 
 
-def checked_index(scenario: Scenario) -> IndexSets:
+def checked_index(scenario: Scenario, max_full_pairs: int = MAX_FULL_PAIRS) -> IndexSets:
     """The scenario's index sets, or ScenarioError listing what cannot work (`dcplace validate`)."""
-    ix = build_index(scenario)
+    ix = build_index(scenario, max_full_pairs)
     problems = precheck(ix)
     if problems:
         raise ScenarioError(problems)

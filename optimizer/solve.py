@@ -22,11 +22,14 @@ from importlib import metadata
 from models import Scenario
 from models.plan import Plan, SolveRecord
 from optimizer.extract import extract
-from optimizer.formulation import build_model, model_size
+from optimizer.formulation import build_model
 from optimizer.backends import CAPABILITIES, run_backend
 from optimizer.diagnose import diagnose
+from optimizer.index import MAX_FULL_PAIRS
+from optimizer.pairs import PricedLP, solve_priced_lp
 from optimizer.precheck import checked_index
 
+PRICING_SHARE = 0.5  # of the time limit, at most, for pricing in serving pairs (optimizer.pairs)
 PACKAGES = ("dcplace", "pyomo", "highspy", "ortools", "geopandas", "shapely", "networkx", "pandas", "numpy", "pydantic")
 
 
@@ -40,12 +43,13 @@ class SolveOptions:
     threads: int = 1
     seed: int = 0
     warm_start: bool = True
+    max_full_pairs: int = MAX_FULL_PAIRS  # above this many eligible serving pairs, candidates + pricing (optimizer.pairs)
 
     def __post_init__(self) -> None:
         if self.solver not in CAPABILITIES:
             raise ValueError(f"unknown solver '{self.solver}': choose one of {', '.join(CAPABILITIES)}")
-        if self.time_limit_s <= 0 or self.mip_gap < 0 or self.threads < 1:
-            raise ValueError("time_limit_s > 0, mip_gap >= 0 and threads >= 1 are required")
+        if self.time_limit_s <= 0 or self.mip_gap < 0 or self.threads < 1 or self.max_full_pairs < 0:
+            raise ValueError("time_limit_s > 0, mip_gap >= 0, threads >= 1 and max_full_pairs >= 0 are required")
 
 
 class InfeasibleScenario(Exception):
@@ -107,7 +111,7 @@ def _plan(scenario: Scenario, options: SolveOptions, record: SolveRecord, parts:
             "python": sys.version.split()[0],
             "platform": platform.platform(),
             "rerun": f"dcplace solve inputs/scenario.yaml --solver {options.solver} --time-limit {options.time_limit_s:g} "
-            f"--gap {options.mip_gap:g} --threads {options.threads} --seed {options.seed}",
+            f"--gap {options.mip_gap:g} --threads {options.threads} --seed {options.seed} --max-full-pairs {options.max_full_pairs}",
         },
     )
 
@@ -119,24 +123,56 @@ def solve(scenario: Scenario, options: SolveOptions | None = None) -> Plan:
     """
     options = options or SolveOptions()
     started = time.perf_counter()
-    ix = checked_index(scenario)
-    m = build_model(ix)
-    build_time = time.perf_counter() - started
+    deadline = started + options.time_limit_s
+    ix = checked_index(scenario, options.max_full_pairs)
+    priced = None
+    if len(ix.serve) < ix.eligible_pairs():
+        # too many pairs to build: candidates, priced in by the LP (optimizer.pairs)
+        index_s = time.perf_counter() - started
+        lm, priced = solve_priced_lp(ix, build_model, started + PRICING_SHARE * options.time_limit_s, options.threads)
+        build_time = index_s + (priced.build_s if priced else 0.0)
+    else:
+        lm = build_model(ix)
+        build_time = time.perf_counter() - started
     # One deadline for the whole solve: what the build used is not given to the solver again.
-    remaining_s = options.time_limit_s - build_time
+    remaining_s = deadline - time.perf_counter()
     if remaining_s <= 0:
         record = SolveRecord(solver=options.solver, solver_version="", status="no_solution", termination="timeLimitDuringModelBuild",
                              objective_usd_per_year=None, best_bound_usd_per_year=None, gap=None, build_time_s=build_time,
-                             solve_time_s=0.0, options=asdict(options), model=model_size(m))
+                             solve_time_s=0.0, options=asdict(options), model=lm.size())
         raise NoPlanFound(scenario, _plan(scenario, options, record, None, []))
-    facts = run_backend(m, ix, replace(options, time_limit_s=remaining_s))
-    record_args = dict(facts, build_time_s=build_time, options=asdict(options), model=model_size(m))
+    relaxation = (priced.x, priced.objective) if priced else None
+    good_enough = priced.full_lp_bound * (1 + options.mip_gap) if priced else None
+    facts, x = run_backend(lm, ix, replace(options, time_limit_s=remaining_s), relaxation, good_enough)
+    if len(ix.serve) < ix.eligible_pairs():
+        facts = _against_full_bound(facts, priced, options.mip_gap)
+    record_args = dict(facts, build_time_s=build_time, options=asdict(options), model=lm.size(),
+                       pairs=priced.record() if priced else {})
     if facts["status"] in ("infeasible", "unbounded"):
-        plan = _plan(scenario, options, SolveRecord(**record_args), None, diagnose(ix, m, options))
+        plan = _plan(scenario, options, SolveRecord(**record_args), None, diagnose(ix, lm, options))
         raise InfeasibleScenario(scenario, plan)
-    if facts["status"] in ("no_solution", "error"):
+    if facts["status"] in ("no_solution", "error") or x is None:
         raise NoPlanFound(scenario, _plan(scenario, options, SolveRecord(**record_args), None, []))
     extract_start = time.perf_counter()
-    parts = extract(m, ix)
+    parts = extract(x, lm, ix)
     record = SolveRecord(**record_args, extract_time_s=time.perf_counter() - extract_start)
     return _plan(scenario, options, record, parts, [])
+
+
+def _against_full_bound(facts: dict, priced: PricedLP | None, mip_gap: float) -> dict:
+    """A MIP over candidate pairs proves nothing about the full model by its own bound; the
+    full model's LP bound from pricing does. Status and gap are restated against it, and
+    without it (pricing's first LP did not finish) there is no gap to state."""
+    if priced is not None:
+        facts = dict(facts, solve_time_s=facts["solve_time_s"] + priced.seconds - priced.build_s)
+    objective = facts["objective_usd_per_year"]
+    if facts["status"] not in ("optimal", "feasible") or objective is None:
+        return facts
+    if priced is None:
+        return dict(facts, best_bound_usd_per_year=None, gap=None, status="feasible",
+                    termination=f"{facts['termination']}; no bound for the full model (pricing's LP did not finish)")
+    bound = priced.full_lp_bound
+    gap = max(0.0, objective - bound) / max(abs(objective), 1e-9)
+    facts.update(best_bound_usd_per_year=bound, gap=gap, status="optimal" if gap <= mip_gap + 1e-12 else "feasible",
+                 termination=f"{facts['termination']}; gap against the full model's LP bound")
+    return facts

@@ -7,7 +7,8 @@ plan near it. Rounding the LP gives one in the time of two LP solves:
 0. solve the LP relaxation; keep the sites it opens by at least half, the sites its
    largest job placements use, and for any (region, class) left without a kept site the
    site serving most of it; solve the LP again with every other site closed, so that
-   demand concentrates on the kept sites instead of spreading thinly over many;
+   demand concentrates on the kept sites instead of spreading thinly over many, and with
+   each site's power and floor lowered by what rounding up can add (`_headroom`);
 1. every job goes to the (site, fabric, chip) option with the largest LP value, on the
    rack option (config, cooling) the LP uses most there: racks = ceil(need / H100 per rack);
 2. the LP's demand shares are kept as they are (they already meet demand, latency and
@@ -28,22 +29,22 @@ plan near it. Rounding the LP gives one in the time of two LP solves:
    and 15 s of it found nothing better, so it is skipped.
 
 If the rounded plan breaks a site's power or floor limit, or a policy the rounding does
-not look at, it is simply not offered: HiGHS checks any start it is given, so a bad start
-costs nothing but the LP.
+not look at, it is not offered (HiGHS checks any start it is given, so a bad start costs
+nothing but the LP), and the restricted MIP of step 5 runs without a start.
 """
 
 from __future__ import annotations
 
-import time
-
 import math
+import time
 from collections import defaultdict
+from contextlib import contextmanager
 
 import highspy
 import numpy as np
-import pyomo.environ as pyo
 
 from optimizer.index import IndexSets
+from optimizer.linear import LinearModel
 
 
 KEEP_OPEN_AT = 0.5  # a site the LP opens at least this much is kept for the restricted re-solve
@@ -51,6 +52,7 @@ POLISH_SHARE = 0.2  # of the time left, for the restricted MIP
 POLISH_MAX_S = 60.0
 POLISH_MAX_KEPT_SHARE = 0.25  # polish only when the kept sites make a much smaller MIP
 POLISH_GAP = 1e-3
+HEADROOM_FLOOR = 0.5  # the rounding LP never lowers a site's power or floor below this share
 
 def _inference_racks(ix: IndexSets, s: str, load: dict[str, float], built: set[tuple[str, str]], lean: bool = False) -> dict:
     """Racks serving `load` (tok/s per class) at site s in one cooling zone: the zone type
@@ -81,16 +83,17 @@ def _inference_racks(ix: IndexSets, s: str, load: dict[str, float], built: set[t
 
 
 def round_lp(
-    values: dict, m: pyo.ConcreteModel, ix: IndexSets, broken: set[str] | None = None, lean: set[str] = frozenset()
+    x: np.ndarray, lm: LinearModel, ix: IndexSets, broken: set[str] | None = None, lean: set[str] = frozenset()
 ) -> dict | None:
-    """An integer-feasible assignment {id(pyomo var): value} from LP values (keyed the same
-    way), or None; sites whose power or floor the rounding broke are added to `broken`.
+    """An integer-feasible assignment {column: value} from LP column values `x`, or None;
+    sites whose power or floor the rounding broke are added to `broken`.
     At `lean` sites racks are chosen for the least facility power, not the least cost."""
     broken = set() if broken is None else broken
     pol = ix.scenario.policies
     if pol.carbon_cap_t_per_year is not None or pol.capex_budget_usd is not None or pol.single_purpose_sites:
         return None  # the rounding does not account for these; let HiGHS search
-    lp = lambda var: values.get(id(var), 0.0)  # noqa: E731
+    lp = lambda block, key: x[lm.col(block, key)]  # noqa: E731
+    col = lm.col
     start: dict = {}
     racks_inf: dict = defaultdict(int)
     racks_trn: dict = defaultdict(int)
@@ -100,35 +103,42 @@ def round_lp(
     trn_options = ix.group("trn_by_sfchip")
     need = defaultdict(float)
     for j, opts in options.items():
-        s, f, x = max(opts, key=lambda o: lp(m.place[(j, *o)]))
+        s, f, chip = max(opts, key=lambda o: lp("place", (j, *o)))
         for o in opts:
-            start[id(m.place[(j, *o)])] = 1.0 if o == (s, f, x) else 0.0
-        need[s, f, x] += ix.jobs[j].gpus_h100_equiv
-    for (s, f, x), h100 in need.items():
+            start[col("place", (j, *o))] = 1.0 if o == (s, f, chip) else 0.0
+        need[s, f, chip] += ix.jobs[j].gpus_h100_equiv
+    for (s, f, chip), h100 in need.items():
         if s in lean:
-            k, c = min(trn_options[s, f, x], key=lambda kc: ix.trn_econ[(s, *kc, f)].facility_kw / ix.h100_per_rack(kc[0], f))
+            k, c = min(trn_options[s, f, chip], key=lambda kc: ix.trn_econ[(s, *kc, f)].facility_kw / ix.h100_per_rack(kc[0], f))
         else:
-            k, c = max(trn_options[s, f, x], key=lambda kc: lp(m.racks_trn[(s, *kc, f)]) * ix.h100_per_rack(kc[0], f))
+            k, c = max(trn_options[s, f, chip], key=lambda kc: lp("racks_trn", (s, *kc, f)) * ix.h100_per_rack(kc[0], f))
         racks_trn[s, k, c, f] += math.ceil(h100 / ix.h100_per_rack(k, f) - 1e-9)
 
     # 2. inference
     load = defaultdict(float)
     for r, w, s in ix.serve:
-        share = min(max(lp(m.share[r, w, s]), 0.0), pol.max_share_per_site)
-        start[id(m.share[r, w, s])] = share
+        share = min(max(lp("share", (r, w, s)), 0.0), pol.max_share_per_site)
+        start[col("share", (r, w, s))] = share
         load[s, w] += share * ix.demand(r, w)
     training_zones = {(key[0], key[2]) for key in racks_trn}
+    load_at: dict = defaultdict(dict)
+    for (s, w), v in load.items():
+        if v > 1e-9:
+            load_at[s][w] = v
     for s in ix.sites:
-        racks_inf.update(_inference_racks(ix, s, {w: v for (t, w), v in load.items() if t == s and v > 1e-9}, training_zones, s in lean))
+        racks_inf.update(_inference_racks(ix, s, load_at.get(s, {}), training_zones, s in lean))
 
     # 3. sites and zones, with the limits the rounding may have broken
     used_sites = {key[0] for key in racks_inf} | {key[0] for key in racks_trn} | {s for (s, _), v in load.items() if v > 1e-9}
     used_sites |= set(pol.forced_sites)
     zones = {(key[0], key[2]) for key in list(racks_inf) + list(racks_trn)}
-    for s in ix.sites:
+    keys_at: dict = defaultdict(lambda: ([], []))
+    for key in racks_inf:
+        keys_at[key[0]][0].append(key)
+    for key in racks_trn:
+        keys_at[key[0]][1].append(key)
+    for s, (keys_inf, keys_trn) in keys_at.items():
         site = ix.sites[s]
-        keys_inf = [k for k in racks_inf if k[0] == s]
-        keys_trn = [k for k in racks_trn if k[0] == s]
         racks = sum(racks_inf[k] for k in keys_inf) + sum(racks_trn[k] for k in keys_trn)
         power = sum(racks_inf[k] * ix.inf_econ[k].facility_kw for k in keys_inf) + sum(racks_trn[k] * ix.trn_econ[k].facility_kw for k in keys_trn)
         if racks > site.floor_racks or power > site.power_limit_kw * (1 + 1e-9):
@@ -142,17 +152,17 @@ def round_lp(
     if n_open < pol.min_sites or (pol.max_sites is not None and n_open > pol.max_sites):
         return None
     for s in ix.sites:
-        start[id(m.open[s])] = 1.0 if s in used_sites else 0.0
+        start[col("open", s)] = 1.0 if s in used_sites else 0.0
     for s, c in ix.zones:
-        start[id(m.zone[s, c])] = 1.0 if (s, c) in zones else 0.0
+        start[col("zone", (s, c))] = 1.0 if (s, c) in zones else 0.0
     for key in ix.inf_racks:
-        start[id(m.racks_inf[key])] = float(racks_inf.get(key, 0))
+        start[col("racks_inf", key)] = float(racks_inf.get(key, 0))
     for key in ix.trn_racks:
-        start[id(m.racks_trn[key])] = float(racks_trn.get(key, 0))
+        start[col("racks_trn", key)] = float(racks_trn.get(key, 0))
     return start
 
 
-def _solve_relaxation(h: highspy.Highs, integer_cols: np.ndarray, closed_cols: list[int]) -> tuple[list[float], float] | None:
+def solve_relaxation(h: highspy.Highs, integer_cols: np.ndarray, closed_cols: list[int]) -> tuple[np.ndarray, float] | None:
     """LP relaxation with `closed_cols` fixed at 0: (values, objective); the model is restored afterwards."""
     n = len(integer_cols)
     lp = h.getLp()
@@ -162,7 +172,7 @@ def _solve_relaxation(h: highspy.Highs, integer_cols: np.ndarray, closed_cols: l
         h.changeColsBounds(len(closed_cols), np.array(closed_cols, dtype=np.int32), np.zeros(len(closed_cols)), np.zeros(len(closed_cols)))
     h.run()
     optimal = h.getModelStatus() == highspy.HighsModelStatus.kOptimal
-    values = (list(h.getSolution().col_value), h.getInfo().objective_function_value) if optimal else None
+    values = (np.array(h.getSolution().col_value), h.getInfo().objective_function_value) if optimal else None
     if closed_cols:
         lower = [lp.col_lower_[i] for i in closed_cols]
         h.changeColsBounds(len(closed_cols), np.array(closed_cols, dtype=np.int32), np.array(lower), np.array(old_upper))
@@ -171,65 +181,92 @@ def _solve_relaxation(h: highspy.Highs, integer_cols: np.ndarray, closed_cols: l
     return values
 
 
-def _sites_to_keep(values: dict, m: pyo.ConcreteModel, ix: IndexSets) -> set[str]:
-    lp = lambda var: values.get(id(var), 0.0)  # noqa: E731
-    keep = {s for s in ix.sites if lp(m.open[s]) >= KEEP_OPEN_AT} | set(ix.scenario.policies.forced_sites)
+@contextmanager
+def _headroom(h: highspy.Highs, lm: LinearModel, ix: IndexSets):
+    """Within the block, each site's power and floor are lowered by what rounding up can add:
+    at most one rack per inference class and per training group (fewer than |W| + |J| racks),
+    each at most the site's most power-hungry rack. The LP then leaves room for the ceilings
+    of step 1-2; without it, on 500 x 3000 every rounding broke some site that the LP had
+    filled to the brim. The coefficients are restored on exit."""
+    extra_racks = len(ix.workloads) + len(ix.jobs)
+    changed = []
+    for family, room in (("site_power", _most_kw), ("site_space", lambda ix, s: 1.0)):
+        if family not in lm.families:
+            continue
+        for s, row in lm.families[family].rows().items():
+            col = lm.col("open", s)
+            limit = ix.sites[s].power_limit_kw if family == "site_power" else float(ix.sites[s].floor_racks)
+            lowered = max(limit - extra_racks * room(ix, s), HEADROOM_FLOOR * limit)
+            h.changeCoeff(row, col, -lowered)
+            changed.append((row, col, -limit))
+    try:
+        yield
+    finally:
+        for row, col, value in changed:
+            h.changeCoeff(row, col, value)
+
+
+def _most_kw(ix: IndexSets, s: str) -> float:
+    keys = ix.group("inf_by_site").get(s, []) + ix.group("trn_by_site").get(s, [])
+    return max((ix.racks[k].kw_per_rack * ix.sites[s].pue(ix.cooling[c]) for _, k, c, _ in keys), default=0.0)
+
+
+def _sites_to_keep(x: np.ndarray, lm: LinearModel, ix: IndexSets) -> set[str]:
+    lp = lambda block, key: x[lm.col(block, key)]  # noqa: E731
+    keep = {s for s in ix.sites if lp("open", s) >= KEEP_OPEN_AT} | set(ix.scenario.policies.forced_sites)
     for j, opts in ix.group("place_by_job").items():
-        keep.add(max(opts, key=lambda o: lp(m.place[(j, *o)]))[0])
+        keep.add(max(opts, key=lambda o: lp("place", (j, *o)))[0])
     for (r, w), sites in ix.group("serve_by_rw").items():
-        if not keep & set(sites):
-            keep.add(max(sites, key=lambda s: lp(m.share[r, w, s])))
+        if keep.isdisjoint(sites):
+            keep.add(max(sites, key=lambda s: lp("share", (r, w, s))))
     return keep
 
 
-def offer_rounded_lp_start(solver, m: pyo.ConcreteModel, ix: IndexSets, threads: int, time_limit_s: float, mip_gap: float = 0.0) -> str:
-    """Round the LP relaxation in the solver's own HiGHS instance and hand the result to
-    HiGHS as a starting incumbent. Returns what happened, for the plan record.
-
-    Reaches into Pyomo's persistent HiGHS interface (Pyomo pinned at 6.10.1) for the highspy
-    instance and its column map: the interface has no warm-start option.
+def offer_rounded_lp_start(h: highspy.Highs, lm: LinearModel, ix: IndexSets, time_limit_s: float, mip_gap: float = 0.0,
+                           relaxation: tuple[np.ndarray, float] | None = None) -> tuple[str, np.ndarray | None]:
+    """Round the LP relaxation and hand the result to HiGHS (instance `h`, holding `lm`) as
+    a starting incumbent. Returns what happened, for the plan record, and the column values
+    offered (None if none were). `relaxation`, when
+    the caller has already solved the LP (the candidate-pair path has), saves solving it again.
     """
-    h = solver._solver_model
-    columns = solver._pyomo_var_to_solver_var_map
-    integer_cols = np.array(
-        [i for i, t in enumerate(h.getLp().integrality_) if t == highspy.HighsVarType.kInteger], dtype=np.int32
-    )
+    integer_cols = lm.integer_columns()
     if not len(integer_cols):
-        return "none: the model has no integer columns"
-    h.setOptionValue("output_flag", False)
-    h.setOptionValue("threads", threads)  # the first run sizes HiGHS's thread pool
+        return "none: the model has no integer columns", None
     deadline = time.perf_counter() + time_limit_s  # the LPs and the polish share the caller's remaining time
-    set_deadline(h, deadline)
-    relaxation = _solve_relaxation(h, integer_cols, [])
     if relaxation is None:
-        return "none: the LP relaxation has no optimal solution"
+        set_deadline(h, deadline)
+        relaxation = solve_relaxation(h, integer_cols, [])
+    if relaxation is None:
+        return "none: the LP relaxation has no optimal solution", None
     first, lp_bound = relaxation
-    keep = _sites_to_keep({vid: first[i] for vid, i in columns.items()}, m, ix)
-    closed = [columns[id(m.open[s])] for s in ix.sites if s not in keep]
+    keep = _sites_to_keep(first, lm, ix)
+    closed = [lm.col("open", s) for s in ix.sites if s not in keep]
     set_deadline(h, deadline)
-    second = (_solve_relaxation(h, integer_cols, closed) or (first, lp_bound))[0]
-    values = {vid: second[i] for vid, i in columns.items()}
+    with _headroom(h, lm, ix):
+        second = (solve_relaxation(h, integer_cols, closed) or (first, lp_bound))[0]
     broken: set[str] = set()
-    start = round_lp(values, m, ix, broken=broken)
+    start = round_lp(second, lm, ix, broken=broken)
     if start is None and broken:
-        start = round_lp(values, m, ix, lean=broken)
-    if start is None:
-        return "none: the rounded LP broke a site limit or a policy"
-    col_value = list(second)
-    for var_id, value in start.items():
-        col_value[columns[var_id]] = value
+        start = round_lp(second, lm, ix, lean=broken)
+    col_value = None
+    if start is not None:
+        col_value = second.copy()
+        col_value[list(start)] = list(start.values())
     polish_s = min(POLISH_SHARE * (deadline - time.perf_counter()), POLISH_MAX_S)
     if len(keep) > POLISH_MAX_KEPT_SHARE * len(ix.sites):
         polish_s = 0.0  # the restricted MIP would be nearly the whole MIP: leave the search to HiGHS
     # Good enough to stop polishing: within the asked gap of the LP bound (HiGHS will stop at its root).
     target = lp_bound + mip_gap * abs(lp_bound)
     polished = _restricted_mip(h, closed, col_value, time.perf_counter() + polish_s, target) if polish_s > 0.5 else None
-    how = f"rounded LP relaxation offered ({len(keep)} sites kept)"
     if polished is not None:
         col_value, objective = polished
-        how = f"rounded LP relaxation polished by the MIP on the {len(keep)} kept sites (${objective:,.0f}/yr) offered"
+        how = f"{'rounded LP relaxation polished' if start else 'found'} by the MIP on the {len(keep)} kept sites (${objective:,.0f}/yr) offered"
+    elif start is not None:
+        how = f"rounded LP relaxation offered ({len(keep)} sites kept)"
+    else:
+        return "none: the rounded LP broke a site limit or a policy", None
     h.setSolution(_solution(col_value))
-    return how
+    return how, col_value
 
 
 def _solution(col_value: list[float]) -> highspy.HighsSolution:
@@ -249,18 +286,19 @@ def set_deadline(h: highspy.Highs, deadline: float) -> None:
     h.setOptionValue("time_limit", h.getRunTime() + max(deadline - time.perf_counter(), 1e-3))
 
 
-def _restricted_mip(h: highspy.Highs, closed_cols: list[int], start: list[float], deadline: float,
-                    objective_target: float) -> tuple[list[float], float] | None:
-    """The MIP with `closed_cols` fixed at 0, from `start`, until `deadline`, its own gap
-    POLISH_GAP, or a plan at objective_target: (values, objective) of its best plan, which is
-    never worse than the start; the model and options are restored."""
+def _restricted_mip(h: highspy.Highs, closed_cols: list[int], start: np.ndarray | None, deadline: float,
+                    objective_target: float) -> tuple[np.ndarray, float] | None:
+    """The MIP with `closed_cols` fixed at 0, from `start` if there is one, until `deadline`,
+    its own gap POLISH_GAP, or a plan at objective_target: (values, objective) of its best
+    plan, which is never worse than the start; the model and options are restored."""
     lp = h.getLp()
     index = np.array(closed_cols, dtype=np.int32)
     lower = np.array([lp.col_lower_[i] for i in closed_cols])
     upper = np.array([lp.col_upper_[i] for i in closed_cols])
     if len(index):
         h.changeColsBounds(len(index), index, np.zeros(len(index)), np.zeros(len(index)))
-    h.setSolution(_solution(start))
+    if start is not None:
+        h.setSolution(_solution(start))
     set_deadline(h, deadline)
     h.setOptionValue("mip_rel_gap", POLISH_GAP)
     h.setOptionValue("objective_target", objective_target)
@@ -268,7 +306,7 @@ def _restricted_mip(h: highspy.Highs, closed_cols: list[int], start: list[float]
     h.setOptionValue("objective_target", -highspy.kHighsInf)
     info = h.getInfo()
     found = info.primal_solution_status == 2  # kSolutionStatusFeasible
-    result = (list(h.getSolution().col_value), info.objective_function_value) if found else None
+    result = (np.array(h.getSolution().col_value), info.objective_function_value) if found else None
     if len(index):
         h.changeColsBounds(len(index), index, lower, upper)
     h.clearSolver()

@@ -234,6 +234,14 @@ def test_kill_9_midway_loses_nothing_and_rerun_completes(tmp_path):
         time.sleep(0.05)
     os.killpg(process.pid, signal.SIGKILL)  # the CLI and its pool workers, mid-solve
     process.wait()
+    # the workers inherited the batch lock's file; it is free once the last of them is gone
+    gone_by = time.time() + 30
+    while time.time() < gone_by:
+        try:
+            os.killpg(process.pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
     assert 3 <= len(finished_before) < 12, "the batch must be killed midway"
     # Every member folder that exists is complete; the batch index is whole JSON.
     members_on_disk = [p for p in out.iterdir() if p.is_dir() and not p.name.startswith(".")]

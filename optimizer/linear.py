@@ -1,0 +1,322 @@
+"""A small linear model: named column blocks and row families over sparse keys.
+
+The formulation (optimizer.formulation) writes the placement MIP once, into a
+`LinearModel`; from there it is handed on in one of two ways:
+
+* `to_highs(lm)`: the matrix goes straight to highspy as one CSC array (the default
+  path: no per-variable Python objects, so it scales to millions of columns);
+* `to_pyomo(lm)`: the same model as a Pyomo ConcreteModel with the same names
+  (`m.share[r, w, s]`, `m.demand_met[r, w]`, `m.cost["energy"]`), for a notebook user
+  who wants to inspect or extend it, for the OR-Tools back-end (written as MPS), and for
+  the elastic diagnosis.
+
+Rows are `lower <= sum_j a_ij x_j <= upper` (either side may be infinite). A row family's
+rows are added together, so a row number maps back to (family, key) for messages.
+"""
+
+from __future__ import annotations
+
+import bisect
+from array import array
+from dataclasses import dataclass, field
+from typing import Hashable, Iterable
+
+import highspy
+import numpy as np
+
+INF = highspy.kHighsInf
+DOMAINS = ("binary", "integer", "continuous")
+
+
+@dataclass
+class ColumnBlock:
+    """One variable family: `keys[i]` is column `start + i`."""
+
+    name: str
+    keys: list
+    start: int
+    lower: np.ndarray
+    upper: np.ndarray
+    domain: str
+    pos: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.pos = {key: i for i, key in enumerate(self.keys)}
+
+    @property
+    def stop(self) -> int:
+        return self.start + len(self.keys)
+
+
+@dataclass
+class RowFamily:
+    """One constraint family: `keys[i]` is row `start + i`; key None marks a single row."""
+
+    name: str
+    start: int
+    keys: list = field(default_factory=list)
+
+    def rows(self) -> dict:
+        """key -> row number."""
+        return {key: self.start + i for i, key in enumerate(self.keys)}
+
+
+class LinearModel:
+    """Columns, rows, and the objective split into named cost categories."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.blocks: dict[str, ColumnBlock] = {}
+        self.families: dict[str, RowFamily] = {}
+        self.n_cols = 0
+        self._row_lower = array("d")
+        self._row_upper = array("d")
+        self._a_row = array("i")
+        self._a_col = array("i")
+        self._a_val = array("d")
+        self.costs: dict[str, dict[int, float]] = {}
+        self._family_starts: list[int] = []
+        self._family_names: list[str] = []
+
+    # ------------------------------------------------------------------ columns
+    def add_block(self, name: str, keys: list, lower, upper, domain: str) -> ColumnBlock:
+        if domain not in DOMAINS:
+            raise ValueError(f"domain must be one of {DOMAINS}")
+        n = len(keys)
+        block = ColumnBlock(
+            name, list(keys), self.n_cols,
+            np.broadcast_to(np.asarray(lower, dtype=float), (n,)).copy(),
+            np.broadcast_to(np.asarray(upper, dtype=float), (n,)).copy(),
+            domain,
+        )
+        self.blocks[name] = block
+        self.n_cols += n
+        return block
+
+    def col(self, block: str, key: Hashable) -> int:
+        b = self.blocks[block]
+        return b.start + b.pos[key]
+
+    def fix(self, block: str, key: Hashable, value: float) -> None:
+        b = self.blocks[block]
+        b.lower[b.pos[key]] = b.upper[b.pos[key]] = value
+
+    def column_name(self, j: int) -> str:
+        for b in self.blocks.values():
+            if b.start <= j < b.stop:
+                return f"{b.name}[{_key_text(b.keys[j - b.start])}]"
+        raise IndexError(j)
+
+    # --------------------------------------------------------------------- rows
+    @property
+    def n_rows(self) -> int:
+        return len(self._row_lower)
+
+    def add_row(self, family: str, key: Hashable, terms: Iterable[tuple[int, float]], lower: float = -INF, upper: float = INF) -> int:
+        """Append `lower <= sum coef * x[col] <= upper` to `family` (its rows must be added together)."""
+        fam = self.families.get(family)
+        if fam is None:
+            fam = self.families[family] = RowFamily(family, self.n_rows)
+            self._family_starts.append(fam.start)
+            self._family_names.append(family)
+        elif self._family_names[-1] != family:
+            raise ValueError(f"rows of family '{family}' must be added together")
+        i = self.n_rows
+        for j, coef in terms:
+            if coef:
+                self._a_row.append(i)
+                self._a_col.append(j)
+                self._a_val.append(coef)
+        self._row_lower.append(lower)
+        self._row_upper.append(upper)
+        fam.keys.append(key)
+        return i
+
+    def row_name(self, i: int) -> str:
+        fam = self.families[self._family_names[bisect.bisect_right(self._family_starts, i) - 1]]
+        key = fam.keys[i - fam.start]
+        return fam.name if key is None else f"{fam.name}[{_key_text(key)}]"
+
+    # ---------------------------------------------------------------- objective
+    def add_cost(self, category: str, col: int, usd_per_year: float) -> None:
+        if usd_per_year:
+            terms = self.costs.setdefault(category, {})
+            terms[col] = terms.get(col, 0.0) + usd_per_year
+
+    def objective(self) -> np.ndarray:
+        c = np.zeros(self.n_cols)
+        for terms in self.costs.values():
+            for j, v in terms.items():
+                c[j] += v
+        return c
+
+    def cost_by_category(self, x: np.ndarray) -> dict[str, float]:
+        return {cat: float(sum(v * x[j] for j, v in terms.items())) for cat, terms in self.costs.items()}
+
+    # ------------------------------------------------------------------- arrays
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        lower = np.concatenate([b.lower for b in self.blocks.values()]) if self.blocks else np.zeros(0)
+        upper = np.concatenate([b.upper for b in self.blocks.values()]) if self.blocks else np.zeros(0)
+        return lower, upper
+
+    def row_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        return np.frombuffer(self._row_lower, dtype=np.float64).copy(), np.frombuffer(self._row_upper, dtype=np.float64).copy()
+
+    def integer_columns(self) -> np.ndarray:
+        return np.concatenate(
+            [np.arange(b.start, b.stop, dtype=np.int32) for b in self.blocks.values() if b.domain != "continuous"] or [np.zeros(0, np.int32)]
+        )
+
+    def matrix(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The constraint matrix in compressed-column form: (start, index, value)."""
+        rows = np.frombuffer(self._a_row, dtype=np.int32)
+        cols = np.frombuffer(self._a_col, dtype=np.int32)
+        vals = np.frombuffer(self._a_val, dtype=np.float64)
+        order = np.lexsort((rows, cols))
+        start = np.zeros(self.n_cols + 1, dtype=np.int32)
+        np.cumsum(np.bincount(cols, minlength=self.n_cols), out=start[1:])
+        return start, rows[order].astype(np.int32), vals[order]
+
+    def row_activity(self, x: np.ndarray) -> np.ndarray:
+        rows = np.frombuffer(self._a_row, dtype=np.int32)
+        cols = np.frombuffer(self._a_col, dtype=np.int32)
+        vals = np.frombuffer(self._a_val, dtype=np.float64)
+        return np.bincount(rows, weights=vals * x[cols], minlength=self.n_rows)
+
+    def is_feasible(self, x: np.ndarray, tol: float = 1e-6) -> bool:
+        """Bounds, rows (relative tolerance) and integrality all hold at `x`."""
+        lower, upper = self.bounds()
+        if np.any(x < lower - tol) or np.any(x > upper + tol):
+            return False
+        integer = x[self.integer_columns()]
+        if np.any(np.abs(integer - np.round(integer)) > tol):
+            return False
+        activity = self.row_activity(x)
+        row_lower, row_upper = self.row_bounds()
+        slack = tol * np.maximum(1.0, np.abs(activity))
+        return bool(np.all(activity >= row_lower - slack) and np.all(activity <= row_upper + slack))
+
+    def size(self) -> dict[str, int]:
+        binaries = sum(len(b.keys) for b in self.blocks.values() if b.domain == "binary")
+        integers = sum(len(b.keys) for b in self.blocks.values() if b.domain != "continuous")
+        return {"rows": self.n_rows, "columns": self.n_cols, "integers": integers, "binaries": binaries, "nonzeros": len(self._a_val)}
+
+
+def _key_text(key) -> str:
+    return ",".join(map(str, key)) if isinstance(key, tuple) else str(key)
+
+
+# ---------------------------------------------------------------------- highspy
+
+
+class QuietHighs(highspy.Highs):
+    """highspy.Highs without the banner its constructor prints: the constructor's first
+    HiGHS call (enabling callbacks) already logs unless output is off before it."""
+
+    def enableCallbacks(self):
+        self.setOptionValue("output_flag", False)
+        return super().enableCallbacks()
+
+
+_scheduler_threads: int | None = None
+
+
+def use_threads(threads: int) -> None:
+    """HiGHS sizes its task scheduler once per process thread and then rejects any other
+    `threads` value (HiGHS issue #715, HiGHS.jl #130); reset it when the count changes."""
+    global _scheduler_threads
+    if _scheduler_threads is not None and _scheduler_threads != threads:
+        highspy.Highs.resetGlobalScheduler(True)
+    _scheduler_threads = threads
+
+
+def to_highs(lm: LinearModel, threads: int = 1) -> highspy.Highs:
+    """A silent highspy instance holding the model (integrality included)."""
+    use_threads(threads)
+    h = QuietHighs()
+    h.setOptionValue("threads", threads)  # the first run sizes HiGHS's thread pool
+    lp = highspy.HighsLp()
+    lp.num_col_ = lm.n_cols
+    lp.num_row_ = lm.n_rows
+    lp.col_cost_ = lm.objective()
+    lp.col_lower_, lp.col_upper_ = lm.bounds()
+    lp.row_lower_, lp.row_upper_ = lm.row_bounds()
+    start, index, value = lm.matrix()
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = start
+    lp.a_matrix_.index_ = index
+    lp.a_matrix_.value_ = value
+    integrality = np.full(lm.n_cols, highspy.HighsVarType.kContinuous)
+    integrality[lm.integer_columns()] = highspy.HighsVarType.kInteger
+    lp.integrality_ = list(integrality)
+    h.passModel(lp)
+    return h
+
+
+# ------------------------------------------------------------------------ pyomo
+
+
+def to_pyomo(lm: LinearModel):
+    """The same model as a Pyomo ConcreteModel: one Var per block, one Constraint per
+    family, `m.cost[category]` Expressions and the `m.total_cost` objective."""
+    import pyomo.environ as pyo
+    from pyomo.core.expr.numeric_expr import LinearExpression
+
+    m = pyo.ConcreteModel(name=lm.name)
+    columns = []
+    for b in lm.blocks.values():
+        dimen = len(b.keys[0]) if b.keys and isinstance(b.keys[0], tuple) else 1
+        index = pyo.Set(initialize=b.keys, dimen=dimen, ordered=True)
+        m.add_component(f"{b.name}_index", index)
+        domain = {"binary": pyo.Binary, "integer": pyo.NonNegativeIntegers, "continuous": pyo.NonNegativeReals}[b.domain]
+        var = pyo.Var(index, domain=domain, dense=True)
+        m.add_component(b.name, var)
+        for i, key in enumerate(b.keys):
+            v = var[key]
+            v.setlb(None if b.lower[i] <= -INF else float(b.lower[i]))
+            v.setub(None if b.upper[i] >= INF else float(b.upper[i]))
+            if b.lower[i] == b.upper[i]:
+                v.fix(float(b.lower[i]))
+            columns.append(v)
+
+    rows = np.frombuffer(lm._a_row, dtype=np.int32)
+    order = np.argsort(rows, kind="stable")
+    cols = np.frombuffer(lm._a_col, dtype=np.int32)[order]
+    vals = np.frombuffer(lm._a_val, dtype=np.float64)[order]
+    row_start = np.searchsorted(rows[order], np.arange(lm.n_rows + 1))
+    lower, upper = lm.row_bounds()
+
+    def expression(i: int):
+        a, b = row_start[i], row_start[i + 1]
+        body = LinearExpression(constant=0.0, linear_coefs=[float(v) for v in vals[a:b]], linear_vars=[columns[j] for j in cols[a:b]])
+        lo = None if lower[i] <= -INF else float(lower[i])
+        up = None if upper[i] >= INF else float(upper[i])
+        return (lo, body, up)
+
+    for fam in lm.families.values():
+        if fam.keys == [None]:
+            m.add_component(fam.name, pyo.Constraint(expr=expression(fam.start)))
+            continue
+        dimen = len(fam.keys[0]) if isinstance(fam.keys[0], tuple) else 1
+        index = pyo.Set(initialize=fam.keys, dimen=dimen, ordered=True)
+        m.add_component(f"{fam.name}_index", index)
+        row_of = {key: fam.start + i for i, key in enumerate(fam.keys)}
+        m.add_component(fam.name, pyo.Constraint(index, rule=lambda m, *key, row_of=row_of: expression(row_of[key if len(key) > 1 else key[0]])))
+
+    from optimizer.costs import COST_CATEGORIES
+
+    m.CATEGORIES = pyo.Set(initialize=COST_CATEGORIES, ordered=True)
+
+    def cost(m, category):
+        terms = lm.costs.get(category, {})
+        return LinearExpression(constant=0.0, linear_coefs=list(terms.values()), linear_vars=[columns[j] for j in terms])
+
+    m.cost = pyo.Expression(m.CATEGORIES, rule=cost)
+    m.total_cost = pyo.Objective(expr=sum(m.cost[c] for c in m.CATEGORIES), sense=pyo.minimize)
+    m._columns = columns
+    return m
+
+
+def pyomo_values(m) -> np.ndarray:
+    """Column values of a solved `to_pyomo` model, in the LinearModel's column order."""
+    return np.array([0.0 if v.value is None else float(v.value) for v in m._columns])

@@ -1,0 +1,313 @@
+"""Serving pairs at scale: start from candidates, price the rest, prove the LP bound.
+
+A (region, class, site) pair is eligible when the rules of optimizer.index allow it; at
+2,000 sites x 10,000 regions with a 120 ms budget nearly all of 20 M pairs per class are,
+and a share column plus a linking row for each is far more than any MIP solver can take.
+Almost all of them are useless: a region is served from a few sites that are cheap for
+it. So when a scenario has more than index.MAX_FULL_PAIRS eligible pairs:
+
+1. `candidate_mask`: each (region, class) starts with the CHEAPEST sites by an estimate
+   of the cost per tok/s of serving it there (the site's cheapest rack per tok/s plus
+   transport) and its NEAREST sites, at least ceil(1 / max_share) + 1 in all;
+2. `price_pairs`: after the LP relaxation of the model over the candidates, every left-out
+   pair is priced with the LP's duals, all at once in numpy:
+
+       rc[r,w,s] = cost[r,w,s] - pi[r,w] - demand[r,w] * mu[s,w]
+
+   where pi is the dual of demand_met[r,w], mu that of inference_capacity[s,w] (the new
+   linking row share <= max_share * open[s] enters with dual 0). Pairs with rc < 0 join
+   the model and the LP is solved again (column generation);
+3. each round also gives a valid lower bound on the LP relaxation of the *full* model,
+   because the shares of one (region, class) sum to 1 (Lagrangian bound):
+
+       z_LP(full) >= z_LP(candidates) + sum_{r,w} min(0, min_s rc[r,w,s])
+
+   When no pair prices out the two are equal: the full model's LP bound is proven
+   without ever building the full model.
+
+The MIP is then solved over the final pairs. Its plan is feasible for the full model (a
+subset of its columns); its gap is reported against the full model's LP bound, never
+against the restricted MIP's own bound, which does not bound the full model.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import highspy
+import numpy as np
+
+from optimizer.costs import transport_usd_per_year
+
+if TYPE_CHECKING:
+    from optimizer.index import IndexSets
+    from optimizer.linear import LinearModel
+
+log = logging.getLogger(__name__)
+
+CHEAPEST = 6  # candidates per (region, class) by estimated cost per tok/s
+NEAREST = 2  # and by distance
+ADD_PER_ROUND = 4  # priced-out pairs added per (region, class) and round
+REGION_CHUNK = 2048  # regions priced at once (bounds the size of the dense blocks)
+BOUND_TOLERANCE = 1e-4  # stop pricing once the LP is this close (relative) to the full model's bound
+
+
+def _unit_cost_usd_per_tok_s(ix: IndexSets) -> dict[str, np.ndarray]:
+    """Class -> per scenario site, the cheapest rack's annual cost per tok/s it serves (inf where none)."""
+    out = {w: np.full(len(ix.scenario.sites), np.inf) for w in ix.workloads}
+    for (s, k, c, w), econ in ix.inf_econ.items():
+        j = ix.site_pos[s]
+        out[w][j] = min(out[w][j], econ.total_usd_per_year / ix.tok_s_per_rack[k, w])
+    return out
+
+
+def _transport_usd_per_tok_s(ix: IndexSets, rows: slice) -> np.ndarray:
+    rate = ix.scenario.economics.transport_usd_per_tok_s_1000km_year
+    return ix.distance_km[rows] / 1000.0 * rate
+
+
+def _demand(ix: IndexSets, w: str) -> np.ndarray:
+    return np.array([r.demand_tok_s.get(w, 0.0) for r in ix.scenario.regions])
+
+
+def _pair_cost_matrix(ix: IndexSets, w: str, rows: slice) -> np.ndarray | None:
+    """The given per-pair costs (USD/yr) of class w for the regions in `rows`, or None if there are none."""
+    if not ix.pair_cost:
+        return None
+    out = np.zeros((rows.stop - rows.start, len(ix.scenario.sites)))
+    for (r, ww, s), usd in ix.pair_cost.items():
+        i = ix.region_pos[r]
+        if ww == w and rows.start <= i < rows.stop:
+            out[i - rows.start, ix.site_pos[s]] = usd
+    return out
+
+
+def candidate_mask(ix: IndexSets) -> dict[str, np.ndarray]:
+    """Class -> regions x sites mask of the pairs a large model starts from."""
+    per_pair_needed = math.ceil(1.0 / ix.scenario.policies.max_share_per_site - 1e-9) + 1
+    cheapest = max(CHEAPEST, per_pair_needed)
+    unit = _unit_cost_usd_per_tok_s(ix)
+    n_regions = len(ix.scenario.regions)
+    out = {}
+    for w, eligible in ix.eligible.items():
+        keep = np.zeros_like(eligible)
+        demand = _demand(ix, w)
+        for a in range(0, n_regions, REGION_CHUNK):
+            rows = slice(a, min(a + REGION_CHUNK, n_regions))
+            ok = eligible[rows]
+            score = unit[w][None, :] + _transport_usd_per_tok_s(ix, rows)
+            extra = _pair_cost_matrix(ix, w, rows)
+            if extra is not None:
+                score = score + extra / np.maximum(demand[rows], 1e-12)[:, None]
+            _keep_smallest(keep[rows], np.where(ok, score, np.inf), cheapest)
+            _keep_smallest(keep[rows], np.where(ok, ix.distance_km[rows], np.inf), NEAREST)
+        out[w] = keep & eligible
+    return out
+
+
+def _keep_smallest(keep: np.ndarray, score: np.ndarray, k: int) -> None:
+    """Mark in `keep` (in place) the k finite smallest entries of each row of `score`."""
+    k = min(k, score.shape[1])
+    if k <= 0:
+        return
+    idx = np.argpartition(score, k - 1, axis=1)[:, :k]
+    finite = np.isfinite(np.take_along_axis(score, idx, axis=1))
+    rows = np.broadcast_to(np.arange(score.shape[0])[:, None], idx.shape)
+    keep[rows[finite], idx[finite]] = True
+
+
+@dataclass
+class Pricing:
+    """What one pricing round found."""
+
+    lagrangian_bound: float  # valid lower bound on the full model's LP relaxation
+    added: dict[str, np.ndarray] = field(default_factory=dict)  # class -> mask of pairs to add
+    n_added: int = 0
+
+
+def in_model_mask(ix: IndexSets) -> dict[str, np.ndarray]:
+    """Class -> mask of the pairs the model is built over now."""
+    out = {w: np.zeros_like(mask) for w, mask in ix.eligible.items()}
+    for r, w, s in ix.serve:
+        out[w][ix.region_pos[r], ix.site_pos[s]] = True
+    return out
+
+
+def lifted_capacity_duals(ix: IndexSets, lm: LinearModel, x: np.ndarray, row_dual: np.ndarray, col_dual: np.ndarray) -> np.ndarray:
+    """Row duals with mu[s,w] of every unused capacity row lowered as far as its racks allow.
+
+    Where a site serves nothing of class w and installs no rack for it, the row
+    inference_capacity[s,w] reads 0 <= 0 and the simplex may return any mu in
+    [-(cheapest rack's reduced cost per tok/s), 0], often 0: pricing would then see free
+    capacity everywhere and pull in pairs that the next LP throws away. Lowering mu to
+    -min_k rc_k(without mu) / tok_s[k] keeps every rack column's reduced cost >= 0, raises
+    those of the share columns, and leaves the dual objective (mu * 0) and complementary
+    slackness as they were: the duals stay optimal, and now price a new pair at what racks
+    there would cost.
+    """
+    lifted = row_dual.copy()
+    rows = lm.families["inference_capacity"].rows()
+    for (s, w), racks in ix.group("inf_by_sw").items():
+        row = rows[s, w]
+        cols = [lm.col("racks_inf", (s, k, c, w)) for k, c in racks]
+        if np.any(x[cols] > 1e-9):
+            continue
+        tok = np.array([ix.tok_s_per_rack[k, w] for k, _ in racks])
+        without_mu = col_dual[cols] - tok * row_dual[row]  # a rack's coefficient in the row is -tok
+        lifted[row] = min(row_dual[row], float(np.max(-without_mu / tok)))
+    return lifted
+
+
+def price_pairs(ix: IndexSets, lm: LinearModel, row_dual: np.ndarray, lp_objective: float,
+                in_model: dict[str, np.ndarray], add_per_round: int = ADD_PER_ROUND) -> Pricing:
+    """Price every eligible pair not in `in_model` with the LP duals of `lm`'s rows (see
+    the module docstring)."""
+    economics = ix.scenario.economics
+    demand_rows = lm.families["demand_met"].rows()
+    capacity_rows = lm.families["inference_capacity"].rows()
+    n_regions, n_sites = len(ix.scenario.regions), len(ix.scenario.sites)
+    tolerance = 1e-9 * max(1.0, abs(lp_objective))
+    bound = lp_objective
+    result = Pricing(lagrangian_bound=bound)
+    for w, eligible in ix.eligible.items():
+        pi = np.zeros(n_regions)
+        for (r, ww), row in demand_rows.items():
+            if ww == w:
+                pi[ix.region_pos[r]] = row_dual[row]
+        mu = np.zeros(n_sites)
+        for (s, ww), row in capacity_rows.items():
+            if ww == w:
+                mu[ix.site_pos[s]] = row_dual[row]
+        demand = _demand(ix, w)
+        added = np.zeros_like(eligible)
+        for a in range(0, n_regions, REGION_CHUNK):
+            rows = slice(a, min(a + REGION_CHUNK, n_regions))
+            cost = transport_usd_per_year(demand[rows][:, None], ix.distance_km[rows], economics)
+            extra = _pair_cost_matrix(ix, w, rows)
+            if extra is not None:
+                cost = cost + extra
+            rc = cost - pi[rows][:, None] - demand[rows][:, None] * mu[None, :]
+            rc = np.where(eligible[rows] & ~in_model[w][rows], rc, np.inf)
+            best = rc.min(axis=1)
+            bound += float(np.minimum(best[np.isfinite(best)], 0.0).sum())
+            _keep_smallest(added[rows], np.where(rc < -tolerance, rc, np.inf), add_per_round)
+        result.added[w] = added
+        result.n_added += int(added.sum())
+    result.lagrangian_bound = bound
+    return result
+
+
+@dataclass
+class PricedLP:
+    """The LP relaxation over the candidate pairs once pricing stopped."""
+
+    x: np.ndarray
+    objective: float
+    full_lp_bound: float  # valid lower bound on the full model (its LP relaxation, proven when converged)
+    converged: bool
+    rounds: int
+    pairs_in_model: int
+    pairs_eligible: int
+    seconds: float
+    build_s: float
+
+    def record(self) -> dict:
+        return {
+            "pairs_eligible": self.pairs_eligible, "pairs_in_model": self.pairs_in_model, "pricing_rounds": self.rounds,
+            "converged": self.converged, "full_lp_bound_usd_per_year": self.full_lp_bound, "pricing_s": round(self.seconds, 3),
+            "build_s": round(self.build_s, 3),
+        }
+
+
+def solve_priced_lp(ix: IndexSets, build, deadline: float, threads: int, bound_tolerance: float = BOUND_TOLERANCE
+                    ) -> tuple[LinearModel, PricedLP | None]:
+    """Column generation over the serving pairs; `build(ix)` builds the model
+    (optimizer.formulation.build_model). Returns the model over the final pairs (ix.serve
+    is set to them) and its LP relaxation, or None if the LP had no optimum in time.
+
+    One HiGHS instance grows round by round: priced-out pairs join as share columns (cost,
+    demand_met and inference_capacity entries as in the formulation) with their linking
+    rows, so each LP starts from the last basis. Pricing stops when no pair prices out,
+    when the LP is within `bound_tolerance` of the full model's bound, or at `deadline`.
+    """
+    from optimizer.linear import to_highs
+    from optimizer.warmstart import set_deadline
+
+    started = time.perf_counter()
+    lm = build(ix)
+    build_s = time.perf_counter() - started
+    h = to_highs(lm, threads)
+    integer = lm.integer_columns()
+    h.changeColsIntegrality(len(integer), integer, [highspy.HighsVarType.kContinuous] * len(integer))
+    in_model = in_model_mask(ix)
+    share = lm.blocks["share"]
+    column_of = {pair: share.start + i for i, pair in enumerate(ix.serve)}  # pair -> column in h
+    demand_rows = lm.families["demand_met"].rows()
+    capacity_rows = lm.families["inference_capacity"].rows()
+    cap = ix.scenario.policies.max_share_per_site
+    region_ids = [r.id for r in ix.scenario.regions]
+    site_ids = [site.id for site in ix.scenario.sites]
+    rounds = 0
+    while True:
+        set_deadline(h, deadline)
+        lp_started = time.perf_counter()
+        h.run()
+        rounds += 1
+        if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+            return lm, None
+        solution = h.getSolution()
+        objective = h.getInfo().objective_function_value
+        x = np.asarray(solution.col_value)
+        duals = lifted_capacity_duals(ix, lm, x, np.asarray(solution.row_dual), np.asarray(solution.col_dual))
+        priced = price_pairs(ix, lm, duals, objective, in_model)
+        log.info("pricing round %d: %d pairs, LP %.1f s (%d iterations), $%.6g, bound $%.6g, %d pairs price out (%.1f s in all)",
+                 rounds, len(column_of), time.perf_counter() - lp_started, h.getInfo().simplex_iteration_count, objective, priced.lagrangian_bound,
+                 priced.n_added, time.perf_counter() - started)
+        close = objective - priced.lagrangian_bound <= bound_tolerance * abs(objective)
+        if priced.n_added == 0 or close or time.perf_counter() >= deadline:
+            break
+        new = [(region_ids[i], w, site_ids[j]) for w, mask in priced.added.items() for i, j in zip(*np.nonzero(mask))]
+        _add_pairs(h, ix, new, column_of, demand_rows, capacity_rows, lm.col, cap)
+        # the next LP starts from the last basis: new columns break dual, not primal, feasibility
+        h.setOptionValue("presolve", "off")
+        h.setOptionValue("simplex_strategy", 4)  # primal simplex
+        for w, mask in priced.added.items():
+            in_model[w] |= mask
+
+    values = {pair: x[j] for pair, j in column_of.items()}
+    ix.restrict_serve(in_model)
+    build_started = time.perf_counter()
+    final = build(ix)
+    build_s += time.perf_counter() - build_started
+    x_final = np.zeros(final.n_cols)
+    x_final[: share.start] = x[: share.start]  # blocks before share do not depend on the pairs
+    final_share = final.blocks["share"]
+    x_final[final_share.start:final_share.stop] = [values[pair] for pair in ix.serve]
+    x_final[final_share.stop:] = x[share.stop: share.stop + final.n_cols - final_share.stop]
+    return final, PricedLP(
+        x=x_final, objective=objective, full_lp_bound=min(priced.lagrangian_bound, objective),
+        converged=priced.n_added == 0, rounds=rounds, pairs_in_model=len(ix.serve),
+        pairs_eligible=ix.eligible_pairs(), seconds=time.perf_counter() - started, build_s=build_s,
+    )
+
+
+def _add_pairs(h: highspy.Highs, ix: IndexSets, pairs: list, column_of: dict, demand_rows: dict, capacity_rows: dict,
+               col, cap: float) -> None:
+    """Append share columns for `pairs` to the LP in `h`, with their linking rows."""
+    economics = ix.scenario.economics
+    n = len(pairs)
+    first = h.getNumCol()
+    cost = np.array([transport_usd_per_year(ix.demand(r, w), ix.km(r, s), economics, ix.pair_cost.get((r, w, s), 0.0))
+                     for r, w, s in pairs])
+    index = np.array([[demand_rows[r, w], capacity_rows[s, w]] for r, w, s in pairs], dtype=np.int32).ravel()
+    value = np.array([[1.0, ix.demand(r, w)] for r, w, s in pairs]).ravel()
+    h.addCols(n, cost, np.zeros(n), np.full(n, cap), 2 * n, np.arange(0, 2 * n, 2, dtype=np.int32), index, value)
+    link_index = np.array([[first + i, col("open", s)] for i, (r, w, s) in enumerate(pairs)], dtype=np.int32).ravel()
+    link_value = np.tile([1.0, -cap], n)
+    h.addRows(n, np.full(n, -highspy.kHighsInf), np.zeros(n), 2 * n, np.arange(0, 2 * n, 2, dtype=np.int32), link_index, link_value)
+    for i, pair in enumerate(pairs):
+        column_of[pair] = first + i

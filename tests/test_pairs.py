@@ -1,0 +1,110 @@
+"""Candidate serving pairs and pricing (optimizer.pairs) against the full model.
+
+Small synthetic scenarios are built twice: with every eligible pair (the full model),
+and from candidates with the rest priced in (max_full_pairs=0 forces that path). The
+priced LP must reach the full model's LP relaxation exactly, every bound it states must
+be below it, and the plans it leads to must be feasible for the full model and never
+better than the full optimum.
+"""
+
+from __future__ import annotations
+
+import time
+
+import highspy
+import numpy as np
+import pytest
+
+from models.synthetic import synthetic_scenario
+from optimizer import SolveOptions, solve
+from optimizer.formulation import build_model
+from optimizer.index import build_index
+from optimizer.linear import to_highs
+from optimizer import pairs
+from optimizer.pairs import in_model_mask, lifted_capacity_duals, price_pairs, solve_priced_lp
+from optimizer.pipeline import solve_to_folder
+
+
+@pytest.fixture
+def few_candidates(monkeypatch):
+    """Start each (region, class) from 2 sites so that pricing has work to do."""
+    monkeypatch.setattr(pairs, "CHEAPEST", 1)
+    monkeypatch.setattr(pairs, "NEAREST", 1)
+
+
+def _scenario(seed: int):
+    return synthetic_scenario(seed, n_sites=12, n_regions=60, n_jobs=1, box_deg=(25.0, 45.0))
+
+
+def _lp(lm):
+    h = to_highs(lm)
+    cols = lm.integer_columns()
+    h.changeColsIntegrality(len(cols), cols, [highspy.HighsVarType.kContinuous] * len(cols))
+    h.run()
+    assert h.getModelStatus() == highspy.HighsModelStatus.kOptimal
+    return h
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_priced_lp_reaches_the_full_lp_relaxation(seed, few_candidates):
+    full = build_index(_scenario(seed))
+    assert len(full.serve) == full.eligible_pairs()
+    z_full = _lp(build_model(full)).getInfo().objective_function_value
+
+    ix = build_index(_scenario(seed), max_full_pairs=0)
+    assert 0 < len(ix.serve) < ix.eligible_pairs()
+    lm, priced = solve_priced_lp(ix, build_model, time.perf_counter() + 120, threads=1, bound_tolerance=0.0)
+    assert priced.converged and priced.pairs_in_model < priced.pairs_eligible and priced.rounds >= 2
+    assert priced.objective == pytest.approx(z_full, rel=1e-7)
+    assert priced.full_lp_bound <= z_full * (1 + 1e-9)
+    # the model handed on is the one the LP values belong to
+    assert len(priced.x) == lm.n_cols
+    assert float(lm.objective() @ priced.x) == pytest.approx(priced.objective, rel=1e-9)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_first_round_bound_is_below_the_full_lp_and_lifted_duals_stay_optimal(seed, few_candidates):
+    z_full = _lp(build_model(build_index(_scenario(seed)))).getInfo().objective_function_value
+    ix = build_index(_scenario(seed), max_full_pairs=0)
+    lm = build_model(ix)
+    h = _lp(lm)
+    solution = h.getSolution()
+    x, row_dual = np.asarray(solution.col_value), np.asarray(solution.row_dual)
+    lifted = lifted_capacity_duals(ix, lm, x, row_dual, np.asarray(solution.col_dual))
+    assert np.any(lifted < row_dual - 1e-9), "some unused capacity row should be lifted"
+
+    # the lifted duals are still optimal: reduced costs c - A'y keep their signs at x, and the rows they moved are tight
+    start, index, value = lm.matrix()
+    reduced = lm.objective() - np.array([value[start[j]:start[j + 1]] @ lifted[index[start[j]:start[j + 1]]] for j in range(lm.n_cols)])
+    lower, upper = lm.bounds()
+    scale = 1e-6 * np.maximum(1.0, np.abs(lm.objective()))
+    at_lower, at_upper = x <= lower + 1e-9, x >= upper - 1e-9
+    assert np.all(reduced[at_lower & ~at_upper] >= -scale[at_lower & ~at_upper])
+    assert np.all(reduced[at_upper & ~at_lower] <= scale[at_upper & ~at_lower])
+    inside = ~at_lower & ~at_upper
+    assert np.all(np.abs(reduced[inside]) <= scale[inside])
+    moved = np.flatnonzero(lifted != row_dual)
+    assert np.allclose(lm.row_activity(x)[moved], 0.0, atol=1e-6)
+
+    z = h.getInfo().objective_function_value
+    priced = price_pairs(ix, lm, lifted, z, in_model_mask(ix))
+    assert priced.n_added > 0
+    assert priced.lagrangian_bound <= z_full * (1 + 1e-9) <= z * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_candidate_path_plan_is_feasible_and_honest_about_its_gap(tmp_path, seed, few_candidates):
+    exact = solve(_scenario(seed), SolveOptions(mip_gap=0.0, time_limit_s=120))
+    assert exact.solve.status == "optimal" and not exact.solve.pairs
+
+    plan, report = solve_to_folder(_scenario(seed), tmp_path / "priced", SolveOptions(mip_gap=0.0, time_limit_s=120, max_full_pairs=0))
+    assert report.ok, report.violations  # the independent checker, on the full scenario's inputs
+    pairs = plan.solve.pairs
+    assert pairs["converged"] and pairs["pairs_in_model"] < pairs["pairs_eligible"]
+    optimum = exact.objective_usd_per_year
+    assert plan.objective_usd_per_year >= optimum * (1 - 1e-9)  # a subset of the columns cannot beat the full model
+    bound = plan.solve.best_bound_usd_per_year
+    assert bound == pytest.approx(pairs["full_lp_bound_usd_per_year"]) and bound <= optimum * (1 + 1e-9)
+    assert plan.solve.gap == pytest.approx((plan.objective_usd_per_year - bound) / plan.objective_usd_per_year, abs=1e-12)
+    assert (plan.solve.status == "optimal") == (plan.solve.gap <= 1e-12)
+    assert "full model's LP bound" in plan.solve.termination
