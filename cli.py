@@ -62,6 +62,12 @@ def print_plan(plan: Plan, out_dir: Path | None = None) -> None:
         f"[bold]{plan.scenario}[/]: [green]{s.status}[/] in {s.build_time_s + s.solve_time_s:.1f} s "
         f"({s.model['rows']:,} rows, {s.model['columns']:,} columns, {s.model['integers']:,} integers; gap {gap})"
     )
+    if s.pairs:
+        console.print(
+            f"Serving pairs: {s.pairs['pairs_in_model']:,} of {s.pairs['pairs_eligible']:,} eligible in the model after "
+            f"{s.pairs['pricing_rounds']} pricing rounds; the gap is against the full model's LP bound "
+            f"({_money(s.pairs['full_lp_bound_usd_per_year'])}/yr{'' if s.pairs['converged'] else ', pricing stopped early'})."
+        )
     table = Table(title="Open sites", title_justify="left")
     for column in ("site", "role", "racks", "GPUs", "IT MW", "facility MW", "cooling", "fabric", "cost/yr"):
         table.add_column(column, justify="right" if column in ("racks", "GPUs", "IT MW", "facility MW", "cost/yr") else "left")

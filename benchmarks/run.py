@@ -102,7 +102,9 @@ def run_scales(scales, time_limit_s: float) -> list[dict]:
             capture_output=True, text=True,
         )
         if proc.returncode != 0:
-            reason = (proc.stderr.strip().splitlines() or [f"ended by signal {-proc.returncode}" if proc.returncode < 0 else f"exit {proc.returncode}"])[-1]
+            stopped = {-signal.SIGALRM: f"still running {BUILD_GRACE_S} s after its time limit, stopped"}
+            reason = (proc.stderr.strip().splitlines() or [stopped.get(proc.returncode) or (
+                f"ended by signal {-proc.returncode}" if proc.returncode < 0 else f"exit {proc.returncode}")])[-1]
             out.append({"sites": n_sites, "regions": n_regions, "status": "crashed", "note": reason})
         else:
             out.append(json.loads(proc.stdout.strip().splitlines()[-1]))

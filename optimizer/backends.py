@@ -134,6 +134,14 @@ def run_highs(lm: LinearModel, options, ix: IndexSets | None = None, relaxation:
             "objective_usd_per_year": float(lm.objective() @ start), "best_bound_usd_per_year": None, "gap": None,
             "solve_time_s": time.perf_counter() - started, "warm_start": warm_start,
         }, start
+    if warm_start == "none: the LP relaxation did not finish in time":
+        # The search would begin with that same LP: it cannot reach a plan in the time left,
+        # and HiGHS's presolve of a model this large overran the limit by minutes when tried.
+        return {
+            "solver": "highs", "solver_version": h.version(), "status": "no_solution",
+            "termination": "time limit: the LP relaxation did not finish", "objective_usd_per_year": None,
+            "best_bound_usd_per_year": None, "gap": None, "solve_time_s": time.perf_counter() - started, "warm_start": warm_start,
+        }, None
     h.setOptionValue("mip_rel_gap", options.mip_gap)
     set_deadline(h, deadline)
     h.run()

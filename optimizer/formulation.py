@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from optimizer.costs import transport_usd_per_year
 from optimizer.index import IndexSets
-from optimizer.linear import INF, LinearModel
+from optimizer.linear import LinearModel
 
 
 def add_variables(lm: LinearModel, ix: IndexSets) -> None:
@@ -225,4 +225,4 @@ def build_model(ix: IndexSets) -> LinearModel:
     return lm
 
 
-__all__ = ["build_model", "FAMILIES", "INF"]
+__all__ = ["build_model", "FAMILIES"]

@@ -237,6 +237,8 @@ def offer_rounded_lp_start(h: highspy.Highs, lm: LinearModel, ix: IndexSets, tim
         set_deadline(h, deadline)
         relaxation = solve_relaxation(h, integer_cols, [])
     if relaxation is None:
+        if time.perf_counter() >= deadline - 1e-3:
+            return "none: the LP relaxation did not finish in time", None
         return "none: the LP relaxation has no optimal solution", None
     first, lp_bound = relaxation
     keep = _sites_to_keep(first, lm, ix)

@@ -95,6 +95,11 @@ def report_content(layers: PlanLayers) -> ReportContent:
         ("Times", f"build {s.build_time_s:.1f} s, solve {s.solve_time_s:.1f} s, extract {s.extract_time_s:.1f} s"),
         ("Warm start", s.warm_start), ("Options", json.dumps(s.options, sort_keys=True)),
     ]
+    if s.pairs:
+        solver_rows.insert(5, ("Serving pairs", (
+            f"{s.pairs['pairs_in_model']:,} of {s.pairs['pairs_eligible']:,} eligible, {s.pairs['pricing_rounds']} pricing rounds "
+            f"({'converged' if s.pairs['converged'] else 'stopped early'}); bound and gap are the full model's LP bound's"
+        )))
     p = plan.provenance
     provenance_rows = [
         ("Scenario", f"{plan.scenario} ({p.get('scenario_source', 'unknown source')})"),

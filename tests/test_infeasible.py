@@ -136,3 +136,16 @@ def test_highs_deadline_accounts_for_its_cumulative_run_clock():
     assert 22.9 < h.options["time_limit"] <= 23.0
     set_deadline(h, time.perf_counter() - 5.0)  # already past: stop at once, never a negative limit
     assert h.options["time_limit"] == pytest.approx(13.001)
+
+
+def test_no_search_is_started_when_the_lp_relaxation_did_not_finish():
+    """The search would begin with the LP that just ran out of time; HiGHS's presolve of a
+    large model is not interrupted by its clock, so starting it anyway overran by minutes."""
+    import time
+
+    started = time.perf_counter()
+    with pytest.raises(NoPlanFound) as info:
+        solve(load_scenario(), SolveOptions(time_limit_s=1.0, threads=1))
+    elapsed = time.perf_counter() - started
+    assert info.value.plan.solve.termination in ("time limit: the LP relaxation did not finish", "timeLimitDuringModelBuild")
+    assert elapsed <= 1.0 + 3.5  # HiGHS checks its clock between iterations; slack for a loaded machine
