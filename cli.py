@@ -65,8 +65,10 @@ def print_plan(plan: Plan, out_dir: Path | None = None) -> None:
     if s.pairs:
         console.print(
             f"Serving pairs: {s.pairs['pairs_in_model']:,} of {s.pairs['pairs_eligible']:,} eligible in the model after "
-            f"{s.pairs['pricing_rounds']} pricing rounds; the gap is against the full model's LP bound "
-            f"({_money(s.pairs['full_lp_bound_usd_per_year'])}/yr{'' if s.pairs['converged'] else ', pricing stopped early'})."
+            f"{s.pairs['pricing_rounds']} pricing rounds; "
+            + (f"the gap is against the full model's LP bound ({_money(s.pairs['full_lp_bound_usd_per_year'])}/yr"
+               f"{'' if s.pairs['converged'] else ', pricing stopped early'})."
+               if s.pairs["full_lp_bound_usd_per_year"] is not None else "pricing's LP did not finish: no bound for the full model.")
         )
     table = Table(title="Open sites", title_justify="left")
     for column in ("site", "role", "racks", "GPUs", "IT MW", "facility MW", "cooling", "fabric", "cost/yr"):

@@ -76,7 +76,7 @@ def one_scale(n_sites: int, n_regions: int, time_limit_s: float) -> dict:
         plan = solve(scenario, SolveOptions(time_limit_s=time_limit_s, threads=2))
     except NoPlanFound as exc:
         return {"sites": n_sites, "regions": n_regions, "status": "no plan", "note": str(exc), **exc.plan.solve.model,
-                "build_s": exc.plan.solve.build_time_s, "solver_s": exc.plan.solve.solve_time_s,
+                "pairs": exc.plan.solve.pairs, "build_s": exc.plan.solve.build_time_s, "solver_s": exc.plan.solve.solve_time_s,
                 "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
     total = time.perf_counter() - started
     with tempfile.TemporaryDirectory() as tmp:
@@ -170,12 +170,14 @@ def write_results(orlib_rows: list[dict], scale_rows: list[dict], command: str, 
         gap = f"{r['gap']:.2%}" if r.get("gap") is not None else ""
         pairs = r.get("pairs") or {}
         pair_text = f"{pairs['pairs_in_model']:,} / {pairs['pairs_eligible']:,}" if pairs else "all"
-        ratio = (r["build_s"] + r.get("extract_s", 0)) / max(r["solver_s"], 1e-9)
+        if r["status"] == "no plan":
+            r["total_s"] = r["build_s"] + r["solver_s"]
+        ratio = f"{(r['build_s'] + r.get('extract_s', 0)) / max(r['solver_s'], 1e-9):.2f}" if r["status"] != "no plan" else ""
         checked = "" if "checker_ok" not in r else "yes" if r["checker_ok"] else "NO: " + "; ".join(r.get("violations", []))
         lines.append(
             f"| {r['sites']} x {r['regions']} | {pair_text} | {pairs.get('pricing_rounds', '')} | {r['rows']:,} | {r['columns']:,} | "
             f"{r['integers']:,} | {r['build_s']:.1f} | {r['solver_s']:.1f} | {r.get('extract_s', 0):.1f} | {r.get('check_s', 0):.1f} | "
-            f"{r.get('total_s', 0):.1f} | {ratio:.2f} | {r['peak_mb']:,.0f} | {gap} | {r['status']} | {checked} |"
+            f"{r.get('total_s', 0):.1f} | {ratio} | {r['peak_mb']:,.0f} | {gap} | {r['status']} | {checked} |"
         )
     kept = marked_sections(path.read_text()) if path.exists() else []  # other scripts' sections
     path.write_text("\n".join(lines) + "\n" + "".join("\n" + section for section in kept))

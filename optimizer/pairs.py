@@ -205,9 +205,9 @@ def price_pairs(ix: IndexSets, lm: LinearModel, row_dual: np.ndarray, lp_objecti
 class PricedLP:
     """The LP relaxation over the candidate pairs once pricing stopped."""
 
-    x: np.ndarray
-    objective: float
-    full_lp_bound: float  # valid lower bound on the full model (its LP relaxation, proven when converged)
+    x: np.ndarray | None  # None: the LP did not reach an optimum (in time)
+    objective: float | None
+    full_lp_bound: float | None  # valid lower bound on the full model (its LP relaxation, proven when converged)
     converged: bool
     rounds: int
     pairs_in_model: int
@@ -227,7 +227,7 @@ def solve_priced_lp(ix: IndexSets, build, deadline: float, threads: int, bound_t
                     ) -> tuple[LinearModel, PricedLP | None]:
     """Column generation over the serving pairs; `build(ix)` builds the model
     (optimizer.formulation.build_model). Returns the model over the final pairs (ix.serve
-    is set to them) and its LP relaxation, or None if the LP had no optimum in time.
+    is set to them) and its LP relaxation (`x` None if the LP reached no optimum in time).
 
     One HiGHS instance grows round by round: priced-out pairs join as share columns (cost,
     demand_met and inference_capacity entries as in the formulation) with their linking
@@ -258,7 +258,9 @@ def solve_priced_lp(ix: IndexSets, build, deadline: float, threads: int, bound_t
         h.run()
         rounds += 1
         if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-            return lm, None
+            return lm, PricedLP(x=None, objective=None, full_lp_bound=None, converged=False, rounds=rounds,
+                                pairs_in_model=len(ix.serve), pairs_eligible=ix.eligible_pairs(),
+                                seconds=time.perf_counter() - started, build_s=build_s)
         solution = h.getSolution()
         objective = h.getInfo().objective_function_value
         x = np.asarray(solution.col_value)

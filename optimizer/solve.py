@@ -130,7 +130,7 @@ def solve(scenario: Scenario, options: SolveOptions | None = None) -> Plan:
         # too many pairs to build: candidates, priced in by the LP (optimizer.pairs)
         index_s = time.perf_counter() - started
         lm, priced = solve_priced_lp(ix, build_model, started + PRICING_SHARE * options.time_limit_s, options.threads)
-        build_time = index_s + (priced.build_s if priced else 0.0)
+        build_time = index_s + priced.build_s
     else:
         lm = build_model(ix)
         build_time = time.perf_counter() - started
@@ -141,8 +141,8 @@ def solve(scenario: Scenario, options: SolveOptions | None = None) -> Plan:
                              objective_usd_per_year=None, best_bound_usd_per_year=None, gap=None, build_time_s=build_time,
                              solve_time_s=0.0, options=asdict(options), model=lm.size())
         raise NoPlanFound(scenario, _plan(scenario, options, record, None, []))
-    relaxation = (priced.x, priced.objective) if priced else None
-    good_enough = priced.full_lp_bound * (1 + options.mip_gap) if priced else None
+    relaxation = (priced.x, priced.objective) if priced and priced.x is not None else None
+    good_enough = priced.full_lp_bound * (1 + options.mip_gap) if relaxation else None
     facts, x = run_backend(lm, ix, replace(options, time_limit_s=remaining_s), relaxation, good_enough)
     if len(ix.serve) < ix.eligible_pairs():
         facts = _against_full_bound(facts, priced, options.mip_gap)
@@ -159,16 +159,15 @@ def solve(scenario: Scenario, options: SolveOptions | None = None) -> Plan:
     return _plan(scenario, options, record, parts, [])
 
 
-def _against_full_bound(facts: dict, priced: PricedLP | None, mip_gap: float) -> dict:
+def _against_full_bound(facts: dict, priced: PricedLP, mip_gap: float) -> dict:
     """A MIP over candidate pairs proves nothing about the full model by its own bound; the
     full model's LP bound from pricing does. Status and gap are restated against it, and
     without it (pricing's first LP did not finish) there is no gap to state."""
-    if priced is not None:
-        facts = dict(facts, solve_time_s=facts["solve_time_s"] + priced.seconds - priced.build_s)
+    facts = dict(facts, solve_time_s=facts["solve_time_s"] + priced.seconds - priced.build_s)
     objective = facts["objective_usd_per_year"]
     if facts["status"] not in ("optimal", "feasible") or objective is None:
         return facts
-    if priced is None:
+    if priced.full_lp_bound is None:
         return dict(facts, best_bound_usd_per_year=None, gap=None, status="feasible",
                     termination=f"{facts['termination']}; no bound for the full model (pricing's LP did not finish)")
     bound = priced.full_lp_bound
