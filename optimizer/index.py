@@ -164,8 +164,8 @@ def build_index(scenario: Scenario, max_full_pairs: int = MAX_FULL_PAIRS) -> Ind
     more than `max_full_pairs` eligible serving pairs, `serve` starts from candidates."""
     cat = scenario.catalog
     forbidden = set(scenario.policies.forbidden_sites)
-    rtt = rtt_matrix_ms(scenario)
     dist = distance_matrix_km(scenario)
+    rtt = rtt_matrix_ms(scenario, dist)
     sites = {s.id: s for s in scenario.sites if s.id not in forbidden}
 
     ix = IndexSets(

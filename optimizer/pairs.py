@@ -65,11 +65,6 @@ def _unit_cost_usd_per_tok_s(ix: IndexSets) -> dict[str, np.ndarray]:
     return out
 
 
-def _transport_usd_per_tok_s(ix: IndexSets, rows: slice) -> np.ndarray:
-    rate = ix.scenario.economics.transport_usd_per_tok_s_1000km_year
-    return ix.distance_km[rows] / 1000.0 * rate
-
-
 def _demand(ix: IndexSets, w: str) -> np.ndarray:
     return np.array([r.demand_tok_s.get(w, 0.0) for r in ix.scenario.regions])
 
@@ -99,7 +94,7 @@ def candidate_mask(ix: IndexSets) -> dict[str, np.ndarray]:
         for a in range(0, n_regions, REGION_CHUNK):
             rows = slice(a, min(a + REGION_CHUNK, n_regions))
             ok = eligible[rows]
-            score = unit[w][None, :] + _transport_usd_per_tok_s(ix, rows)
+            score = unit[w][None, :] + transport_usd_per_year(1.0, ix.distance_km[rows], ix.scenario.economics)
             extra = _pair_cost_matrix(ix, w, rows)
             if extra is not None:
                 score = score + extra / np.maximum(demand[rows], 1e-12)[:, None]
