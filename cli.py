@@ -8,6 +8,7 @@ failed (bad input, error, crash, no plan in time; re-run the same command to ret
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Optional
 
@@ -17,6 +18,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from models import ScenarioError, export_default, load_scenario
+from models.outputs import OutputRefused
 from models.plan import Plan, read_plan
 from optimizer.backends import CAPABILITIES
 from optimizer.check import check_plan_folder
@@ -398,6 +400,24 @@ def data_export(folder: Path = typer.Argument(..., help="A new folder to write t
     except ScenarioError as exc:
         _bad_input(exc)
     console.print(f"Default scenario written to [bold]{folder}[/]; edit it, then run `dcplace solve {path}`.")
+
+
+def _friendly(command):
+    """Errors every command can meet, as a message and an exit code instead of a traceback."""
+
+    @functools.wraps(command)
+    def run(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except OutputRefused as exc:
+            err.print(f"[red]Refused to write[/] {escape(str(exc.path))}: {escape(exc.message)}\nFix: {escape(exc.fix)}")
+            raise typer.Exit(EXIT_BAD_INPUT)
+
+    return run
+
+
+for _command in app.registered_commands + data_app.registered_commands:
+    _command.callback = _friendly(_command.callback)
 
 
 def main() -> None:

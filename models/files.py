@@ -25,6 +25,7 @@ import difflib
 import hashlib
 import json
 import math
+import os
 import shutil
 from importlib import resources
 from pathlib import Path
@@ -35,6 +36,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from models.errors import InputProblem, ProblemLog, ScenarioError
+from models.outputs import check_new_folder, new_stage
 from models.overrides import Override, OverrideError, apply_to_rows, apply_to_section, parse_override
 from models.records import (
     Catalog,
@@ -658,14 +660,17 @@ def _cross_check(spec: ScenarioFile, label: str, catalog: Catalog, sites, jobs, 
 def export_default(folder: str | Path) -> Path:
     """Copy the embedded default scenario and catalog, with their sources, to `folder` as
     editable files (the scenario YAML gains `catalog: catalog`). Returns the YAML path."""
-    folder = Path(folder)
-    if folder.exists() and any(folder.iterdir()):
-        raise ScenarioError([InputProblem(str(folder), None, None, "exists and is not empty.", "choose a new folder.")])
-    shutil.copytree(default_scenario_path().parent, folder, dirs_exist_ok=True)
-    shutil.copytree(default_catalog_dir(), folder / "catalog", ignore=shutil.ignore_patterns("__pycache__"))
-    yaml_path = folder / "scenario.yaml"
-    yaml_path.write_text(yaml_path.read_text() + "catalog: catalog\n")
-    return yaml_path
+    folder = check_new_folder(folder)
+    stage = new_stage(folder)  # written whole, then renamed into place: a killed export leaves nothing
+    try:
+        shutil.copytree(default_scenario_path().parent, stage, dirs_exist_ok=True)
+        shutil.copytree(default_catalog_dir(), stage / "catalog", ignore=shutil.ignore_patterns("__pycache__"))
+        yaml_path = stage / "scenario.yaml"
+        yaml_path.write_text(yaml_path.read_text() + "catalog: catalog\n")
+        os.rename(stage, folder)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    return folder / "scenario.yaml"
 
 
 def _cell(value: Any) -> Any:

@@ -2,16 +2,13 @@
 
 A plan folder (docs/plan-format.md) holds plan.json (this record), sites.csv,
 assignments.csv, jobs.csv, and inputs/ (the resolved scenario as loadable files plus
-provenance.json). Folders are written atomically: everything goes to a temporary sibling
-that is renamed into place only when complete.
+provenance.json). Folders are written whole or not at all, and replace only a plan folder
+dcplace wrote (models.outputs).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any, Callable, Literal
 
@@ -19,6 +16,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
 from models.files import write_scenario
+from models.outputs import check_destination, staged_folder
 from models.records import Scenario
 
 PLAN_FORMAT_VERSION = 1
@@ -141,15 +139,13 @@ def _site_rows(plan: Plan) -> pd.DataFrame:
 
 
 def write_plan_folder(plan: Plan, scenario: Scenario, out_dir: str | Path, verify: Callable[[Path], None] | None = None) -> Path:
-    """Write the plan folder atomically; an existing folder is replaced only on success.
+    """Write the plan folder whole or not at all; it replaces only a plan folder dcplace
+    wrote (models.outputs: anything else raises OutputRefused before any work).
 
-    `verify(tmp_folder)` runs on the complete folder before it is moved into place; if it
+    `verify(staged_folder)` runs on the complete folder before it is moved into place; if it
     raises, nothing is left behind.
     """
-    out_dir = Path(out_dir).resolve()
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".tmp", dir=out_dir.parent))
-    try:
+    with staged_folder(out_dir, "plan") as tmp:
         (tmp / "plan.json").write_text(plan.model_dump_json(indent=2))
         _site_rows(plan).to_csv(tmp / "sites.csv", index=False)
         pd.DataFrame([a.model_dump() for a in plan.assignments], columns=list(Assignment.model_fields)).to_csv(
@@ -160,22 +156,7 @@ def write_plan_folder(plan: Plan, scenario: Scenario, out_dir: str | Path, verif
         (tmp / "inputs" / "provenance.json").write_text(json.dumps(plan.provenance, indent=2, sort_keys=True))
         if verify is not None:
             verify(tmp)
-        _swap_into_place(tmp, out_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return out_dir
-
-
-def _swap_into_place(tmp: Path, out_dir: Path) -> None:
-    if not out_dir.exists():
-        os.rename(tmp, out_dir)
-        return
-    old = out_dir.with_name(f".{out_dir.name}.old")
-    shutil.rmtree(old, ignore_errors=True)
-    os.rename(out_dir, old)
-    os.rename(tmp, out_dir)
-    shutil.rmtree(old, ignore_errors=True)
+    return check_destination(out_dir, "plan")
 
 
 def read_plan(folder: str | Path) -> Plan:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import shutil
 import time
 import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -37,6 +36,7 @@ from typing import Any, Callable, Iterator
 import pandas as pd
 
 from models import ScenarioError, load_scenario
+from models.outputs import claim_folder, remove_stale_staging
 from models.plan import read_plan
 from models.sweep import Member, Sweep
 from optimizer.pipeline import PlanCheckFailed, solve_to_folder
@@ -198,11 +198,10 @@ def run_batch(
     on_progress: Callable[[Progress], None] | None = None,
 ) -> BatchResult:
     """Run every member of `sweep` into `out_dir`; see the module docstring."""
-    out_dir = Path(out_dir).resolve()
-    out_dir.mkdir(parents=True, exist_ok=True)
     options = batch_options(sweep)
+    out_dir = claim_folder(out_dir, "batch")
     with _exclusive(out_dir):
-        _remove_stale_staging(out_dir)
+        remove_stale_staging(out_dir)
         progress = Progress(total=len(sweep.members))
         results: dict[str, MemberResult] = {}
         runner = _run_dask if scheduler else _run_local
@@ -276,13 +275,6 @@ class _exclusive:
     def __exit__(self, *exc):
         fcntl.flock(self.handle, fcntl.LOCK_UN)
         self.handle.close()
-
-
-def _remove_stale_staging(out_dir: Path) -> None:
-    """Staging folders of a run that was killed (we hold the lock, so none is live)."""
-    for path in out_dir.iterdir():
-        if path.is_dir() and path.name.startswith(".") and (path.name.endswith(".tmp") or path.name.endswith(".old")):
-            shutil.rmtree(path, ignore_errors=True)
 
 
 def _write_index(out_dir: Path, sweep: Sweep, options: dict[str, Any], results: list[MemberResult]) -> None:

@@ -1,17 +1,20 @@
 """Sparse index sets, built once before any model exists.
 
-Only combinations that can be non-zero in some feasible plan become variables:
+Only combinations that can be non-zero in some feasible plan become variables. Two kinds
+of rule decide that, and they must not be confused:
 
-* serve (r, w, s): region r has class-w demand, rtt(r, s) <= budget(r, w), s is in r's
-  allowed countries and s can host some rack that serves w;
-* inference racks (s, k, c, w): cooling c is allowed at s, kw_per_rack(k) <= max_kw(c),
-  chip(k) serves w, one rack fits in the site's power, and some region can be served by s;
-* training racks (s, k, c, f) and placements (j, s, f, chip): chip eligible for j, fabric
-  tier >= j's minimum, the job's physical GPU count fits the fabric's largest cluster and
-  the site's power and floor, and s is in j's allowed countries;
-* fabrics dominated by another (tier, efficiency and largest cluster at least as high, an
-  annualized cost per GPU no higher) are dropped: any plan using one can switch to its
-  dominator at no extra cost, so the optimum is unchanged and the symmetry is gone.
+*Constraints enforced by pruning* (the model has no other row for them; the checker
+verifies each): cooling c allowed at s and kw_per_rack(k) <= max_kw(c) (density); serve
+(r, w, s) only where rtt(r, s) <= budget(r, w) and s is in r's allowed countries
+(latency, residency); a placement (j, s, f, x) only on an eligible chip x, a fabric of
+tier >= j's minimum whose largest cluster holds the job's physical GPUs, at a site in j's
+allowed countries; forbidden sites get no variables.
+
+*Pruning rules* drop variables that some optimal plan never needs. Each is switchable in
+`PruningRules` so that tests/test_pruning.py can solve small instances with and without
+it and find the same optimum; each one's proof of validity is in `PruningRules`' docstring
+and holds for every constraint the model can carry (power, floor, carbon cap, capex
+budget, site counts, forced sites, single purpose, max share).
 
 Serving pairs are decided in numpy: `eligible[w]` is a regions x sites boolean matrix of
 every pair the rules above allow, and `serve` lists the pairs the model is built over, all
@@ -22,6 +25,7 @@ scale path of optimizer.pairs). Round-trip times and distances are matrices too:
 Everything downstream (the linear model, extraction, the warm start) reads these lists
 and groupings; nothing rebuilds them.
 """
+
 
 from __future__ import annotations
 
@@ -140,11 +144,50 @@ class IndexSets:
 MAX_FULL_PAIRS = 60_000  # above this many eligible (region, class, site) pairs the model starts from candidates
 
 
+@dataclass(frozen=True)
+class PruningRules:
+    """Rules that drop variables no optimal plan needs; each can be switched off.
+
+    * `dominated_fabrics`: fabric g is dropped when another fabric f has tier, training
+      efficiency and largest cluster at least g's, and costs no more per GPU both up front
+      (`cost_usd_per_gpu`, what the capex budget counts) and per year (cost x CRF(life), what
+      the objective counts); among equals the lower id survives. Proof: take any plan that
+      puts a job on g; move the job and g's racks at that site to f, rack for rack. The
+      racks' GPUs, kW, floor, energy, emissions, chips and cooling are unchanged, so power,
+      floor, carbon cap, site counts, single purpose and every non-fabric cost are too; the
+      fabric's annual cost and its upfront capex do not rise, so the objective and the capex
+      budget hold; capacity eff(f) x racks >= eff(g) x racks, the tier is still >= the job's
+      minimum and the job's physical GPUs (which fall as efficiency rises) still fit f's
+      largest cluster. The moved plan is feasible and no dearer, so an optimum without g
+      exists. (Comparing only the annual cost, as before, was wrong: a fabric dearer per
+      year but cheaper up front can be the only one a capex budget admits.)
+    * `job_fits_site`: placement (j, s, f, x) is dropped when even the LP relaxation of the
+      site's floor and power, filled with nothing but x's racks in every allowed cooling,
+      holds fewer physical GPUs than the job needs (`most_per_site`). Proof: any feasible
+      plan's x racks at s satisfy the site's floor and power rows, so they are a feasible
+      point of that LP and hold at most its optimum; other racks at s only reduce what is
+      left. (One rack configuration alone is not a valid bound: when floor and power both
+      bind, a mix of sparse and dense racks holds more GPUs than either.)
+    * `idle_inference_racks`: inference racks of class w at s are dropped when no region
+      can be served by s for w. Proof: such racks appear in no capacity row that has
+      demand, and every cost is >= 0, so setting them to zero keeps a plan feasible (it
+      only lowers power, floor, emissions and capex) and no dearer.
+    """
+
+    dominated_fabrics: bool = True
+    job_fits_site: bool = True
+    idle_inference_racks: bool = True
+
+    @classmethod
+    def none(cls) -> "PruningRules":
+        return cls(dominated_fabrics=False, job_fits_site=False, idle_inference_racks=False)
+
+
 def undominated_fabrics(fabrics: dict[str, Fabric], rate: float) -> set[str]:
-    """Fabrics no other fabric dominates (ties broken by id, so one of equals survives)."""
+    """Fabrics no other fabric dominates (PruningRules.dominated_fabrics; ties broken by id)."""
 
     def key(f: Fabric) -> tuple:
-        return (f.tier, f.training_efficiency, f.max_cluster_gpus, -f.cost_usd_per_gpu * crf(rate, f.life_years))
+        return (f.tier, f.training_efficiency, f.max_cluster_gpus, -f.cost_usd_per_gpu * crf(rate, f.life_years), -f.cost_usd_per_gpu)
 
     def dominates(a: Fabric, b: Fabric) -> bool:
         ka, kb = key(a), key(b)
@@ -153,13 +196,35 @@ def undominated_fabrics(fabrics: dict[str, Fabric], rate: float) -> set[str]:
     return {f.id for f in fabrics.values() if not any(dominates(g, f) for g in fabrics.values() if g.id != f.id)}
 
 
+def most_per_site(options: list[tuple[float, float]], floor_racks: float, power_kw: float) -> float:
+    """max sum_i value_i * x_i  s.t.  sum_i x_i <= floor_racks, sum_i facility_kw_i * x_i <= power_kw, x >= 0.
+
+    `options` are (value per rack, facility kW per rack). This LP has two rows, so an
+    optimal vertex has at most two racks types non-zero: enumerating every single option
+    (at the tighter of its two limits) and every pair with both rows tight is exact. It is
+    an upper bound on any integer mix, which is what a pruning rule may use.
+    """
+    best = 0.0
+    for value, kw in options:
+        best = max(best, value * min(floor_racks, power_kw / kw))
+    for i, (v1, p1) in enumerate(options):
+        for v2, p2 in options[i + 1:]:
+            if abs(p1 - p2) < 1e-12:
+                continue
+            x1 = (power_kw - p2 * floor_racks) / (p1 - p2)
+            x2 = floor_racks - x1
+            if x1 >= -1e-12 and x2 >= -1e-12:
+                best = max(best, v1 * x1 + v2 * x2)
+    return best
+
+
 def _racks_that_fit(site: Site, rack: RackConfig, cooling: Cooling) -> int:
     """Most racks of this config a site could hold in a zone of this cooling (floor and power)."""
     by_power = math.floor(site.power_limit_kw / (rack.kw_per_rack * site.pue(cooling)) + 1e-9)
     return max(0, min(site.floor_racks, by_power))
 
 
-def build_index(scenario: Scenario, max_full_pairs: int = MAX_FULL_PAIRS) -> IndexSets:
+def build_index(scenario: Scenario, max_full_pairs: int = MAX_FULL_PAIRS, pruning: PruningRules = PruningRules()) -> IndexSets:
     """Prune every variable that cannot be non-zero, and precompute its coefficients. With
     more than `max_full_pairs` eligible serving pairs, `serve` starts from candidates."""
     cat = scenario.catalog
@@ -210,7 +275,7 @@ def build_index(scenario: Scenario, max_full_pairs: int = MAX_FULL_PAIRS) -> Ind
     for s, site in sites.items():
         for k, c, limit in holdable[s]:
             for w in ix.workloads:
-                if (k, w) in ix.tok_s_per_rack and (s, w) in served_at:
+                if (k, w) in ix.tok_s_per_rack and ((s, w) in served_at or not pruning.idle_inference_racks):
                     ix.inf_racks.append((s, k, c, w))
                     ix.inf_econ[s, k, c, w] = rack_economics(
                         site, ix.racks[k], ix.chips[ix.racks[k].chip], ix.cooling[c], ix.workloads[w].load_factor, econ
@@ -218,7 +283,14 @@ def build_index(scenario: Scenario, max_full_pairs: int = MAX_FULL_PAIRS) -> Ind
 
     # training: placements first, then only the rack options some placement can use
     training_chips = {c for c, chip in ix.chips.items() if chip.h100_equiv > 0}
-    fabrics = undominated_fabrics(ix.fabrics, econ.discount_rate)
+    fabrics = undominated_fabrics(ix.fabrics, econ.discount_rate) if pruning.dominated_fabrics else set(ix.fabrics)
+    most_gpus = {
+        (s, chip): most_per_site(
+            [(ix.racks[k].gpus_per_rack, ix.racks[k].kw_per_rack * site.pue(ix.cooling[c])) for k, c, _ in holdable[s] if ix.racks[k].chip == chip],
+            site.floor_racks, site.power_limit_kw,
+        )
+        for s, site in sites.items() for chip in training_chips
+    }
     for j, job in ix.jobs.items():
         chips = [c for c in (job.eligible_chips or sorted(training_chips)) if c in training_chips]
         for s, site in sites.items():
@@ -231,8 +303,7 @@ def build_index(scenario: Scenario, max_full_pairs: int = MAX_FULL_PAIRS) -> Ind
                     gpus_needed = job.gpus_h100_equiv / (fabric.training_efficiency * ix.chips[chip].h100_equiv)
                     if gpus_needed > fabric.max_cluster_gpus:
                         continue
-                    most = max((lim * ix.racks[k].gpus_per_rack for k, c, lim in holdable[s] if ix.racks[k].chip == chip), default=0)
-                    if most >= gpus_needed - 1e-9:
+                    if not pruning.job_fits_site or most_gpus[s, chip] >= gpus_needed * (1 - 1e-9):
                         ix.place.append((j, s, f, chip))
     used = {(s, f, chip) for (_, s, f, chip) in ix.place}
     for s, site in sites.items():

@@ -223,9 +223,11 @@ _scheduler_threads: int | None = None
 
 def use_threads(threads: int) -> None:
     """HiGHS sizes its task scheduler once per process thread and then rejects any other
-    `threads` value (HiGHS issue #715, HiGHS.jl #130); reset it when the count changes."""
+    `threads` value (HiGHS issue #715, HiGHS.jl #130); reset it when the count changes, and
+    on first use, since a notebook may already have run highspy with its default count (the
+    solve then ended with status 'Not Set' and no plan)."""
     global _scheduler_threads
-    if _scheduler_threads is not None and _scheduler_threads != threads:
+    if _scheduler_threads != threads:
         highspy.Highs.resetGlobalScheduler(True)
     _scheduler_threads = threads
 

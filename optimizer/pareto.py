@@ -26,6 +26,7 @@ import pandas as pd
 
 from models import Scenario, load_scenario
 from models.plan import read_plan
+from models.outputs import claim_folder
 from models.sweep import Member, Sweep
 from optimizer.batch import Progress, run_batch
 
@@ -72,7 +73,7 @@ def trace_pareto(
     if not loaded.source_path:
         raise ValueError("the points are solved from the scenario's file: give a scenario loaded from a YAML file (write_scenario one made in memory)")
     base_path = Path(loaded.source_path)
-    runs = Path(out_dir) / "points"
+    runs = claim_folder(out_dir, "pareto") / "points"
 
     def solve_members(members: list[Member]):
         sweep = Sweep(f"pareto-{tradeoff}", base_path, members, dict(options or {}))

@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from models import Scenario, load_scenario
+from models.outputs import check_destination
 from models.plan import Plan, write_plan_folder
 from optimizer.check import CheckReport, check_plan_folder
 from optimizer.solve import InfeasibleScenario, SolveOptions, solve
@@ -30,6 +31,7 @@ def solve_to_folder(
     scenario: Scenario | str | Path | None, out_dir: str | Path, options: SolveOptions | None = None
 ) -> tuple[Plan, CheckReport]:
     """Solve `scenario` (a Scenario, a YAML path, or None for the embedded default) into `out_dir`."""
+    check_destination(out_dir, "plan")  # refuse a folder dcplace did not write before any work, not after
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
     try:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from models import InputProblem, Scenario, ScenarioError
-from optimizer.index import MAX_FULL_PAIRS, IndexSets, build_index
+from optimizer.index import MAX_FULL_PAIRS, IndexSets, PruningRules, build_index, most_per_site
 
 
 def _row(scenario: Scenario, table: str, position: int) -> int | None:
@@ -99,7 +99,12 @@ def unplaceable_jobs(ix: IndexSets) -> list[InputProblem]:
 
 
 def capacity_shortfall(ix: IndexSets) -> list[InputProblem]:
-    """Total class-w demand beyond what every site could serve if it did nothing else."""
+    """Total class-w demand beyond what every site could serve if it did nothing else.
+
+    Each site's most is the LP bound of its floor and power filled with any mix of its
+    class-w racks (index.most_per_site): a mix of sparse and dense racks can serve more
+    than the best single configuration when both limits bind, so that would not be a bound.
+    """
     out = []
     inf_by_sw = ix.group("inf_by_sw")
     for w, workload in ix.workloads.items():
@@ -107,7 +112,10 @@ def capacity_shortfall(ix: IndexSets) -> list[InputProblem]:
         if demand <= 0:
             continue
         possible = sum(
-            max((ix.rack_limit[s, k, c] * ix.tok_s_per_rack[k, w] for k, c in inf_by_sw.get((s, w), [])), default=0.0)
+            most_per_site(
+                [(ix.tok_s_per_rack[k, w], ix.racks[k].kw_per_rack * ix.sites[s].pue(ix.cooling[c])) for k, c in inf_by_sw.get((s, w), [])],
+                ix.sites[s].floor_racks, ix.sites[s].power_limit_kw,
+            )
             for s in ix.sites
         )
         if demand > possible * (1 + 1e-9):
@@ -115,7 +123,7 @@ def capacity_shortfall(ix: IndexSets) -> list[InputProblem]:
                 InputProblem(
                     ix.scenario.files.get("regions", "regions"), None, f"demand_{w}_tok_s",
                     f"total '{w}' demand is {demand:,.0f} tok/s but all reachable sites together could serve at most "
-                    f"{possible:,.0f} tok/s (every site filled with its best rack for '{w}').",
+                    f"{possible:,.0f} tok/s (every site's floor and power filled with its racks for '{w}').",
                     "lower demand, add sites or power, or raise inference_target_utilization.",
                 )
             )
@@ -130,9 +138,9 @@ def precheck(ix: IndexSets) -> list[InputProblem]:
     return [problem for check in CHECKS for problem in check(ix)]
 
 
-def checked_index(scenario: Scenario, max_full_pairs: int = MAX_FULL_PAIRS) -> IndexSets:
+def checked_index(scenario: Scenario, max_full_pairs: int = MAX_FULL_PAIRS, pruning: PruningRules = PruningRules()) -> IndexSets:
     """The scenario's index sets, or ScenarioError listing what cannot work (`dcplace validate`)."""
-    ix = build_index(scenario, max_full_pairs)
+    ix = build_index(scenario, max_full_pairs, pruning)
     problems = precheck(ix)
     if problems:
         raise ScenarioError(problems)

@@ -25,7 +25,7 @@ from optimizer.extract import extract
 from optimizer.formulation import build_model
 from optimizer.backends import CAPABILITIES, run_backend
 from optimizer.diagnose import diagnose
-from optimizer.index import MAX_FULL_PAIRS
+from optimizer.index import MAX_FULL_PAIRS, PruningRules
 from optimizer.pairs import PricedLP, solve_priced_lp
 from optimizer.precheck import checked_index
 
@@ -44,6 +44,7 @@ class SolveOptions:
     seed: int = 0
     warm_start: bool = True
     max_full_pairs: int = MAX_FULL_PAIRS  # above this many eligible serving pairs, candidates + pricing (optimizer.pairs)
+    pruning: PruningRules = PruningRules()  # switchable only to test that each rule keeps the optimum
 
     def __post_init__(self) -> None:
         if self.solver not in CAPABILITIES:
@@ -124,7 +125,7 @@ def solve(scenario: Scenario, options: SolveOptions | None = None) -> Plan:
     options = options or SolveOptions()
     started = time.perf_counter()
     deadline = started + options.time_limit_s
-    ix = checked_index(scenario, options.max_full_pairs)
+    ix = checked_index(scenario, options.max_full_pairs, options.pruning)
     priced = None
     if len(ix.serve) < ix.eligible_pairs():
         # too many pairs to build: candidates, priced in by the LP (optimizer.pairs)

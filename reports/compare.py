@@ -143,7 +143,7 @@ def save_comparison(plans: list[NamedPlan], out_dir: str | Path, baseline: str |
         cells["change"] = "—" if pd.isna(change) else f"{change:+,.2f} ({row['cost_change_share']:+.1%})"
         shown.append({**row, "cells": cells})
     page = render_html("compare.html.j2", rows=shown, baseline=baseline, kpis=KPIS, images=images)
-    with staged_files(out_dir) as stage:
+    with staged_files(out_dir, "compare") as stage:
         table.to_csv(stage.dir / "compare.csv", index=False)
         (stage.dir / "compare.html").write_text(page, encoding="utf-8")
     return stage.moved, table

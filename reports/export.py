@@ -28,7 +28,7 @@ def export_layers(layers: PlanLayers, out_dir: str | Path, fmt: str) -> list[Pat
     if fmt not in FORMATS:
         raise ValueError(f"unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}")
     frames = layers.layers()
-    with staged_files(out_dir) as stage:
+    with staged_files(out_dir, "export") as stage:
         if fmt == "gpkg":
             for name, frame in frames.items():
                 frame.to_file(stage.dir / "plan.gpkg", layer=name, driver="GPKG", engine="pyogrio")

@@ -172,6 +172,6 @@ def offline_html(fig: go.Figure, title: str) -> str:
 def save_html_map(layers: PlanLayers, out_dir: str | Path) -> list[Path]:
     """Write map.html into `out_dir`; returns its path in a list."""
     page = offline_html(plan_figure(layers), f"dcplace map — {layers.plan.scenario}")
-    with staged_files(out_dir) as stage:
+    with staged_files(out_dir, "report") as stage:
         (stage.dir / "map.html").write_text(page, encoding="utf-8")
     return stage.moved

@@ -49,7 +49,7 @@ def save_frontier(frontier: list[FrontierPoint], out_dir: str | Path, tradeoff: 
     try:
         image = figure_data_uri(fig)
         page = render_html("pareto.html.j2", title=title, image=image, points=frontier)
-        with staged_files(out_dir) as stage:
+        with staged_files(out_dir, "pareto") as stage:
             frontier_table(frontier).to_csv(stage.dir / "pareto.csv", index=False)
             fig.savefig(stage.dir / "pareto.png", dpi=150)
             (stage.dir / "pareto.html").write_text(page, encoding="utf-8")

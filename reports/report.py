@@ -193,7 +193,7 @@ def save_report(layers: PlanLayers, out_dir: str | Path, html: bool = True, pdf:
     category = cost_by_category_figure(layers.plan)
     by_site = cost_by_site_figure(layers.plan)
     try:
-        with staged_files(out_dir) as stage:
+        with staged_files(out_dir, "report") as stage:
             if html:
                 page = report_html(content, figure_data_uri(map_fig, "png", dpi=130), figure_data_uri(category), figure_data_uri(by_site))
                 (stage.dir / "report.html").write_text(page, encoding="utf-8")

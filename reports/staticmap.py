@@ -246,7 +246,7 @@ def save_static_map(layers: PlanLayers, out_dir: str | Path, png: bool = True, p
     """Write map.png (200 dpi) and/or map.pdf (vector) into `out_dir`; returns the paths."""
     drawn = draw_static_map(layers, extent=extent)
     try:
-        with staged_files(out_dir) as stage:
+        with staged_files(out_dir, "report") as stage:
             if png:
                 drawn.figure.savefig(stage.dir / "map.png", dpi=200)
             if pdf:

@@ -1,0 +1,213 @@
+"""Folders dcplace writes: claimed with a marker, staged beside their destination, moved
+into place whole. The one home of the rules that keep a user's files safe:
+
+* dcplace writes into a folder only if it does not exist, is empty, or holds the marker
+  file `.dcplace-folder.json` that dcplace wrote there, naming the same kind of output
+  (`plan`, `batch`, `report`, ...). Anything else — a scenario folder, a file, a folder of
+  notes — is refused with `OutputRefused`, which says what is there and how to proceed
+  (the CLI exits 2).
+* Everything is first written to a staging folder beside the destination, named
+  `.<name>.dcplace-<host>-<pid>-<token>.tmp`, and moved into place only when complete, so a
+  failed or killed run leaves the destination as it was.
+* A staging folder left by a killed run is removed by the next run that writes the same
+  destination, and only when its name says it was made on this host by a process that is
+  no longer alive. A destination caught mid-swap (its old copy renamed aside, the process
+  killed before the new one moved in) is restored from that copy.
+* Folders are made with os.mkdir, so they honour the umask like any other tool (a shared
+  server's colleagues can read plans when the umask lets them).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import socket
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterator
+
+MARKER = ".dcplace-folder.json"
+KINDS = ("plan", "batch", "report", "export", "compare", "pareto")
+_HOST = re.sub(r"[^A-Za-z0-9]", "", socket.gethostname())[:40] or "host"
+_STAGING = re.compile(r"^\.(?P<name>.+)\.dcplace-(?P<host>[A-Za-z0-9]+)-(?P<pid>\d+)-[0-9a-f]+\.(?P<what>tmp|old)$")
+
+
+class OutputRefused(Exception):
+    """dcplace will not write to `path`: `message` says what is there, `fix` how to proceed."""
+
+    def __init__(self, path: Path, message: str, fix: str):
+        self.path, self.message, self.fix = Path(path), message, fix
+        super().__init__(f"{path}: {message} Fix: {fix}")
+
+
+def read_marker(folder: Path) -> dict | None:
+    """The marker of a folder dcplace wrote, or None."""
+    try:
+        doc = json.loads((Path(folder) / MARKER).read_text())
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) and doc.get("kind") in KINDS else None
+
+
+def write_marker(folder: Path, kind: str) -> None:
+    from importlib import metadata
+
+    try:
+        version = metadata.version("dcplace")
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    doc = {"kind": kind, "written_by": f"dcplace {version}", "created_utc": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    (Path(folder) / MARKER).write_text(json.dumps(doc, indent=2) + "\n")
+
+
+def _not_under_a_file(out_dir: Path) -> None:
+    for parent in reversed(out_dir.parents):
+        if parent.exists() and not parent.is_dir():
+            raise OutputRefused(out_dir, f"lies under {parent}, which is a file, not a folder.", "choose an --out inside a folder.")
+
+
+def check_new_folder(folder: str | Path) -> Path:
+    """A folder that will become the user's (an exported scenario): it must be new or empty."""
+    folder = Path(os.path.abspath(folder))
+    _not_under_a_file(folder)
+    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+        what = "is a file" if not folder.is_dir() else "exists and is not empty"
+        raise OutputRefused(folder, f"{what}; it is written only as a new or empty folder.", "choose a new folder name.")
+    return folder
+
+
+def check_destination(out_dir: str | Path, kind: str) -> Path:
+    """The absolute destination, if dcplace may write a `kind` folder there; else OutputRefused."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown output kind {kind!r}")
+    out_dir = Path(os.path.abspath(out_dir))
+    _not_under_a_file(out_dir)
+    if out_dir.exists():
+        if not out_dir.is_dir():
+            raise OutputRefused(out_dir, "is a file; dcplace writes a folder there and will not replace a file it did not write.",
+                                "choose a new folder name for --out, or move the file away.")
+        marker = read_marker(out_dir)
+        if marker is None:
+            entries = sorted(p.name for p in out_dir.iterdir() if not _STAGING.match(p.name))
+            if entries:
+                shown = ", ".join(entries[:4]) + (f" and {len(entries) - 4} more" if len(entries) > 4 else "")
+                raise OutputRefused(
+                    out_dir, f"already holds files dcplace did not write ({shown}); dcplace only replaces folders it wrote "
+                    f"(they hold {MARKER}).", "choose a new or empty folder for --out.")
+        elif marker["kind"] != kind:
+            raise OutputRefused(out_dir, f"is a {marker['kind']} folder written by dcplace, not a {kind} folder.",
+                                f"choose another folder for the {kind}.")
+    existing = next(p for p in [out_dir, *out_dir.parents] if p.exists())
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise OutputRefused(out_dir, f"cannot be written: {existing} is not writable by this user.", "choose a folder you can write to.")
+    return out_dir
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_staging(parent: Path, name: str | None = None) -> list[Path]:
+    """Remove staging folders in `parent` (of destination `name`, or of any) that a dead
+    process of this host left; restore a destination caught mid-swap. Returns what went."""
+    removed = []
+    try:
+        entries = list(Path(parent).iterdir())
+    except OSError:
+        return removed
+    for path in sorted(entries, key=lambda p: p.name.endswith(".tmp")):  # .old first: restore before cleaning
+        m = _STAGING.match(path.name)
+        if not m or (name is not None and m["name"] != name) or m["host"] != _HOST or _alive(int(m["pid"])):
+            continue
+        destination = path.with_name(m["name"])
+        if m["what"] == "old" and not destination.exists():
+            os.rename(path, destination)  # killed between the two renames of a swap: the old folder comes back
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(path)
+    return removed
+
+
+def _sibling(out_dir: Path, what: str) -> Path:
+    return out_dir.with_name(f".{out_dir.name}.dcplace-{_HOST}-{os.getpid()}-{secrets.token_hex(4)}.{what}")
+
+
+def new_stage(out_dir: Path) -> Path:
+    """A fresh staging folder beside `out_dir` (made with the umask, like any folder)."""
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_staging(out_dir.parent, out_dir.name)
+    stage = _sibling(out_dir, "tmp")
+    os.mkdir(stage)
+    return stage
+
+
+@contextmanager
+def staged_folder(out_dir: str | Path, kind: str) -> Iterator[Path]:
+    """Write a whole `kind` folder into the yielded stage; on success it replaces `out_dir`
+    (only a folder of the same kind that dcplace wrote, checked before and after)."""
+    out_dir = check_destination(out_dir, kind)
+    stage = new_stage(out_dir)
+    try:
+        yield stage
+        write_marker(stage, kind)
+        check_destination(out_dir, kind)  # the destination may have changed while we worked
+        if out_dir.exists():
+            old = _sibling(out_dir, "old")
+            os.rename(out_dir, old)
+            os.rename(stage, out_dir)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.rename(stage, out_dir)
+    finally:
+        if stage.exists():
+            shutil.rmtree(stage, ignore_errors=True)
+
+
+@dataclass
+class Stage:
+    """A staging folder (`dir`); `moved` lists the files once placed in the destination."""
+
+    dir: Path
+    moved: list[Path] = field(default_factory=list)
+
+
+@contextmanager
+def staged_files(out_dir: str | Path, kind: str) -> Iterator[Stage]:
+    """Write files into the yielded stage; on success each moves into `out_dir` (created, or a
+    `kind` folder dcplace wrote) with os.replace, so a reader sees the old file or the new one."""
+    out_dir = check_destination(out_dir, kind)
+    stage = Stage(new_stage(out_dir))
+    try:
+        yield stage
+        check_destination(out_dir, kind)
+        out_dir.mkdir(exist_ok=True)
+        if read_marker(out_dir) is None:
+            write_marker(out_dir, kind)
+        for path in sorted(stage.dir.iterdir()):
+            os.replace(path, out_dir / path.name)
+            stage.moved.append(out_dir / path.name)
+    finally:
+        shutil.rmtree(stage.dir, ignore_errors=True)
+
+
+def claim_folder(out_dir: str | Path, kind: str) -> Path:
+    """Create (or reuse) a `kind` folder that several writes will fill over time (a batch)."""
+    out_dir = check_destination(out_dir, kind)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if read_marker(out_dir) is None:
+        write_marker(out_dir, kind)
+    return out_dir
+
+
+__all__ = ["OutputRefused", "MARKER", "check_destination", "check_new_folder", "staged_folder", "staged_files", "Stage", "claim_folder", "remove_stale_staging"]
