@@ -17,15 +17,15 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from models import ScenarioError, export_default, load_scenario
-from models.outputs import OutputRefused
-from models.plan import Plan, read_plan
-from optimizer.backends import CAPABILITIES
-from optimizer.check import check_plan_folder
-from optimizer.index import MAX_FULL_PAIRS
-from optimizer.pipeline import PlanCheckFailed, solve_to_folder
-from optimizer.precheck import checked_index
-from optimizer.solve import InfeasibleScenario, NoPlanFound, SolveOptions
+from dcplace.models import ScenarioError, export_default, load_scenario
+from dcplace.models.outputs import OutputRefused
+from dcplace.models.plan import Plan, read_plan
+from dcplace.optimizer.solvers.backends import CAPABILITIES
+from dcplace.optimizer.check import check_plan_folder
+from dcplace.optimizer.model.index import MAX_FULL_PAIRS
+from dcplace.optimizer.solving.pipeline import PlanCheckFailed, solve_to_folder
+from dcplace.optimizer.solving.precheck import checked_index
+from dcplace.optimizer.solving.solve import InfeasibleScenario, NoPlanFound, SolveOptions
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Placement engine for AI infrastructure.")
 console = Console()
@@ -191,7 +191,7 @@ def check(folder: Path = typer.Argument(..., help="A plan folder written by `dcp
 
 def _plan_layers(folder: Path):
     """The plan folder's layers for a report command, or a clear message and exit code."""
-    from reports import NoPlanToReport, NotAPlanFolder, load_plan_layers  # matplotlib/plotly load only when asked
+    from dcplace.reports import NoPlanToReport, NotAPlanFolder, load_plan_layers  # matplotlib/plotly load only when asked
 
     try:
         return load_plan_layers(folder)
@@ -218,7 +218,7 @@ def export(
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Folder for the layers; default FOLDER/export."),
 ) -> None:
     """Write sites, regions and assignment lines as GIS layers (EPSG:4326)."""
-    from reports import FORMATS, export_layers
+    from dcplace.reports import FORMATS, export_layers
 
     if fmt not in FORMATS:
         err.print(f"[red]Unknown format {fmt!r}.[/] Fix: --format one of {', '.join(FORMATS)}.")
@@ -238,7 +238,7 @@ def map_(
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Folder for the maps; default FOLDER/report."),
 ) -> None:
     """Draw the plan on a map: PNG/PDF (equal-area, labelled) and/or interactive HTML. No flag: all three."""
-    from reports import save_html_map, save_static_map
+    from dcplace.reports import save_html_map, save_static_map
 
     if extent not in ("auto", "world"):
         err.print(f"[red]Unknown extent {extent!r}.[/] Fix: --extent auto or --extent world.")
@@ -260,7 +260,7 @@ def report(
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Folder for report.html and report.pdf; default FOLDER/report."),
 ) -> None:
     """Executive report (HTML and PDF): KPIs, map, cost by category and site, sites, solver, provenance."""
-    from reports import save_report
+    from dcplace.reports import save_report
 
     layers = _plan_layers(folder)
     console.print("Report written:")
@@ -277,8 +277,8 @@ def batch(
     """Solve every scenario of a sweep, each into its own plan folder; re-run to resume."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from models.sweep import load_sweep
-    from optimizer.batch import BatchBusy, batch_options, run_batch
+    from dcplace.models.sweep import load_sweep
+    from dcplace.optimizer.studies.batch import BatchBusy, batch_options, run_batch
 
     try:
         sweep = load_sweep(sweep_file)
@@ -324,8 +324,8 @@ def compare(
     out: Path = typer.Option(Path("compare"), "--out", "-o", help="Folder for compare.csv and compare.html."),
 ) -> None:
     """KPIs of several plans against a baseline, which sites open or close, and charts."""
-    from reports import NotAPlanFolder
-    from reports.compare import collect_plans, save_comparison
+    from dcplace.reports import NotAPlanFolder
+    from dcplace.reports.compare import collect_plans, save_comparison
 
     try:
         plans = collect_plans(folders)
@@ -359,8 +359,8 @@ def pareto(
     gap: float = typer.Option(5e-3, "--gap", help="Relative MIP gap per point."),
 ) -> None:
     """Trace annual cost against emissions or mean latency and draw the frontier."""
-    from optimizer.pareto import NoFrontier, TRADEOFFS, trace_pareto
-    from reports.pareto import save_frontier
+    from dcplace.optimizer.studies.pareto import NoFrontier, TRADEOFFS, trace_pareto
+    from dcplace.reports.pareto import save_frontier
 
     if tradeoff not in TRADEOFFS or points < 2 or workers < 1:
         err.print(f"[red]Bad option.[/] Fix: --tradeoff one of {', '.join(TRADEOFFS)}, --points >= 2, --workers >= 1.")

@@ -21,10 +21,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.results import replace_section  # noqa: E402
 from benchmarks.run import _machine, _versions  # noqa: E402
-from models import write_scenario  # noqa: E402
-from models.sweep import grid_members, Sweep  # noqa: E402
-from models.synthetic import synthetic_scenario  # noqa: E402
-from optimizer.batch import run_batch  # noqa: E402
+from dcplace.models import write_scenario  # noqa: E402
+from dcplace.models.sweep import grid_members, Sweep  # noqa: E402
+from dcplace.models.synthetic import synthetic_scenario  # noqa: E402
+from dcplace.optimizer.studies.batch import run_batch  # noqa: E402
 
 
 def measure(members: int, n_sites: int, n_regions: int, worker_counts: list[int]) -> list[dict]:

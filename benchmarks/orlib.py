@@ -21,7 +21,7 @@ from pathlib import Path
 import highspy
 import numpy as np
 
-from models import (
+from dcplace.models import (
     Catalog,
     Chip,
     Cooling,
@@ -35,7 +35,7 @@ from models import (
     Throughput,
     Workload,
 )
-from models.files import scenario_hash
+from dcplace.models.files import scenario_hash
 
 CAPACITIES = {"capa": (8000, 10000, 12000, 14000), "capb": (5000, 6000, 7000, 8000), "capc": (5000, 5750, 6500, 7250)}
 

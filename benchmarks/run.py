@@ -39,7 +39,7 @@ BUILD_GRACE_S = 300  # a scale's process is stopped this long after its time lim
 
 
 def run_orlib(names: list[str] | None, time_limit_s: float) -> list[dict]:
-    from optimizer import NoPlanFound, SolveOptions, solve
+    from dcplace.optimizer import NoPlanFound, SolveOptions, solve
 
     published = optima()
     rows = []
@@ -65,10 +65,10 @@ def run_orlib(names: list[str] | None, time_limit_s: float) -> list[dict]:
 
 def one_scale(n_sites: int, n_regions: int, time_limit_s: float) -> dict:
     """Solve one synthetic scale; runs in a child process (see --one-scale)."""
-    from models.plan import write_plan_folder
-    from models.synthetic import synthetic_scenario
-    from optimizer import NoPlanFound, SolveOptions, solve
-    from optimizer.check import check_plan_folder
+    from dcplace.models.plan import write_plan_folder
+    from dcplace.models.synthetic import synthetic_scenario
+    from dcplace.optimizer import NoPlanFound, SolveOptions, solve
+    from dcplace.optimizer.check import check_plan_folder
 
     scenario = synthetic_scenario(SEED, n_sites, n_regions, N_JOBS, box_deg=(25.0, 45.0))
     started = time.perf_counter()

@@ -1,8 +1,8 @@
 """The domain: validated records, the scenario file format, and the plan."""
 
-from models.errors import InputProblem, ScenarioError
-from models.files import default_scenario_path, export_default, load_scenario, write_scenario
-from models.records import (
+from dcplace.models.errors import InputProblem, ScenarioError
+from dcplace.models.files import default_scenario_path, export_default, load_scenario, write_scenario
+from dcplace.models.records import (
     Catalog,
     Chip,
     Cooling,

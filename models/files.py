@@ -35,10 +35,10 @@ import pandas as pd
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from models.errors import InputProblem, ProblemLog, ScenarioError
-from models.outputs import check_new_folder, new_stage
-from models.overrides import Override, OverrideError, apply_to_rows, apply_to_section, parse_override
-from models.records import (
+from dcplace.models.errors import InputProblem, ProblemLog, ScenarioError
+from dcplace.models.outputs import check_new_folder, new_stage
+from dcplace.models.overrides import Override, OverrideError, apply_to_rows, apply_to_section, parse_override
+from dcplace.models.records import (
     Catalog,
     Chip,
     Cooling,
@@ -98,11 +98,11 @@ class ScenarioFile(BaseModel):
 
 def default_scenario_path() -> Path:
     """The embedded default scenario shipped in the `data` package."""
-    return Path(str(resources.files("data") / "default" / "scenario.yaml"))
+    return Path(str(resources.files("dcplace.data") / "default" / "scenario.yaml"))
 
 
 def default_catalog_dir() -> Path:
-    return Path(str(resources.files("data") / "catalog"))
+    return Path(str(resources.files("dcplace.data") / "catalog"))
 
 
 # ------------------------------------------------------------------------- reading

@@ -15,9 +15,9 @@ from typing import Any, Callable, Literal
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
-from models.files import write_scenario
-from models.outputs import check_destination, staged_folder
-from models.records import Scenario
+from dcplace.models.files import write_scenario
+from dcplace.models.outputs import check_destination, staged_folder
+from dcplace.models.records import Scenario
 
 PLAN_FORMAT_VERSION = 1
 

@@ -29,9 +29,9 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from models.errors import InputProblem, ScenarioError
-from models.files import default_scenario_path
-from models.overrides import OverrideError, parse_override
+from dcplace.models.errors import InputProblem, ScenarioError
+from dcplace.models.files import default_scenario_path
+from dcplace.models.overrides import OverrideError, parse_override
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=,+-]+")
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import random
 
-from models.files import default_scenario_path, load_scenario, scenario_hash
-from models.records import Catalog, Policies, Region, Scenario, Site, TrainingJob
+from dcplace.models.files import default_scenario_path, load_scenario, scenario_hash
+from dcplace.models.records import Catalog, Policies, Region, Scenario, Site, TrainingJob
 
 
 def synthetic_scenario(

@@ -10,11 +10,11 @@ a plan. Each output is one call, the same one the CLI makes:
     save_report(layers, "plan/report")
 """
 
-from reports.export import FORMATS, export_layers, read_layer
-from reports.htmlmap import save_html_map
-from reports.layers import NoPlanToReport, NotAPlanFolder, PlanLayers, load_plan_layers
-from reports.report import save_report
-from reports.staticmap import save_static_map
+from dcplace.reports.export import FORMATS, export_layers, read_layer
+from dcplace.reports.htmlmap import save_html_map
+from dcplace.reports.layers import NoPlanToReport, NotAPlanFolder, PlanLayers, load_plan_layers
+from dcplace.reports.report import save_report
+from dcplace.reports.staticmap import save_static_map
 
 __all__ = [
     "FORMATS", "NoPlanToReport", "NotAPlanFolder", "PlanLayers", "export_layers", "load_plan_layers", "read_layer",

@@ -13,8 +13,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from models.plan import Plan  # noqa: E402
-from reports.style import CATEGORY_COLOURS, category_label, money  # noqa: E402
+from dcplace.models.plan import Plan  # noqa: E402
+from dcplace.reports.style import CATEGORY_COLOURS, category_label, money  # noqa: E402
 
 TOP_SITES = 15
 

@@ -20,11 +20,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from models.plan import Plan, read_plan  # noqa: E402
-from reports.charts import figure_data_uri, stacked_cost_figure  # noqa: E402
-from reports.layers import NotAPlanFolder  # noqa: E402
-from reports.output import render_html, staged_files  # noqa: E402
-from reports.style import CATEGORY_COLOURS  # noqa: E402
+from dcplace.models.plan import Plan, read_plan  # noqa: E402
+from dcplace.reports.charts import figure_data_uri, stacked_cost_figure  # noqa: E402
+from dcplace.reports.layers import NotAPlanFolder  # noqa: E402
+from dcplace.reports.output import render_html, staged_files  # noqa: E402
+from dcplace.reports.style import CATEGORY_COLOURS  # noqa: E402
 
 KPIS = [  # (plan kpi key, column, scale, format)
     ("total_cost_usd_per_year", "cost_musd_per_year", 1e-6, "{:,.2f}"),

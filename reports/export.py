@@ -14,8 +14,8 @@ from pathlib import Path
 
 import geopandas as gpd
 
-from reports.layers import PlanLayers
-from reports.output import staged_files
+from dcplace.reports.layers import PlanLayers
+from dcplace.reports.output import staged_files
 
 FORMATS = ("geojson", "gpkg", "parquet", "csv")
 

@@ -17,9 +17,9 @@ import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from reports.layers import PlanLayers, plan_extent
-from reports.output import staged_files
-from reports.style import CLOSED_COLOUR, LAND_COLOUR, OCEAN_COLOUR, REGION_COLOUR, ROLE_COLOURS, geo_path, money, mw_text
+from dcplace.reports.layers import PlanLayers, plan_extent
+from dcplace.reports.output import staged_files
+from dcplace.reports.style import CLOSED_COLOUR, LAND_COLOUR, OCEAN_COLOUR, REGION_COLOUR, ROLE_COLOURS, geo_path, money, mw_text
 
 SITE_ROLES = ("training", "inference", "mixed", "idle")
 MAX_MARKER_PX = 46

@@ -15,9 +15,9 @@ import numpy as np
 import pandas as pd
 from shapely.geometry import LineString, Point
 
-from models import ScenarioError, load_scenario
-from models.plan import Plan, read_plan
-from models.records import Scenario
+from dcplace.models import ScenarioError, load_scenario
+from dcplace.models.plan import Plan, read_plan
+from dcplace.models.records import Scenario
 
 CRS = "EPSG:4326"
 ROLES = ("training", "inference", "mixed", "idle", "closed")

@@ -7,9 +7,9 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from models.outputs import Stage, staged_files
+from dcplace.models.outputs import Stage, staged_files
 
-_TEMPLATES = Environment(loader=PackageLoader("reports", "templates"), autoescape=select_autoescape(["html", "j2"]))
+_TEMPLATES = Environment(loader=PackageLoader("dcplace.reports", "templates"), autoescape=select_autoescape(["html", "j2"]))
 
 
 def render_html(template: str, **context: Any) -> str:

@@ -10,9 +10,9 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 
-from optimizer.pareto import FrontierPoint, frontier_table  # noqa: E402
-from reports.charts import figure_data_uri  # noqa: E402
-from reports.output import render_html, staged_files  # noqa: E402
+from dcplace.optimizer.studies.pareto import FrontierPoint, frontier_table  # noqa: E402
+from dcplace.reports.charts import figure_data_uri  # noqa: E402
+from dcplace.reports.output import render_html, staged_files  # noqa: E402
 
 AXES = {"carbon": ("emissions_t_per_year", 1e-3, "emissions, kt CO₂ per year"),
         "latency": ("mean_rtt_ms", 1.0, "demand-weighted mean RTT, ms")}

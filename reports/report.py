@@ -21,12 +21,12 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from models.plan import Plan  # noqa: E402
-from reports.charts import cost_by_category_figure, cost_by_site_figure, draw_cost_by_category, figure_data_uri  # noqa: E402
-from reports.layers import PlanLayers  # noqa: E402
-from reports.output import render_html, staged_files  # noqa: E402
-from reports.staticmap import draw_static_map  # noqa: E402
-from reports.style import ROLE_COLOURS, money, mw_text  # noqa: E402
+from dcplace.models.plan import Plan  # noqa: E402
+from dcplace.reports.charts import cost_by_category_figure, cost_by_site_figure, draw_cost_by_category, figure_data_uri  # noqa: E402
+from dcplace.reports.layers import PlanLayers  # noqa: E402
+from dcplace.reports.output import render_html, staged_files  # noqa: E402
+from dcplace.reports.staticmap import draw_static_map  # noqa: E402
+from dcplace.reports.style import ROLE_COLOURS, money, mw_text  # noqa: E402
 
 A4_LANDSCAPE_IN = (11.69, 8.27)
 SITE_ROWS_PER_PDF_PAGE = 24

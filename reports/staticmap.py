@@ -30,9 +30,9 @@ from matplotlib.transforms import Bbox  # noqa: E402
 from pyproj import CRS, Geod, Transformer  # noqa: E402
 from shapely.geometry import box  # noqa: E402
 
-from reports.layers import PlanLayers, plan_extent  # noqa: E402
-from reports.output import staged_files  # noqa: E402
-from reports.style import (  # noqa: E402
+from dcplace.reports.layers import PlanLayers, plan_extent  # noqa: E402
+from dcplace.reports.output import staged_files  # noqa: E402
+from dcplace.reports.style import (  # noqa: E402
     BORDER_COLOUR, CLOSED_COLOUR, LAND_COLOUR, OCEAN_COLOUR, REGION_COLOUR, ROLE_COLOURS, countries, money, mw_text,
 )
 

@@ -39,7 +39,7 @@ def category_label(category: str) -> str:
 
 def geo_path(name: str) -> Path:
     """A file of data/geo/ (shipped in the package, never downloaded)."""
-    return Path(str(resources.files("data") / "geo" / name))
+    return Path(str(resources.files("dcplace.data") / "geo" / name))
 
 
 @lru_cache(maxsize=1)

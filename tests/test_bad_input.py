@@ -8,11 +8,11 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from cli import app
+from dcplace.cli import app
 from helpers import job, make_scenario, region, site
-from models import ScenarioError, load_scenario
-from optimizer.index import build_index
-from optimizer.precheck import precheck
+from dcplace.models import ScenarioError, load_scenario
+from dcplace.optimizer.model.index import build_index
+from dcplace.optimizer.solving.precheck import precheck
 
 runner = CliRunner()
 

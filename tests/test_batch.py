@@ -15,13 +15,13 @@ import yaml
 from helpers import job, make_scenario, region, site
 from typer.testing import CliRunner
 
-from cli import app
-from models import ScenarioError, load_scenario, write_scenario
-from models.plan import read_plan
-from models.sweep import load_sweep
-from models.synthetic import synthetic_scenario
-from optimizer.batch import read_batch, run_batch
-from optimizer.check import check_plan_folder
+from dcplace.cli import app
+from dcplace.models import ScenarioError, load_scenario, write_scenario
+from dcplace.models.plan import read_plan
+from dcplace.models.sweep import load_sweep
+from dcplace.models.synthetic import synthetic_scenario
+from dcplace.optimizer.studies.batch import read_batch, run_batch
+from dcplace.optimizer.check import check_plan_folder
 
 runner = CliRunner()
 
@@ -199,7 +199,7 @@ def test_a_crashing_member_is_recorded_and_the_rest_finish(tmp_path, monkeypatch
         "name": "s", "base": "base/scenario.yaml", "options": {"mip_gap": 0},
         "scenarios": {"ok": {}, "broken": {"sites.power_limit_kw": "*0.5"}, "also-ok": {"economics.carbon_price_usd_per_t": 10}},
     })
-    import optimizer.batch as batch
+    import dcplace.optimizer.studies.batch as batch
 
     real = batch.solve_to_folder
 

@@ -13,9 +13,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.orlib import as_scenario, bare_highs, instances, optima, orlib_dir, parse_cap  # noqa: E402
 from benchmarks.run import N_JOBS, QUICK_CAPS, SEED  # noqa: E402
-from models.synthetic import synthetic_scenario  # noqa: E402
-from optimizer import SolveOptions  # noqa: E402
-from optimizer.pipeline import solve_to_folder  # noqa: E402
+from dcplace.models.synthetic import synthetic_scenario  # noqa: E402
+from dcplace.optimizer import SolveOptions  # noqa: E402
+from dcplace.optimizer.solving.pipeline import solve_to_folder  # noqa: E402
 
 needs_orlib = pytest.mark.skipif(not orlib_dir().exists(), reason="OR-Library files are not beside the repository")
 

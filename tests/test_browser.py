@@ -22,10 +22,10 @@ import pytest
 from helpers import HOSTILE_SCENARIO, HOSTILE_SITE, hostile_world_scenario
 from PIL import Image
 
-from optimizer.pipeline import solve_to_folder
-from reports import load_plan_layers, save_html_map, save_report
-from reports.htmlmap import plan_figure
-from reports.style import LAND_COLOUR, ROLE_COLOURS
+from dcplace.optimizer.solving.pipeline import solve_to_folder
+from dcplace.reports import load_plan_layers, save_html_map, save_report
+from dcplace.reports.htmlmap import plan_figure
+from dcplace.reports.style import LAND_COLOUR, ROLE_COLOURS
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 

@@ -10,9 +10,9 @@ import pytest
 import yaml
 
 from helpers import job, make_scenario, region, site
-from optimizer import SolveOptions
-from optimizer.check import check_plan_folder
-from optimizer.pipeline import solve_to_folder
+from dcplace.optimizer import SolveOptions
+from dcplace.optimizer.check import check_plan_folder
+from dcplace.optimizer.solving.pipeline import solve_to_folder
 
 
 @pytest.fixture(scope="module")
@@ -206,7 +206,7 @@ def test_price_change_in_inputs_is_caught_by_cost_check(plan_dir):
 def test_check_command_accepts_a_relative_folder(solved, monkeypatch):
     from typer.testing import CliRunner
 
-    from cli import app
+    from dcplace.cli import app
 
     monkeypatch.chdir(solved.parent)
     result = CliRunner().invoke(app, ["check", solved.name])

@@ -8,13 +8,13 @@ import pytest
 from helpers import make_scenario, region, site
 from typer.testing import CliRunner
 
-from cli import app
-from models import load_scenario
-from models.plan import read_plan
-from optimizer.check import check_plan_folder
-from optimizer.pareto import trace_pareto
-from optimizer.pipeline import solve_to_folder
-from reports.compare import collect_plans, comparison_table
+from dcplace.cli import app
+from dcplace.models import load_scenario
+from dcplace.models.plan import read_plan
+from dcplace.optimizer.check import check_plan_folder
+from dcplace.optimizer.studies.pareto import trace_pareto
+from dcplace.optimizer.solving.pipeline import solve_to_folder
+from dcplace.reports.compare import collect_plans, comparison_table
 
 runner = CliRunner()
 

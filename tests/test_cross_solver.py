@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from models.synthetic import synthetic_scenario
-from optimizer import SolveOptions
-from optimizer.backends import CAPABILITIES
-from optimizer.pipeline import solve_to_folder
+from dcplace.models.synthetic import synthetic_scenario
+from dcplace.optimizer import SolveOptions
+from dcplace.optimizer.solvers.backends import CAPABILITIES
+from dcplace.optimizer.solving.pipeline import solve_to_folder
 
 SEEDS = range(20)
 

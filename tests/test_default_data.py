@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from models import load_scenario
+from dcplace.models import load_scenario
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 BASES = {"source", "derived", "rule", "assumption"}

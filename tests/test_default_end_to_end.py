@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from cli import app
-from models import load_scenario
+from dcplace.cli import app
+from dcplace.models import load_scenario
 
 runner = CliRunner()
 

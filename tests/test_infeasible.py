@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from helpers import job, make_scenario, region, site
-from models import load_scenario
-from optimizer import InfeasibleScenario, NoPlanFound, SolveOptions, solve
+from dcplace.models import load_scenario
+from dcplace.optimizer import InfeasibleScenario, NoPlanFound, SolveOptions, solve
 
 OPTIONS = SolveOptions(mip_gap=0.0, time_limit_s=60)
 
@@ -119,7 +119,7 @@ def test_highs_deadline_accounts_for_its_cumulative_run_clock():
     limit handed to a later run is the run time so far plus the time left to the deadline."""
     import time
 
-    from optimizer.warmstart import set_deadline
+    from dcplace.optimizer.solvers.warmstart import set_deadline
 
     class FakeHighs:
         def __init__(self):
@@ -143,9 +143,9 @@ def test_no_search_is_started_when_the_lp_relaxation_did_not_finish():
     large model is not interrupted by its clock, so starting it anyway overran by minutes."""
     import time
 
-    from optimizer.backends import run_highs
-    from optimizer.formulation import build_model
-    from optimizer.precheck import checked_index
+    from dcplace.optimizer.solvers.backends import run_highs
+    from dcplace.optimizer.model.formulation import build_model
+    from dcplace.optimizer.solving.precheck import checked_index
 
     ix = checked_index(load_scenario())
     lm = build_model(ix)

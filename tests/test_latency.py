@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from helpers import make_scenario, region, site, write_csv
-from models import ScenarioError, load_scenario
-from optimizer.index import build_index
-from optimizer.latency import great_circle_km, rtt_matrix_ms
-from optimizer.precheck import precheck
+from dcplace.models import ScenarioError, load_scenario
+from dcplace.optimizer.model.index import build_index
+from dcplace.optimizer.model.latency import great_circle_km, rtt_matrix_ms
+from dcplace.optimizer.solving.precheck import precheck
 
 R = 6371.0088
 

@@ -13,11 +13,13 @@ import pyomo.environ as pyo
 import pytest
 from pyomo.contrib.solver.common.factory import SolverFactory
 
-from models.records import Policies
-from models.synthetic import synthetic_scenario
-from optimizer.formulation import build_model
-from optimizer.index import build_index
-from optimizer.linear import LinearModel, pyomo_values, to_highs, to_pyomo
+from dcplace.models.records import Policies
+from dcplace.models.synthetic import synthetic_scenario
+from dcplace.optimizer.model.formulation import build_model
+from dcplace.optimizer.model.index import build_index
+from dcplace.optimizer.model.linear import LinearModel
+from dcplace.optimizer.solvers.highs_model import to_highs
+from dcplace.optimizer.solvers.pyomo_model import pyomo_values, to_pyomo
 
 POLICIES = {
     "plain": Policies(),

@@ -10,10 +10,10 @@ import networkx as nx
 import pytest
 
 from helpers import TINY_CATALOG, job, make_scenario, region, site
-from models import load_scenario
-from optimizer import SolveOptions, solve
-from optimizer.check import check_plan_folder
-from optimizer.pipeline import solve_to_folder
+from dcplace.models import load_scenario
+from dcplace.optimizer import SolveOptions, solve
+from dcplace.optimizer.check import check_plan_folder
+from dcplace.optimizer.solving.pipeline import solve_to_folder
 
 EXACT = SolveOptions(mip_gap=0.0, time_limit_s=60)
 HOURS = 8760
@@ -189,7 +189,7 @@ def test_every_tiny_plan_passes_the_checker(tmp_path):
 def test_dominated_fabric_is_dropped_without_changing_the_optimum(tmp_path):
     """A fabric no better than another in tier, efficiency and size, and dearer, is pruned;
     the optimum equals the one found with it available."""
-    from optimizer.index import build_index, undominated_fabrics
+    from dcplace.optimizer.model.index import build_index, undominated_fabrics
 
     dearer = {"id": "ib-dear", "name": "Dear IB", "tier": 2, "cost_usd_per_gpu": 1500, "life_years": 5,
               "training_efficiency": 1.0, "max_cluster_gpus": 1000}

@@ -20,10 +20,10 @@ import yaml
 from helpers import job, make_scenario, region, site
 from typer.testing import CliRunner
 
-from cli import app
-from models.outputs import MARKER, OutputRefused, check_destination, read_marker, remove_stale_staging
-from optimizer import SolveOptions
-from optimizer.pipeline import solve_to_folder
+from dcplace.cli import app
+from dcplace.models.outputs import MARKER, OutputRefused, check_destination, read_marker, remove_stale_staging
+from dcplace.optimizer import SolveOptions
+from dcplace.optimizer.solving.pipeline import solve_to_folder
 
 runner = CliRunner()
 FAST = ["--time-limit", "60", "--gap", "0"]
@@ -129,7 +129,7 @@ def _dead_pid() -> int:
 
 
 def test_stale_staging_of_a_dead_process_is_removed_and_nothing_else(solved, tmp_path):
-    from models.outputs import _HOST
+    from dcplace.models.outputs import _HOST
 
     root, scenario = solved
     dead, alive = _dead_pid(), os.getpid()
@@ -146,7 +146,7 @@ def test_stale_staging_of_a_dead_process_is_removed_and_nothing_else(solved, tmp
 
 
 def test_a_swap_killed_half_way_restores_the_old_plan(solved, tmp_path):
-    from models.outputs import _HOST
+    from dcplace.models.outputs import _HOST
 
     root, _ = solved
     old = tmp_path / f".plan.dcplace-{_HOST}-{_dead_pid()}-0a1b2c3d.old"

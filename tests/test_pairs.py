@@ -15,21 +15,22 @@ import highspy
 import numpy as np
 import pytest
 
-from models.synthetic import synthetic_scenario
-from optimizer import SolveOptions, solve
-from optimizer.formulation import build_model
-from optimizer.index import build_index
-from optimizer.linear import to_highs
-from optimizer import pairs
-from optimizer.pairs import in_model_mask, lifted_capacity_duals, price_pairs, solve_priced_lp
-from optimizer.pipeline import solve_to_folder
+from dcplace.models.synthetic import synthetic_scenario
+from dcplace.optimizer import SolveOptions, solve
+from dcplace.optimizer.model.formulation import build_model
+from dcplace.optimizer.model.index import build_index
+from dcplace.optimizer.solvers.highs_model import to_highs
+from dcplace.optimizer.model import candidates
+from dcplace.optimizer.solvers import pairs
+from dcplace.optimizer.solvers.pairs import in_model_mask, lifted_capacity_duals, price_pairs, solve_priced_lp
+from dcplace.optimizer.solving.pipeline import solve_to_folder
 
 
 @pytest.fixture
 def few_candidates(monkeypatch):
     """Start each (region, class) from 2 sites so that pricing has work to do."""
-    monkeypatch.setattr(pairs, "CHEAPEST", 1)
-    monkeypatch.setattr(pairs, "NEAREST", 1)
+    monkeypatch.setattr(candidates, "CHEAPEST", 1)
+    monkeypatch.setattr(candidates, "NEAREST", 1)
 
 
 def _scenario(seed: int):

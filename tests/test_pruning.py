@@ -18,11 +18,11 @@ import numpy as np
 import pytest
 
 from helpers import TINY_CATALOG, job, make_scenario, region, site
-from models import ScenarioError, load_scenario
-from optimizer import SolveOptions, solve
-from optimizer.index import PruningRules, build_index, most_per_site, undominated_fabrics
-from optimizer.pipeline import solve_to_folder
-from optimizer.solve import InfeasibleScenario
+from dcplace.models import ScenarioError, load_scenario
+from dcplace.optimizer import SolveOptions, solve
+from dcplace.optimizer.model.index import PruningRules, build_index, most_per_site, undominated_fabrics
+from dcplace.optimizer.solving.pipeline import solve_to_folder
+from dcplace.optimizer.solving.solve import InfeasibleScenario
 
 EXACT = SolveOptions(mip_gap=0.0, time_limit_s=60)
 

@@ -18,12 +18,12 @@ import pytest
 from helpers import HOSTILE_IMG, HOSTILE_SCENARIO, HOSTILE_SITE, europe_scenario, hostile_world_scenario, make_scenario, region, site
 from typer.testing import CliRunner
 
-from cli import app
-from optimizer.pipeline import solve_to_folder
-from optimizer.solve import InfeasibleScenario
-from reports import FORMATS, export_layers, load_plan_layers, read_layer, save_report
-from reports.htmlmap import plan_figure, save_html_map
-from reports.staticmap import draw_static_map
+from dcplace.cli import app
+from dcplace.optimizer.solving.pipeline import solve_to_folder
+from dcplace.optimizer.solving.solve import InfeasibleScenario
+from dcplace.reports import FORMATS, export_layers, load_plan_layers, read_layer, save_report
+from dcplace.reports.htmlmap import plan_figure, save_html_map
+from dcplace.reports.staticmap import draw_static_map
 
 runner = CliRunner()
 
@@ -269,7 +269,7 @@ def test_infeasible_plan_folder_is_exit_3_naming_the_cause(tmp_path):
 
 
 def test_a_failure_while_writing_leaves_no_output(world_plan, tmp_path, monkeypatch):
-    import reports.report as report_module
+    import dcplace.reports.report as report_module
 
     def broken_pdf(*args, **kwargs):
         raise RuntimeError("disk full")

@@ -8,9 +8,9 @@ import pytest
 from shapely.geometry import Point
 
 from helpers import make_scenario, region, site
-from models import load_scenario, write_scenario
-from models.plan import write_plan_folder
-from optimizer import SolveOptions, solve
+from dcplace.models import load_scenario, write_scenario
+from dcplace.models.plan import write_plan_folder
+from dcplace.optimizer import SolveOptions, solve
 
 
 def test_default_round_trips_through_write_scenario(tmp_path):
@@ -69,7 +69,7 @@ def test_plan_records_how_to_reproduce_it(tmp_path):
 def test_data_export_writes_an_editable_copy(tmp_path):
     from typer.testing import CliRunner
 
-    from cli import app
+    from dcplace.cli import app
 
     result = CliRunner().invoke(app, ["data", "export", str(tmp_path / "mine")])
     assert result.exit_code == 0, result.output

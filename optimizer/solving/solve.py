@@ -1,7 +1,7 @@
 """Solve a scenario: precheck, index, build, solve (HiGHS or OR-Tools), extract -> Plan.
 
-    from models import load_scenario
-    from optimizer import solve, SolveOptions
+    from dcplace.models import load_scenario
+    from dcplace.optimizer import solve, SolveOptions
     plan = solve(load_scenario(), SolveOptions(time_limit_s=60))
 
 The time limit covers the whole solve (model build, warm start, branch and bound); a
@@ -19,15 +19,15 @@ from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from importlib import metadata
 
-from models import Scenario
-from models.plan import Plan, SolveRecord
-from optimizer.extract import extract
-from optimizer.formulation import build_model
-from optimizer.backends import CAPABILITIES, run_backend
-from optimizer.diagnose import diagnose
-from optimizer.index import MAX_FULL_PAIRS, PruningRules
-from optimizer.pairs import PricedLP, solve_priced_lp
-from optimizer.precheck import checked_index
+from dcplace.models import Scenario
+from dcplace.models.plan import Plan, SolveRecord
+from dcplace.optimizer.solving.extract import extract
+from dcplace.optimizer.model.formulation import build_model
+from dcplace.optimizer.solvers.backends import CAPABILITIES, run_backend
+from dcplace.optimizer.solving.diagnose import diagnose
+from dcplace.optimizer.model.index import MAX_FULL_PAIRS, PruningRules
+from dcplace.optimizer.solvers.pairs import PricedLP, solve_priced_lp
+from dcplace.optimizer.solving.precheck import checked_index
 
 PRICING_SHARE = 0.5  # of the time limit, at most, for pricing in serving pairs (optimizer.pairs)
 PACKAGES = ("dcplace", "pyomo", "highspy", "ortools", "geopandas", "shapely", "networkx", "pandas", "numpy", "pydantic")

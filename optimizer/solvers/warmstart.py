@@ -43,8 +43,8 @@ from contextlib import contextmanager
 import highspy
 import numpy as np
 
-from optimizer.index import IndexSets
-from optimizer.linear import LinearModel
+from dcplace.optimizer.model.index import IndexSets
+from dcplace.optimizer.model.linear import LinearModel
 
 
 KEEP_OPEN_AT = 0.5  # a site the LP opens at least this much is kept for the restricted re-solve

@@ -35,9 +35,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from models import Chip, Cooling, Fabric, RackConfig, Region, Scenario, Site, TrainingJob, Workload
-from optimizer.costs import RackEconomics, crf, rack_economics
-from optimizer.latency import distance_matrix_km, rtt_matrix_ms
+from dcplace.models import Chip, Cooling, Fabric, RackConfig, Region, Scenario, Site, TrainingJob, Workload
+from dcplace.optimizer.model.candidates import candidate_mask
+from dcplace.optimizer.model.costs import RackEconomics, crf, rack_economics
+from dcplace.optimizer.model.latency import distance_matrix_km, rtt_matrix_ms
 
 
 @dataclass
@@ -324,9 +325,7 @@ def build_index(scenario: Scenario, max_full_pairs: int = MAX_FULL_PAIRS, prunin
     ix.zones = sorted({(s, c) for (s, _, c) in needed})
     if ix.eligible_pairs() <= max_full_pairs:
         ix.serve = _serve_list(ix, ix.eligible)
-    else:
-        from optimizer.pairs import candidate_mask  # the large-scale path; see optimizer.pairs
-
+    else:  # the large-scale path: candidates now, the rest priced in by optimizer.solvers.pairs
         ix.serve = _serve_list(ix, candidate_mask(ix))
     return ix
 

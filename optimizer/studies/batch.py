@@ -1,7 +1,7 @@
 """Run every member of a sweep into its own plan folder: in parallel, resumable, isolated.
 
-    from models.sweep import load_sweep
-    from optimizer.batch import run_batch
+    from dcplace.models.sweep import load_sweep
+    from dcplace.optimizer.studies.batch import run_batch
     result = run_batch(load_sweep("whatifs.yaml"), "runs/", workers=2)
 
 - Each member is solved by `solve_to_folder`, so its folder appears only complete and
@@ -35,12 +35,12 @@ from typing import Any, Callable, Iterator
 
 import pandas as pd
 
-from models import ScenarioError, load_scenario
-from models.outputs import claim_folder, remove_stale_staging
-from models.plan import read_plan
-from models.sweep import Member, Sweep
-from optimizer.pipeline import PlanCheckFailed, solve_to_folder
-from optimizer.solve import InfeasibleScenario, NoPlanFound, SolveOptions
+from dcplace.models import ScenarioError, load_scenario
+from dcplace.models.outputs import claim_folder, remove_stale_staging
+from dcplace.models.plan import read_plan
+from dcplace.models.sweep import Member, Sweep
+from dcplace.optimizer.solving.pipeline import PlanCheckFailed, solve_to_folder
+from dcplace.optimizer.solving.solve import InfeasibleScenario, NoPlanFound, SolveOptions
 
 FINISHED = ("optimal", "feasible", "infeasible")  # a result, to keep on resume
 FAILED = ("bad_input", "no_plan", "check_failed", "error", "crashed")  # retried on resume

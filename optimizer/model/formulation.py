@@ -17,9 +17,9 @@ a Pyomo ConcreteModel with the same names (`m.share[r, w, s]`, `m.demand_met[r, 
 
 from __future__ import annotations
 
-from optimizer.costs import transport_usd_per_year
-from optimizer.index import IndexSets
-from optimizer.linear import LinearModel
+from dcplace.optimizer.model.costs import COST_CATEGORIES, transport_usd_per_year
+from dcplace.optimizer.model.index import IndexSets
+from dcplace.optimizer.model.linear import LinearModel
 
 
 def add_variables(lm: LinearModel, ix: IndexSets) -> None:
@@ -218,6 +218,7 @@ FAMILIES = (
 def build_model(ix: IndexSets) -> LinearModel:
     """The full MIP over the sparse index sets of `ix`."""
     lm = LinearModel(ix.scenario.name)
+    lm.cost_categories = COST_CATEGORIES
     add_variables(lm, ix)
     for family in FAMILIES:
         family(lm, ix)

@@ -1,6 +1,6 @@
 """The whole job in one call: load, solve, write the plan folder, check it.
 
-    from optimizer.pipeline import solve_to_folder
+    from dcplace.optimizer.solving.pipeline import solve_to_folder
     plan, report = solve_to_folder("my/scenario.yaml", "plan/")
 
 The folder appears only if the independent checker passes on it. An infeasible scenario
@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from models import Scenario, load_scenario
-from models.outputs import check_destination
-from models.plan import Plan, write_plan_folder
-from optimizer.check import CheckReport, check_plan_folder
-from optimizer.solve import InfeasibleScenario, SolveOptions, solve
+from dcplace.models import Scenario, load_scenario
+from dcplace.models.outputs import check_destination
+from dcplace.models.plan import Plan, write_plan_folder
+from dcplace.optimizer.check import CheckReport, check_plan_folder
+from dcplace.optimizer.solving.solve import InfeasibleScenario, SolveOptions, solve
 
 
 class PlanCheckFailed(Exception):

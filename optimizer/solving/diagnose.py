@@ -27,9 +27,11 @@ import highspy
 import pyomo.environ as pyo
 from pyomo.contrib.solver.common.factory import SolverFactory
 
-from optimizer.formulation import build_model
-from optimizer.index import IndexSets
-from optimizer.linear import LinearModel, to_highs, to_pyomo, use_threads
+from dcplace.optimizer.model.formulation import build_model
+from dcplace.optimizer.model.index import IndexSets
+from dcplace.optimizer.model.linear import LinearModel
+from dcplace.optimizer.solvers.highs_model import to_highs, use_threads
+from dcplace.optimizer.solvers.pyomo_model import to_pyomo
 
 SLACK_TOL = 1e-6
 

@@ -24,11 +24,11 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from models import Scenario, load_scenario
-from models.plan import read_plan
-from models.outputs import claim_folder
-from models.sweep import Member, Sweep
-from optimizer.batch import Progress, run_batch
+from dcplace.models import Scenario, load_scenario
+from dcplace.models.plan import read_plan
+from dcplace.models.outputs import claim_folder
+from dcplace.models.sweep import Member, Sweep
+from dcplace.optimizer.studies.batch import Progress, run_batch
 
 TRADEOFFS = ("carbon", "latency")
 DOMINANT_CARBON_FACTOR = 50.0  # carbon weighs 50x the whole cost: least emissions, cost as tie-break

@@ -27,9 +27,11 @@ from typing import Any
 import highspy
 import numpy as np
 
-from optimizer.index import IndexSets
-from optimizer.linear import LinearModel, pyomo_values, to_highs, to_pyomo
-from optimizer.warmstart import offer_rounded_lp_start, set_deadline
+from dcplace.optimizer.model.index import IndexSets
+from dcplace.optimizer.model.linear import LinearModel
+from dcplace.optimizer.solvers.highs_model import to_highs
+from dcplace.optimizer.solvers.pyomo_model import pyomo_values, to_pyomo
+from dcplace.optimizer.solvers.warmstart import offer_rounded_lp_start, set_deadline
 
 
 @dataclass(frozen=True)

@@ -41,78 +41,19 @@ from typing import TYPE_CHECKING
 import highspy
 import numpy as np
 
-from optimizer.costs import transport_usd_per_year
+from dcplace.optimizer.model.candidates import REGION_CHUNK, _demand, _keep_smallest, _pair_cost_matrix
+from dcplace.optimizer.model.costs import transport_usd_per_year
+from dcplace.optimizer.solvers.highs_model import to_highs
+from dcplace.optimizer.solvers.warmstart import set_deadline
 
 if TYPE_CHECKING:
-    from optimizer.index import IndexSets
-    from optimizer.linear import LinearModel
+    from dcplace.optimizer.model.index import IndexSets
+    from dcplace.optimizer.model.linear import LinearModel
 
 log = logging.getLogger(__name__)
 
-CHEAPEST = 6  # candidates per (region, class) by estimated cost per tok/s
-NEAREST = 2  # and by distance
 ADD_PER_ROUND = 4  # priced-out pairs added per (region, class) and round
-REGION_CHUNK = 2048  # regions priced at once (bounds the size of the dense blocks)
 BOUND_TOLERANCE = 1e-4  # stop pricing once the LP is this close (relative) to the full model's bound
-
-
-def _unit_cost_usd_per_tok_s(ix: IndexSets) -> dict[str, np.ndarray]:
-    """Class -> per scenario site, the cheapest rack's annual cost per tok/s it serves (inf where none)."""
-    out = {w: np.full(len(ix.scenario.sites), np.inf) for w in ix.workloads}
-    for (s, k, c, w), econ in ix.inf_econ.items():
-        j = ix.site_pos[s]
-        out[w][j] = min(out[w][j], econ.total_usd_per_year / ix.tok_s_per_rack[k, w])
-    return out
-
-
-def _demand(ix: IndexSets, w: str) -> np.ndarray:
-    return np.array([r.demand_tok_s.get(w, 0.0) for r in ix.scenario.regions])
-
-
-def _pair_cost_matrix(ix: IndexSets, w: str, rows: slice) -> np.ndarray | None:
-    """The given per-pair costs (USD/yr) of class w for the regions in `rows`, or None if there are none."""
-    if not ix.pair_cost:
-        return None
-    out = np.zeros((rows.stop - rows.start, len(ix.scenario.sites)))
-    for (r, ww, s), usd in ix.pair_cost.items():
-        i = ix.region_pos[r]
-        if ww == w and rows.start <= i < rows.stop:
-            out[i - rows.start, ix.site_pos[s]] = usd
-    return out
-
-
-def candidate_mask(ix: IndexSets) -> dict[str, np.ndarray]:
-    """Class -> regions x sites mask of the pairs a large model starts from."""
-    per_pair_needed = math.ceil(1.0 / ix.scenario.policies.max_share_per_site - 1e-9) + 1
-    cheapest = max(CHEAPEST, per_pair_needed)
-    unit = _unit_cost_usd_per_tok_s(ix)
-    n_regions = len(ix.scenario.regions)
-    out = {}
-    for w, eligible in ix.eligible.items():
-        keep = np.zeros_like(eligible)
-        demand = _demand(ix, w)
-        for a in range(0, n_regions, REGION_CHUNK):
-            rows = slice(a, min(a + REGION_CHUNK, n_regions))
-            ok = eligible[rows]
-            score = unit[w][None, :] + transport_usd_per_year(1.0, ix.distance_km[rows], ix.scenario.economics)
-            extra = _pair_cost_matrix(ix, w, rows)
-            if extra is not None:
-                score = score + extra / np.maximum(demand[rows], 1e-12)[:, None]
-            _keep_smallest(keep[rows], np.where(ok, score, np.inf), cheapest)
-            _keep_smallest(keep[rows], np.where(ok, ix.distance_km[rows], np.inf), NEAREST)
-        out[w] = keep & eligible
-    return out
-
-
-def _keep_smallest(keep: np.ndarray, score: np.ndarray, k: int) -> None:
-    """Mark in `keep` (in place) the k finite smallest entries of each row of `score`."""
-    k = min(k, score.shape[1])
-    if k <= 0:
-        return
-    idx = np.argpartition(score, k - 1, axis=1)[:, :k]
-    finite = np.isfinite(np.take_along_axis(score, idx, axis=1))
-    rows = np.broadcast_to(np.arange(score.shape[0])[:, None], idx.shape)
-    keep[rows[finite], idx[finite]] = True
 
 
 @dataclass
@@ -229,8 +170,6 @@ def solve_priced_lp(ix: IndexSets, build, deadline: float, threads: int, bound_t
     rows, so each LP starts from the last basis. Pricing stops when no pair prices out,
     when the LP is within `bound_tolerance` of the full model's bound, or at `deadline`.
     """
-    from optimizer.linear import to_highs
-    from optimizer.warmstart import set_deadline
 
     started = time.perf_counter()
     lm = build(ix)

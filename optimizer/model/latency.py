@@ -14,7 +14,7 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 
-from models import Scenario
+from dcplace.models import Scenario
 
 EARTH_RADIUS_KM = 6371.0088
 

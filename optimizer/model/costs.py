@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from models import Chip, Cooling, Economics, Fabric, RackConfig, Site
+from dcplace.models import Chip, Cooling, Economics, Fabric, RackConfig, Site
 
 COST_CATEGORIES = (
     "site_fixed",

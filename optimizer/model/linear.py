@@ -1,14 +1,15 @@
 """A small linear model: named column blocks and row families over sparse keys.
 
-The formulation (optimizer.formulation) writes the placement MIP once, into a
-`LinearModel`; from there it is handed on in one of two ways:
+The formulation (optimizer.model.formulation) writes the placement MIP once, into a
+`LinearModel`. It knows no solver; the solvers layer hands it on in one of two ways:
 
-* `to_highs(lm)`: the matrix goes straight to highspy as one CSC array (the default
-  path: no per-variable Python objects, so it scales to millions of columns);
-* `to_pyomo(lm)`: the same model as a Pyomo ConcreteModel with the same names
-  (`m.share[r, w, s]`, `m.demand_met[r, w]`, `m.cost["energy"]`), for a notebook user
-  who wants to inspect or extend it, for the OR-Tools back-end (written as MPS), and for
-  the elastic diagnosis.
+* `optimizer.solvers.highs_model.to_highs(lm)`: the matrix goes straight to highspy as
+  one CSC array (the default path: no per-variable Python objects, so it scales to
+  millions of columns);
+* `optimizer.solvers.pyomo_model.to_pyomo(lm)`: the same model as a Pyomo ConcreteModel
+  with the same names (`m.share[r, w, s]`, `m.demand_met[r, w]`, `m.cost["energy"]`),
+  for a notebook user who wants to inspect or extend it, for the OR-Tools back-end
+  (written as MPS), and for the elastic diagnosis.
 
 Rows are `lower <= sum_j a_ij x_j <= upper` (either side may be infinite). A row family's
 rows are added together, so a row number maps back to (family, key) for messages.
@@ -21,10 +22,9 @@ from array import array
 from dataclasses import dataclass, field
 from typing import Hashable, Iterable
 
-import highspy
 import numpy as np
 
-INF = highspy.kHighsInf
+INF = float("inf")  # what highspy.kHighsInf is
 DOMAINS = ("binary", "integer", "continuous")
 
 
@@ -75,6 +75,7 @@ class LinearModel:
         self._a_col = array("i")
         self._a_val = array("d")
         self.costs: dict[str, dict[int, float]] = {}
+        self.cost_categories: tuple[str, ...] = ()  # the objective's categories in report order (set by the builder)
         self._family_starts: list[int] = []
         self._family_names: list[str] = []
 
@@ -204,121 +205,3 @@ class LinearModel:
 
 def _key_text(key) -> str:
     return ",".join(map(str, key)) if isinstance(key, tuple) else str(key)
-
-
-# ---------------------------------------------------------------------- highspy
-
-
-class QuietHighs(highspy.Highs):
-    """highspy.Highs without the banner its constructor prints: the constructor's first
-    HiGHS call (enabling callbacks) already logs unless output is off before it."""
-
-    def enableCallbacks(self):
-        self.setOptionValue("output_flag", False)
-        return super().enableCallbacks()
-
-
-_scheduler_threads: int | None = None
-
-
-def use_threads(threads: int) -> None:
-    """HiGHS sizes its task scheduler once per process thread and then rejects any other
-    `threads` value (HiGHS issue #715, HiGHS.jl #130); reset it when the count changes, and
-    on first use, since a notebook may already have run highspy with its default count (the
-    solve then ended with status 'Not Set' and no plan)."""
-    global _scheduler_threads
-    if _scheduler_threads != threads:
-        highspy.Highs.resetGlobalScheduler(True)
-    _scheduler_threads = threads
-
-
-def to_highs(lm: LinearModel, threads: int = 1) -> highspy.Highs:
-    """A silent highspy instance holding the model (integrality included)."""
-    use_threads(threads)
-    h = QuietHighs()
-    h.setOptionValue("threads", threads)  # the first run sizes HiGHS's thread pool
-    lp = highspy.HighsLp()
-    lp.num_col_ = lm.n_cols
-    lp.num_row_ = lm.n_rows
-    lp.col_cost_ = lm.objective()
-    lp.col_lower_, lp.col_upper_ = lm.bounds()
-    lp.row_lower_, lp.row_upper_ = lm.row_bounds()
-    start, index, value = lm.matrix()
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = start
-    lp.a_matrix_.index_ = index
-    lp.a_matrix_.value_ = value
-    integrality = np.full(lm.n_cols, highspy.HighsVarType.kContinuous)
-    integrality[lm.integer_columns()] = highspy.HighsVarType.kInteger
-    lp.integrality_ = list(integrality)
-    h.passModel(lp)
-    return h
-
-
-# ------------------------------------------------------------------------ pyomo
-
-
-def to_pyomo(lm: LinearModel):
-    """The same model as a Pyomo ConcreteModel: one Var per block, one Constraint per
-    family, `m.cost[category]` Expressions and the `m.total_cost` objective."""
-    import pyomo.environ as pyo
-    from pyomo.core.expr.numeric_expr import LinearExpression
-
-    m = pyo.ConcreteModel(name=lm.name)
-    columns = []
-    for b in lm.blocks.values():
-        dimen = len(b.keys[0]) if b.keys and isinstance(b.keys[0], tuple) else 1
-        index = pyo.Set(initialize=b.keys, dimen=dimen, ordered=True)
-        m.add_component(f"{b.name}_index", index)
-        domain = {"binary": pyo.Binary, "integer": pyo.NonNegativeIntegers, "continuous": pyo.NonNegativeReals}[b.domain]
-        var = pyo.Var(index, domain=domain, dense=True)
-        m.add_component(b.name, var)
-        for i, key in enumerate(b.keys):
-            v = var[key]
-            v.setlb(None if b.lower[i] <= -INF else float(b.lower[i]))
-            v.setub(None if b.upper[i] >= INF else float(b.upper[i]))
-            if b.lower[i] == b.upper[i]:
-                v.fix(float(b.lower[i]))
-            columns.append(v)
-
-    rows = np.frombuffer(lm._a_row, dtype=np.int32)
-    order = np.argsort(rows, kind="stable")
-    cols = np.frombuffer(lm._a_col, dtype=np.int32)[order]
-    vals = np.frombuffer(lm._a_val, dtype=np.float64)[order]
-    row_start = np.searchsorted(rows[order], np.arange(lm.n_rows + 1))
-    lower, upper = lm.row_bounds()
-
-    def expression(i: int):
-        a, b = row_start[i], row_start[i + 1]
-        body = LinearExpression(constant=0.0, linear_coefs=[float(v) for v in vals[a:b]], linear_vars=[columns[j] for j in cols[a:b]])
-        lo = None if lower[i] <= -INF else float(lower[i])
-        up = None if upper[i] >= INF else float(upper[i])
-        return (lo, body, up)
-
-    for fam in lm.families.values():
-        if fam.keys == [None]:
-            m.add_component(fam.name, pyo.Constraint(expr=expression(fam.start)))
-            continue
-        dimen = len(fam.keys[0]) if isinstance(fam.keys[0], tuple) else 1
-        index = pyo.Set(initialize=fam.keys, dimen=dimen, ordered=True)
-        m.add_component(f"{fam.name}_index", index)
-        row_of = {key: fam.start + i for i, key in enumerate(fam.keys)}
-        m.add_component(fam.name, pyo.Constraint(index, rule=lambda m, *key, row_of=row_of: expression(row_of[key if len(key) > 1 else key[0]])))
-
-    from optimizer.costs import COST_CATEGORIES
-
-    m.CATEGORIES = pyo.Set(initialize=COST_CATEGORIES, ordered=True)
-
-    def cost(m, category):
-        terms = lm.costs.get(category, {})
-        return LinearExpression(constant=0.0, linear_coefs=list(terms.values()), linear_vars=[columns[j] for j in terms])
-
-    m.cost = pyo.Expression(m.CATEGORIES, rule=cost)
-    m.total_cost = pyo.Objective(expr=sum(m.cost[c] for c in m.CATEGORIES), sense=pyo.minimize)
-    m._columns = columns
-    return m
-
-
-def pyomo_values(m) -> np.ndarray:
-    """Column values of a solved `to_pyomo` model, in the LinearModel's column order."""
-    return np.array([0.0 if v.value is None else float(v.value) for v in m._columns])

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import math
 
-from models import InputProblem, Scenario, ScenarioError
-from optimizer.index import MAX_FULL_PAIRS, IndexSets, PruningRules, build_index, most_per_site
+from dcplace.models import InputProblem, Scenario, ScenarioError
+from dcplace.optimizer.model.index import MAX_FULL_PAIRS, IndexSets, PruningRules, build_index, most_per_site
 
 
 def _row(scenario: Scenario, table: str, position: int) -> int | None:

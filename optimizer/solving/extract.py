@@ -11,10 +11,10 @@ from collections import defaultdict
 
 import numpy as np
 
-from models.plan import Assignment, JobPlacement, RackLine, SitePlan
-from optimizer.costs import COST_CATEGORIES, transport_usd_per_year
-from optimizer.index import IndexSets
-from optimizer.linear import LinearModel
+from dcplace.models.plan import Assignment, JobPlacement, RackLine, SitePlan
+from dcplace.optimizer.model.costs import COST_CATEGORIES, transport_usd_per_year
+from dcplace.optimizer.model.index import IndexSets
+from dcplace.optimizer.model.linear import LinearModel
 
 SECONDS_PER_HOUR = 3600.0
 

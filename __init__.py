@@ -1,0 +1,32 @@
+"""dcplace: where AI compute goes. The public API, one import away:
+
+    import dcplace
+    scenario = dcplace.load_scenario()                 # the embedded default, or a YAML path
+    plan = dcplace.solve(scenario, dcplace.SolveOptions(time_limit_s=120))
+    plan, report = dcplace.solve_to_folder(scenario, "plan")
+    dcplace.check_plan_folder("plan").ok
+
+Step by step (what `solve` does): `build_index` -> `build_model` -> `to_highs` / `to_pyomo`
+-> solve -> `extract`. In memory: `Scenario.from_frames(...)`, `scenario_from_cost_matrix(...)`.
+
+The folders of the repository are its subpackages: models/ (dcplace.models), optimizer/
+(dcplace.optimizer), reports/ (dcplace.reports), data/ (dcplace.data), cli.py (dcplace.cli).
+"""
+
+from dcplace.models import InputProblem, Scenario, ScenarioError, export_default, load_scenario, write_scenario
+from dcplace.models.outputs import OutputRefused
+from dcplace.models.plan import Plan, read_plan
+from dcplace.optimizer.check import CheckReport, check_plan_folder
+from dcplace.optimizer.model.formulation import build_model
+from dcplace.optimizer.model.index import build_index
+from dcplace.optimizer.solvers.pyomo_model import to_pyomo
+from dcplace.optimizer.solvers.highs_model import to_highs
+from dcplace.optimizer.solving.extract import extract
+from dcplace.optimizer.solving.pipeline import PlanCheckFailed, solve_to_folder
+from dcplace.optimizer.solving.solve import InfeasibleScenario, NoPlanFound, SolveOptions, solve
+
+__all__ = [
+    "CheckReport", "InfeasibleScenario", "InputProblem", "NoPlanFound", "OutputRefused", "Plan", "PlanCheckFailed",
+    "Scenario", "ScenarioError", "SolveOptions", "build_index", "build_model", "check_plan_folder", "export_default",
+    "extract", "load_scenario", "read_plan", "solve", "solve_to_folder", "to_highs", "to_pyomo", "write_scenario",
+]
