@@ -1,0 +1,164 @@
+"""The package's layers import one way and have no cycles (read from the source with ast).
+
+    models <- optimizer.model <- optimizer.solvers <- optimizer.solving <- optimizer.studies
+           <- reports <- cli <- dcplace (the public API)
+
+A module may import its own layer and the layers to its left; the independent checker
+(optimizer/check.py) imports nothing of dcplace. Imports inside functions count too (an
+import may not hide in a function to dodge a cycle); only `if TYPE_CHECKING:` blocks,
+which never run, are left out.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("models", "optimizer", "reports", "data")
+
+LAYERS = [  # (module prefix, rank); the longest matching prefix decides
+    ("dcplace.models", 0),
+    ("dcplace.data", 0),
+    ("dcplace.optimizer.model", 1),
+    ("dcplace.optimizer.solvers", 2),
+    ("dcplace.optimizer.solving", 3),
+    ("dcplace.optimizer", 3),  # the optimizer's __init__ re-exports solving
+    ("dcplace.optimizer.studies", 4),
+    ("dcplace.reports", 5),
+    ("dcplace.cli", 6),
+    ("dcplace", 7),
+]
+INDEPENDENT = {"dcplace.optimizer.check"}
+
+
+def rank(module: str) -> int:
+    best = max((p for p, _ in LAYERS if module == p or module.startswith(p + ".")), key=len)
+    return dict(LAYERS)[best]
+
+
+def module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = [p for p in rel.parts if p != "__init__"]
+    return ".".join(["dcplace", *parts])
+
+
+def sources() -> dict[str, str]:
+    files = [ROOT / "__init__.py", ROOT / "cli.py"] + [p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")]
+    return {module_name(p): p.read_text() for p in files if p.name != "build_default.py"}  # a script run by hand
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def imports(source: str) -> list[tuple[int, str]]:
+    """(line, imported module) for every dcplace or old top-level import that can run."""
+    found: list[tuple[int, str]] = []
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and _is_type_checking(node):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            found.extend((node.lineno, a.name) for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.append((node.lineno, node.module))
+            if node.module == "dcplace" or node.module.startswith("dcplace."):
+                found.extend((node.lineno, f"{node.module}.{a.name}") for a in node.names)  # `from pkg import module`
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(ast.parse(source))
+    return found
+
+
+def layer_violations(modules: dict[str, str]) -> list[str]:
+    """Every import against the layering, every bare top-level import of a dcplace folder, every cycle."""
+    known = set(modules)
+    out = []
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for module, source in modules.items():
+        for line, target in imports(source):
+            top = target.split(".")[0]
+            if top in (*PACKAGES, "cli"):
+                out.append(f"{module}:{line} imports '{target}': import it as 'dcplace.{target}'")
+                continue
+            if not (target == "dcplace" or target.startswith("dcplace.")):
+                continue
+            while target not in known and "." in target:  # `from dcplace.x import name` names a module or an attribute
+                target = target.rsplit(".", 1)[0]
+            if target not in known:
+                out.append(f"{module}:{line} imports unknown dcplace module '{target}'")
+                continue
+            if module in INDEPENDENT and target != module:
+                out.append(f"{module}:{line} imports '{target}': the independent checker imports nothing of dcplace")
+            elif rank(target) > rank(module) and not module.startswith(target + "."):
+                out.append(f"{module}:{line} imports '{target}', a higher layer ({rank(target)} > {rank(module)})")
+            if target != module and not module.startswith(target + "."):
+                graph[module].add(target)
+    # cycles: Tarjan's strongly connected components
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    counter = [0]
+
+    def strongconnect(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                strongconnect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append("import cycle: " + " -> ".join(sorted(component)))
+
+    for v in graph:
+        if v not in index:
+            strongconnect(v)
+    return out
+
+
+def test_the_package_imports_one_way_without_cycles():
+    assert layer_violations(sources()) == []
+
+
+@pytest.mark.parametrize("module, source, expected", [
+    ("dcplace.optimizer.model.costs", "from dcplace.optimizer.solvers.highs_model import to_highs", "higher layer"),
+    ("dcplace.models.plan", "def f():\n    from dcplace.reports import export\n", "higher layer"),
+    ("dcplace.optimizer.check", "import dcplace.models", "independent checker"),
+    ("dcplace.optimizer.solving.solve", "from models import load_scenario", "import it as 'dcplace.models'"),
+])
+def test_a_deliberate_violation_is_caught(module, source, expected):
+    modules = sources()
+    modules[module] = modules[module] + "\n" + source + "\n"
+    found = layer_violations(modules)
+    assert any(expected in v and v.startswith(module) for v in found), found
+
+
+def test_a_cycle_hidden_in_a_function_is_caught():
+    modules = sources()
+    modules["dcplace.optimizer.model.latency"] += "\ndef f():\n    from dcplace.optimizer.model import index\n"
+    assert any(v.startswith("import cycle") and "latency" in v for v in layer_violations(modules))
+
+
+def test_type_checking_imports_are_not_runtime_edges():
+    assert imports("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from dcplace.reports import x\n") == [(1, "typing")]
