@@ -13,7 +13,8 @@ The folders of the repository are its subpackages: models/ (dcplace.models), opt
 (dcplace.optimizer), reports/ (dcplace.reports), data/ (dcplace.data), cli.py (dcplace.cli).
 """
 
-from dcplace.models import InputProblem, Scenario, ScenarioError, export_default, load_scenario, write_scenario
+from dcplace.models import (InputProblem, Scenario, ScenarioError, export_default, load_scenario, scenario_from_cost_matrix,
+                            scenario_from_frames, write_scenario)
 from dcplace.models.outputs import OutputRefused
 from dcplace.models.plan import Plan, read_plan
 from dcplace.optimizer.check import CheckReport, check_plan_folder
@@ -28,5 +29,6 @@ from dcplace.optimizer.solving.solve import InfeasibleScenario, NoPlanFound, Sol
 __all__ = [
     "CheckReport", "InfeasibleScenario", "InputProblem", "NoPlanFound", "OutputRefused", "Plan", "PlanCheckFailed",
     "Scenario", "ScenarioError", "SolveOptions", "build_index", "build_model", "check_plan_folder", "export_default",
-    "extract", "load_scenario", "read_plan", "solve", "solve_to_folder", "to_highs", "to_pyomo", "write_scenario",
+    "extract", "load_scenario", "read_plan", "scenario_from_cost_matrix", "scenario_from_frames", "solve", "solve_to_folder",
+    "to_highs", "to_pyomo", "write_scenario",
 ]

@@ -3,22 +3,36 @@
 Exit codes: 0 success; 1 a plan failed its independent check; 2 bad input (every problem
 is listed, naming file, row and field); 3 the scenario is infeasible (the diagnosis says
 which limits must move); 4 the time limit ended before any plan was found; 5 a batch finished with members that
-failed (bad input, error, crash, no plan in time; re-run the same command to retry them).
+failed (bad input, error, crash, no plan in time; re-run the same command to retry them);
+6 an internal error (a bug: one line names it and where its full traceback was saved).
+
+Every text that comes from the user (names of sites, regions, jobs, scenarios, plans and
+batch members, file paths, messages quoting them) is printed as text, never as rich markup
+or terminal control codes: see `_text`.
 """
 
 from __future__ import annotations
 
+import errno
 import functools
+import os
+import platform
+import re
+import sys
+import tempfile
+import traceback
+from importlib import metadata
 from pathlib import Path
 from typing import Optional
 
+import click
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from dcplace.models import ScenarioError, export_default, load_scenario
-from dcplace.models.outputs import OutputRefused
+from dcplace.models import ScenarioError, export_default, load_scenario, scenario_warnings
+from dcplace.models.outputs import OutputRefused, check_destination
 from dcplace.models.plan import Plan, read_plan
 from dcplace.optimizer.solvers.backends import CAPABILITIES
 from dcplace.optimizer.check import check_plan_folder
@@ -26,6 +40,7 @@ from dcplace.optimizer.model.index import MAX_FULL_PAIRS
 from dcplace.optimizer.solving.pipeline import PlanCheckFailed, solve_to_folder
 from dcplace.optimizer.solving.precheck import checked_index
 from dcplace.optimizer.solving.solve import InfeasibleScenario, NoPlanFound, SolveOptions
+from dcplace.reports.style import money
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Placement engine for AI infrastructure.")
 console = Console()
@@ -36,6 +51,32 @@ EXIT_BAD_INPUT = 2
 EXIT_INFEASIBLE = 3
 EXIT_NO_PLAN = 4
 EXIT_BATCH_INCOMPLETE = 5
+EXIT_INTERNAL_ERROR = 6
+
+# Characters that would act on the terminal instead of showing: C0/C1 controls (ESC starts
+# colour and OSC 8 hyperlink sequences), DEL, and the bidirectional overrides that reorder
+# what is shown.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _clean(value: object, newlines: bool = False) -> str:
+    """`value` as text with every terminal control character shown as an escape (`\\x1b`);
+    line breaks kept when `newlines` (for multi-line messages)."""
+
+    def visible(m: re.Match) -> str:
+        ch = m.group()
+        if newlines and ch == "\n":
+            return ch
+        return f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}"
+
+    return _CONTROL.sub(visible, str(value))
+
+
+def _text(value: object, newlines: bool = False) -> str:
+    """User text for a rich markup string or Table cell: shown exactly as typed, never as
+    markup (`[link=...]`, `[/]`) or terminal control codes."""
+    return escape(_clean(value, newlines))
+
 
 ScenarioArg = typer.Argument(None, help="Scenario YAML file; omit for the embedded default.", show_default=False)
 
@@ -43,59 +84,69 @@ ScenarioArg = typer.Argument(None, help="Scenario YAML file; omit for the embedd
 def _bad_input(exc: ScenarioError) -> None:
     err.print(f"[bold red]The scenario has {len(exc.problems)} problem(s):[/]")
     for problem in exc.problems:
-        err.print(f"  • {problem}", markup=False, highlight=False)
+        err.print(f"  • {_clean(problem, newlines=True)}", markup=False, highlight=False)
     raise typer.Exit(EXIT_BAD_INPUT)
+
+
+def _print_warnings(loaded) -> None:
+    """Allowed but probably a mistake (a site outside its country, a site that holds no rack); never blocks."""
+    warnings = scenario_warnings(loaded)
+    if warnings:
+        err.print(f"[bold yellow]{len(warnings)} warning(s)[/] (the scenario is still used as given):")
+    for problem in warnings:
+        err.print(f"  • warning: {_clean(problem, newlines=True)}", markup=False, highlight=False)
 
 
 def _print_infeasible(diagnosis: list[str]) -> None:
     err.print("[bold red]Infeasible:[/] no plan keeps every limit. To make one possible:")
     for line in diagnosis or ["(no single limit could be named; loosen policies or add capacity)"]:
-        err.print(f"  • {line}", markup=False, highlight=False)
-
-
-def _money(usd: float) -> str:
-    return f"${usd / 1e6:,.2f}M"
+        err.print(f"  • {_clean(line, newlines=True)}", markup=False, highlight=False)
 
 
 def print_plan(plan: Plan, out_dir: Path | None = None) -> None:
     s = plan.solve
     gap = f"{s.gap:.2%}" if s.gap is not None else "n/a"
     console.print(
-        f"[bold]{plan.scenario}[/]: [green]{s.status}[/] in {s.build_time_s + s.solve_time_s:.1f} s "
+        f"[bold]{_text(plan.scenario)}[/]: [green]{_text(s.status)}[/] in {s.build_time_s + s.solve_time_s:.1f} s "
         f"({s.model['rows']:,} rows, {s.model['columns']:,} columns, {s.model['integers']:,} integers; gap {gap})"
     )
     if s.pairs:
         console.print(
             f"Serving pairs: {s.pairs['pairs_in_model']:,} of {s.pairs['pairs_eligible']:,} eligible in the model after "
             f"{s.pairs['pricing_rounds']} pricing rounds; "
-            + (f"the gap is against the full model's LP bound ({_money(s.pairs['full_lp_bound_usd_per_year'])}/yr"
+            + (f"the gap is against the full model's LP bound ({money(s.pairs['full_lp_bound_usd_per_year'])}/yr"
                f"{'' if s.pairs['converged'] else ', pricing stopped early'})."
                if s.pairs["full_lp_bound_usd_per_year"] is not None else "pricing's LP did not finish: no bound for the full model.")
         )
+    # Numbers never wrap or shrink to '…'; on a narrow terminal the text columns fold instead
+    # (a name is shown whole, over several lines, never cut).
     table = Table(title="Open sites", title_justify="left")
-    for column in ("site", "role", "racks", "GPUs", "IT MW", "facility MW", "cooling", "fabric", "cost/yr"):
-        table.add_column(column, justify="right" if column in ("racks", "GPUs", "IT MW", "facility MW", "cost/yr") else "left")
+    for column in ("site", "role", "racks", "GPUs", "IT\nMW", "facility\nMW", "cooling", "fabric", "cost/yr"):
+        number = column in ("racks", "GPUs", "IT\nMW", "facility\nMW", "cost/yr")
+        table.add_column(column, justify="right" if number else "left", no_wrap=number, overflow="ellipsis" if number else "fold")
     for site in sorted((x for x in plan.sites if x.open), key=lambda x: -x.total_cost_usd_per_year):
         table.add_row(
-            f"{site.name}", site.role, f"{site.racks_total:,}", f"{site.gpus:,}", f"{site.it_kw / 1000:,.1f}",
-            f"{site.facility_kw / 1000:,.1f}", ", ".join(site.zones), ", ".join(site.fabrics), _money(site.total_cost_usd_per_year),
+            _text(site.name), _text(site.role), f"{site.racks_total:,}", f"{site.gpus:,}", f"{site.it_kw / 1000:,.1f}",
+            f"{site.facility_kw / 1000:,.1f}", _text(", ".join(site.zones)), _text(", ".join(site.fabrics)),
+            money(site.total_cost_usd_per_year),
         )
     console.print(table)
     if plan.jobs:
         jobs = Table(title="Training jobs", title_justify="left")
         for column in ("job", "site", "fabric", "chip", "H100-eq GPUs"):
-            jobs.add_column(column)
+            number = column == "H100-eq GPUs"
+            jobs.add_column(column, justify="right" if number else "left", no_wrap=number, overflow="ellipsis" if number else "fold")
         names = {x.id: x.name for x in plan.sites}
         for j in plan.jobs:
-            jobs.add_row(j.name, names[j.site], j.fabric, j.chip, f"{j.gpus_h100_equiv:,.0f}")
+            jobs.add_row(_text(j.name), _text(names.get(j.site, j.site)), _text(j.fabric), _text(j.chip), f"{j.gpus_h100_equiv:,.0f}")
         console.print(jobs)
     costs = Table(title="Annual cost", title_justify="left")
-    costs.add_column("category")
-    costs.add_column("USD/yr", justify="right")
+    costs.add_column("category", overflow="fold")
+    costs.add_column("USD/yr", justify="right", no_wrap=True)
     for category, value in plan.cost_breakdown_usd_per_year.items():
         if value:
-            costs.add_row(category.replace("_", " "), _money(value))
-    costs.add_row("[bold]total[/]", f"[bold]{_money(plan.objective_usd_per_year)}[/]")
+            costs.add_row(_text(category.replace("_", " ")), money(value))
+    costs.add_row("[bold]total[/]", f"[bold]{money(plan.objective_usd_per_year)}[/]")
     console.print(costs)
     k = plan.kpis
     console.print(
@@ -105,7 +156,7 @@ def print_plan(plan: Plan, out_dir: Path | None = None) -> None:
         f"{k['emissions_t_per_year']:,.0f} t CO2/yr."
     )
     if out_dir is not None:
-        console.print(f"Plan written to [bold]{out_dir}[/] and checked.")
+        console.print(f"Plan written to [bold]{_text(out_dir)}[/] and checked.")
 
 
 @app.command()
@@ -128,21 +179,27 @@ def solve(
         options = SolveOptions(solver=solver, time_limit_s=time_limit, mip_gap=gap, threads=threads, seed=seed,
                                max_full_pairs=max_full_pairs)
     except ValueError as exc:
-        err.print(f"[red]Bad option:[/] {exc}")
+        err.print(f"[red]Bad option:[/] {_text(exc, newlines=True)}")
         raise typer.Exit(EXIT_BAD_INPUT)
     try:
-        plan, _ = solve_to_folder(scenario, out, options)
+        check_destination(out, "plan")  # refuse --out before any work
+        loaded = load_scenario(scenario)
+        _print_warnings(loaded)
+        # The solve can take its whole time limit: say at once what is being solved.
+        err.print(f"Solving {_text(loaded.name)} ({len(loaded.sites):,} sites, {len(loaded.regions):,} regions, "
+                  f"limit {time_limit:g} s)…", highlight=False)
+        plan, _ = solve_to_folder(loaded, out, options)
     except ScenarioError as exc:
         _bad_input(exc)
     except InfeasibleScenario as exc:
         _print_infeasible(exc.diagnosis)
-        err.print(f"The diagnosis is recorded in {out / 'plan.json'}.")
+        err.print(f"The diagnosis is recorded in {_text(out / 'plan.json')}.")
         raise typer.Exit(EXIT_INFEASIBLE)
     except NoPlanFound as exc:
-        err.print(f"[bold red]No plan:[/] {exc}")
+        err.print(f"[bold red]No plan:[/] {_text(exc, newlines=True)}")
         raise typer.Exit(EXIT_NO_PLAN)
     except PlanCheckFailed as exc:
-        err.print(f"[bold red]{exc}[/]")
+        err.print(f"[bold red]{_text(exc, newlines=True)}[/]")
         raise typer.Exit(EXIT_CHECK_FAILED)
     print_plan(plan, out)
 
@@ -155,9 +212,10 @@ def validate(scenario: Optional[Path] = ScenarioArg) -> None:
         checked_index(loaded)
     except ScenarioError as exc:
         _bad_input(exc)
+    _print_warnings(loaded)
     demand = sum(sum(r.demand_tok_s.values()) for r in loaded.regions)
     console.print(
-        f"[green]OK[/]: scenario '{loaded.name}': {len(loaded.sites)} sites, {len(loaded.regions)} regions "
+        f"[green]OK[/]: scenario '{_text(loaded.name)}': {len(loaded.sites)} sites, {len(loaded.regions)} regions "
         f"({demand:,.0f} tok/s peak demand), {len(loaded.jobs)} training jobs, {len(loaded.catalog.rack_configs)} rack configurations."
     )
 
@@ -166,12 +224,13 @@ def validate(scenario: Optional[Path] = ScenarioArg) -> None:
 def check(folder: Path = typer.Argument(..., help="A plan folder written by `dcplace solve`.")) -> None:
     """Re-check a plan folder with the independent checker."""
     if not (folder / "plan.json").exists() or not (folder / "inputs" / "scenario.yaml").exists():
-        err.print(f"[red]{folder}: not a plan folder[/] (plan.json and inputs/scenario.yaml are needed). Fix: give a folder written by `dcplace solve`.")
+        err.print(f"[red]{_text(folder)}: not a plan folder[/] (plan.json and inputs/scenario.yaml are needed). Fix: give a folder written by `dcplace solve`.")
         raise typer.Exit(EXIT_BAD_INPUT)
     try:
         report = check_plan_folder(folder)
     except (KeyError, ValueError, OSError) as exc:
-        err.print(f"[red]{folder}: the plan folder is damaged[/] ({type(exc).__name__}: {exc}). Fix: re-run `dcplace solve`.")
+        err.print(f"[red]{_text(folder)}: the plan folder is damaged[/] ({type(exc).__name__}: {_text(exc, newlines=True)}). "
+                  "Fix: re-run `dcplace solve`.")
         raise typer.Exit(EXIT_BAD_INPUT)
     if report.status not in ("optimal", "feasible"):
         plan = read_plan(folder)
@@ -179,13 +238,13 @@ def check(folder: Path = typer.Argument(..., help="A plan folder written by `dcp
         raise typer.Exit(EXIT_INFEASIBLE)
     if report.ok:
         console.print(
-            f"[green]PASS[/]: {folder}: {len(report.checked)} constraint families hold "
-            f"({', '.join(report.checked)}); line items add up to ${report.recomputed_cost_usd_per_year:,.2f}/yr."
+            f"[green]PASS[/]: {_text(folder)}: {len(report.checked)} constraint families hold "
+            f"({_text(', '.join(report.checked))}); line items add up to ${report.recomputed_cost_usd_per_year:,.2f}/yr."
         )
         return
-    err.print(f"[bold red]FAIL[/]: {folder}: {len(report.violations)} violation(s):")
+    err.print(f"[bold red]FAIL[/]: {_text(folder)}: {len(report.violations)} violation(s):")
     for v in report.violations:
-        err.print(f"  • {v}", markup=False, highlight=False)
+        err.print(f"  • {_clean(v, newlines=True)}", markup=False, highlight=False)
     raise typer.Exit(EXIT_CHECK_FAILED)
 
 
@@ -196,16 +255,16 @@ def _plan_layers(folder: Path):
     try:
         return load_plan_layers(folder)
     except NoPlanToReport as exc:
-        err.print(str(exc), markup=False, highlight=False)
+        err.print(_clean(exc, newlines=True), markup=False, highlight=False)
         raise typer.Exit(EXIT_INFEASIBLE)
     except NotAPlanFolder as exc:
-        err.print(str(exc), markup=False, highlight=False)
+        err.print(_clean(exc, newlines=True), markup=False, highlight=False)
         raise typer.Exit(EXIT_BAD_INPUT)
 
 
 def _written(paths: list[Path]) -> None:
     for path in paths:
-        console.print(f"  {path}  ({path.stat().st_size / 1e6:,.2f} MB)", highlight=False)
+        console.print(f"  {_text(path)}  ({path.stat().st_size / 1e6:,.2f} MB)", highlight=False)
 
 
 PlanFolderArg = typer.Argument(..., help="A plan folder written by `dcplace solve`.")
@@ -221,7 +280,7 @@ def export(
     from dcplace.reports import FORMATS, export_layers
 
     if fmt not in FORMATS:
-        err.print(f"[red]Unknown format {fmt!r}.[/] Fix: --format one of {', '.join(FORMATS)}.")
+        err.print(f"[red]Unknown format {_text(repr(fmt))}.[/] Fix: --format one of {', '.join(FORMATS)}.")
         raise typer.Exit(EXIT_BAD_INPUT)
     layers = _plan_layers(folder)
     console.print(f"Exported {fmt}:")
@@ -241,7 +300,7 @@ def map_(
     from dcplace.reports import save_html_map, save_static_map
 
     if extent not in ("auto", "world"):
-        err.print(f"[red]Unknown extent {extent!r}.[/] Fix: --extent auto or --extent world.")
+        err.print(f"[red]Unknown extent {_text(repr(extent))}.[/] Fix: --extent auto or --extent world.")
         raise typer.Exit(EXIT_BAD_INPUT)
     if not (png or pdf or html):
         png = pdf = html = True
@@ -286,7 +345,7 @@ def batch(
     except ScenarioError as exc:
         _bad_input(exc)
     except ValueError as exc:
-        err.print(f"[red]{sweep_file}:[/] {escape(str(exc))}. Fix: correct the sweep's options.")
+        err.print(f"[red]{_text(sweep_file)}:[/] {_text(exc, newlines=True)}. Fix: correct the sweep's options.")
         raise typer.Exit(EXIT_BAD_INPUT)
     if workers < 1:
         err.print("[red]--workers must be at least 1.[/]")
@@ -294,7 +353,7 @@ def batch(
     columns = (TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                TextColumn("{task.fields[state]}"), TimeElapsedColumn(), TextColumn("ETA {task.fields[eta]}"))
     with Progress(*columns, console=console, transient=False) as bar:
-        task = bar.add_task(sweep.name, total=len(sweep.members), state="starting", eta="?")
+        task = bar.add_task(_text(sweep.name), total=len(sweep.members), state="starting", eta="?")  # a markup column
 
         def show(p) -> None:
             eta = f"{p.eta_s:,.0f} s" if p.eta_s is not None else "?"
@@ -304,15 +363,15 @@ def batch(
                 colour = "red" if p.last.status not in ("optimal", "feasible") else "green"
                 note = " (already solved)" if p.last.skipped else ""
                 detail = f": {p.last.message[:200]}" if p.last.message else ""
-                bar.console.print(f"  [{colour}]{p.last.status}[/] " + escape(f"{p.last.name}{note}{detail}"), highlight=False)
+                bar.console.print(f"  [{colour}]{_text(p.last.status)}[/] " + _text(f"{p.last.name}{note}{detail}"), highlight=False)
 
         try:
             result = run_batch(sweep, out, workers=workers, scheduler=scheduler, on_progress=show)
         except BatchBusy as exc:
-            err.print(f"[red]{escape(str(exc))}[/]")
+            err.print(f"[red]{_text(exc, newlines=True)}[/]")
             raise typer.Exit(EXIT_BAD_INPUT)
     counts = ", ".join(f"{n} {status}" for status, n in sorted(result.by_status().items()))
-    console.print(f"{len(result.results)} scenarios: {counts}. Index: {out / 'batch.csv'}")
+    console.print(f"{len(result.results)} scenarios: {_text(counts)}. Index: {_text(out / 'batch.csv')}")
     if not result.ok:
         raise typer.Exit(EXIT_BATCH_INCOMPLETE)
 
@@ -331,19 +390,19 @@ def compare(
         plans = collect_plans(folders)
         paths, table = save_comparison(plans, out, baseline)
     except NotAPlanFolder as exc:
-        err.print(escape(str(exc)))
+        err.print(_text(exc, newlines=True))
         raise typer.Exit(EXIT_BAD_INPUT)
     except ValueError as exc:
-        err.print(f"[red]{escape(str(exc))}[/]")
+        err.print(f"[red]{_text(exc, newlines=True)}[/]")
         raise typer.Exit(EXIT_BAD_INPUT)
-    view = Table(title=f"Against {baseline or plans[0].label}", title_justify="left")
+    view = Table(title=f"Against {_text(baseline or plans[0].label)}", title_justify="left")
     for column in ("plan", "status", "cost M$/yr", "change", "$/M tok", "RTT ms", "kt CO2", "sites", "opened", "closed"):
         view.add_column(column)
     for r in table.itertuples():
         fmt = lambda v, f: "—" if v != v else f.format(v)  # noqa: E731 - NaN-safe
-        view.add_row(escape(str(r.plan)), r.status, fmt(r.cost_musd_per_year, "{:,.2f}"), fmt(r.cost_change_share, "{:+.1%}"),
+        view.add_row(_text(r.plan), _text(r.status), fmt(r.cost_musd_per_year, "{:,.2f}"), fmt(r.cost_change_share, "{:+.1%}"),
                      fmt(r.usd_per_m_tokens, "{:.3f}"), fmt(r.mean_rtt_ms, "{:.1f}"), fmt(r.emissions_kt_per_year, "{:,.1f}"),
-                     fmt(r.sites_open, "{:.0f}"), escape(r.sites_opened), escape(r.sites_closed))
+                     fmt(r.sites_open, "{:.0f}"), _text(r.sites_opened), _text(r.sites_closed))
     console.print(view)
     _written(paths)
 
@@ -352,14 +411,14 @@ def compare(
 def pareto(
     scenario: Optional[Path] = ScenarioArg,
     tradeoff: str = typer.Option("carbon", "--tradeoff", "-t", help="carbon (epsilon constraint on emissions) or latency (weight on distance)."),
-    points: int = typer.Option(6, "--points", "-n", help="Points on the curve, the least-cost plan included."),
+    points: int = typer.Option(6, "--points", "-n", help="Points on the curve, the least-cost plan included (carbon also lists the least-emissions solve)."),
     out: Path = typer.Option(Path("pareto"), "--out", "-o", help="Folder for pareto.csv/png/html and points/ (one plan folder per point)."),
     workers: int = typer.Option(1, "--workers", "-w", help="Points solved at once."),
     time_limit: float = typer.Option(300.0, "--time-limit", help="Solver time limit per point, seconds."),
     gap: float = typer.Option(5e-3, "--gap", help="Relative MIP gap per point."),
 ) -> None:
     """Trace annual cost against emissions or mean latency and draw the frontier."""
-    from dcplace.optimizer.studies.pareto import NoFrontier, TRADEOFFS, trace_pareto
+    from dcplace.optimizer.studies.pareto import NoFrontier, TRADEOFFS, failed_points, trace_pareto
     from dcplace.reports.pareto import save_frontier
 
     if tradeoff not in TRADEOFFS or points < 2 or workers < 1:
@@ -373,7 +432,7 @@ def pareto(
     except ScenarioError as exc:
         _bad_input(exc)
     except NoFrontier as exc:
-        err.print(f"[bold red]No frontier:[/] {escape(str(exc))}")
+        err.print(f"[bold red]No frontier:[/] {_text(exc, newlines=True)}")
         raise typer.Exit(EXIT_INFEASIBLE)
     paths = save_frontier(frontier, out, tradeoff, loaded.name)
     view = Table(title=f"Cost against {tradeoff}", title_justify="left")
@@ -383,9 +442,18 @@ def pareto(
         cost = f"{p.cost_usd_per_year / 1e6:,.3f}" if p.cost_usd_per_year is not None else "—"
         rtt = f"{p.mean_rtt_ms:.2f}" if p.mean_rtt_ms is not None else "—"
         kt = f"{p.emissions_t_per_year / 1e3:,.2f}" if p.emissions_t_per_year is not None else "—"
-        view.add_row(p.name, escape(p.parameter), p.status, cost, rtt, kt, "yes" if p.efficient else "no")
+        view.add_row(_text(p.name), _text(p.parameter), _text(p.status), cost, rtt, kt, "yes" if p.efficient else "no")
     console.print(view)
     _written(paths)
+    started_from = [p for p in frontier if p.message and p.cost_usd_per_year is not None]
+    for p in started_from:
+        console.print(f"  note: {_text(p.name)}: {_text(p.message)}", highlight=False)
+    failed = failed_points(frontier)
+    if failed:
+        err.print(f"[bold red]{len(failed)} of {len(frontier)} points failed[/] (re-run the same command to retry them):")
+        for p in failed:
+            err.print(f"  • {_text(p.name)} ({_text(p.parameter)}): {_text(p.status)}: {_text(p.message[:300])}")
+        raise typer.Exit(EXIT_BATCH_INCOMPLETE)
 
 
 data_app = typer.Typer(no_args_is_help=True, help="The embedded default data.")
@@ -399,7 +467,7 @@ def data_export(folder: Path = typer.Argument(..., help="A new folder to write t
         path = export_default(folder)
     except ScenarioError as exc:
         _bad_input(exc)
-    console.print(f"Default scenario written to [bold]{folder}[/]; edit it, then run `dcplace solve {path}`.")
+    console.print(f"Default scenario written to [bold]{_text(folder)}[/]; edit it, then run `dcplace solve {_text(path)}`.")
 
 
 def _friendly(command):
@@ -410,14 +478,68 @@ def _friendly(command):
         try:
             return command(*args, **kwargs)
         except OutputRefused as exc:
-            err.print(f"[red]Refused to write[/] {escape(str(exc.path))}: {escape(exc.message)}\nFix: {escape(exc.fix)}")
+            err.print(f"[red]Refused to write[/] {_text(exc.path)}: {_text(exc.message, newlines=True)}\nFix: {_text(exc.fix)}")
             raise typer.Exit(EXIT_BAD_INPUT)
+        except (typer.Exit, typer.Abort, click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            raise  # the exit codes and usage errors above, as click prints them
+        except OSError as exc:
+            if exc.errno not in _USER_OS_ERRORS:
+                _internal_error(exc)
+            where = f" {_text(exc.filename)}" if exc.filename else ""
+            err.print(f"[red]Could not read or write{where}:[/] {_text(exc.strerror or exc)}. "
+                      "Fix: check the path, its permissions and the free space, then run the command again.")
+            raise typer.Exit(EXIT_BAD_INPUT)
+        except Exception as exc:  # noqa: BLE001 - the last resort: a bug, said in one line
+            _internal_error(exc)
 
     return run
 
 
+# Errors of the machine, not of dcplace: a full disk, a read-only or forbidden path.
+_USER_OS_ERRORS = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.ENOTDIR, errno.EISDIR,
+                   errno.ENAMETOOLONG, errno.ENOENT, errno.EEXIST, errno.ENOTEMPTY}
+
+
+def _package_version() -> str:
+    try:
+        return metadata.version("dcplace")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _internal_error(exc: BaseException) -> None:
+    """One line naming the error and where its traceback was saved; exit 6."""
+    details = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    try:
+        fd, name = tempfile.mkstemp(prefix="dcplace-error-", suffix=".txt")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(f"command: {' '.join(sys.argv)}\ndcplace {_package_version()}; Python {platform.python_version()}; "
+                     f"{platform.platform()}\n\n{details}")
+        saved = f"Full traceback: {_text(name)}"
+    except OSError as write_error:
+        saved = f"(the traceback could not be saved: {_text(write_error)}; it follows)\n{_text(details, newlines=True)}"
+    message = " ".join(str(exc).split())  # one line
+    err.print(f"[bold red]internal error:[/] {_text(type(exc).__name__)}: {_text(message)} — this is a bug; please report it "
+              f"with the command and `dcplace --version`.\n{saved}", highlight=False)
+    raise typer.Exit(EXIT_INTERNAL_ERROR)
+
+
 for _command in app.registered_commands + data_app.registered_commands:
     _command.callback = _friendly(_command.callback)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        console.print(f"dcplace {_package_version()} (Python {platform.python_version()}, {platform.platform()})",
+                      markup=False, highlight=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True, help="Print dcplace's version and exit."),
+) -> None:
+    """Placement engine for AI infrastructure."""
 
 
 def main() -> None:

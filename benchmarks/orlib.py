@@ -1,6 +1,7 @@
 """Beasley's OR-Library capacitated facility location instances, solved through dcplace.
 
-Each instance becomes an ordinary dcplace Scenario: warehouses are sites (fixed cost =
+Each instance becomes an ordinary dcplace Scenario (`dcplace.scenario_from_cost_matrix`,
+models/costmatrix.py): warehouses are sites (fixed cost =
 `fixed_cost_usd_per_year`, capacity = `floor_racks` of a one-unit rack that serves one unit
 of demand and costs nothing), customers are regions with one workload class, and the
 allocation cost c_ij of serving all of customer j from warehouse i is a pair cost — the
@@ -21,21 +22,8 @@ from pathlib import Path
 import highspy
 import numpy as np
 
-from dcplace.models import (
-    Catalog,
-    Chip,
-    Cooling,
-    Economics,
-    Latency,
-    PairCost,
-    RackConfig,
-    Region,
-    Scenario,
-    Site,
-    Throughput,
-    Workload,
-)
-from dcplace.models.files import scenario_hash
+from dcplace.models import Scenario
+from dcplace.models.costmatrix import UNIT_CATALOG, scenario_from_cost_matrix  # noqa: F401 - UNIT_CATALOG kept importable here
 
 CAPACITIES = {"capa": (8000, 10000, 12000, 14000), "capb": (5000, 6000, 7000, 8000), "capc": (5000, 5750, 6500, 7250)}
 
@@ -86,40 +74,9 @@ def instances(names: list[str] | None = None) -> list[tuple[str, Path, float | N
     return [x for x in out if names is None or x[0] in names]
 
 
-UNIT_CATALOG = Catalog(
-    chips=(Chip(id="unit", name="One unit of capacity", capex_usd_per_gpu=0, life_years=1, h100_equiv=0),),
-    rack_configs=(RackConfig(id="unit", chip="unit", gpus_per_server=1, servers_per_rack=1, server_kw=0.001),),
-    cooling=(Cooling(id="any", name="Any", max_kw_per_rack=1, pue=1.0, capex_usd_per_kw=0, life_years=1, zone_fixed_usd_per_year=0),),
-    fabrics=(),
-    workloads=(Workload(id="demand", name="Demand", load_factor=1.0),),
-    throughput=(Throughput(chip="unit", workload="demand", tok_s_per_gpu=1.0),),
-)
-
-
 def as_scenario(name: str, data: dict) -> Scenario:
-    """The instance as a dcplace scenario (see the module docstring)."""
-    sites = tuple(
-        Site(
-            id=f"w{i + 1}", name=f"Warehouse {i + 1}", lat=0, lon=0, country="XX", power_price_usd_per_mwh=0,
-            grid_carbon_g_per_kwh=0, power_limit_kw=1e9, floor_racks=int(data["s"][i]), fixed_cost_usd_per_year=data["f"][i],
-            colocation_usd_per_kw_month=0, cooling_allowed=("any",),
-        )
-        for i in range(data["m"])
-    )
-    regions = tuple(
-        Region(id=f"c{j + 1}", name=f"Customer {j + 1}", lat=0, lon=0, country="XX",
-               demand_tok_s={"demand": data["d"][j]}, rtt_budget_ms={"demand": 1e6})
-        for j in range(data["n"])
-    )
-    pairs = tuple(
-        PairCost(region=f"c{j + 1}", site=f"w{i + 1}", workload="demand", usd_per_year=float(data["c"][i, j]))
-        for i in range(data["m"]) for j in range(data["n"])
-    )
-    scenario = Scenario(
-        name=name, sites=sites, regions=regions, catalog=UNIT_CATALOG, pair_costs=pairs,
-        economics=Economics(discount_rate=0.0, inference_target_utilization=1.0), latency=Latency(route_factor=1, overhead_ms=0),
-    )
-    return scenario.model_copy(update={"content_hash": scenario_hash(scenario)})
+    """The instance as a dcplace scenario (see the module docstring and dcplace.scenario_from_cost_matrix)."""
+    return scenario_from_cost_matrix(data["f"], data["d"], data["c"], capacities=data["s"], name=name)
 
 
 def bare_highs(data: dict, time_limit_s: float = 600.0) -> tuple[float, float]:

@@ -1,7 +1,10 @@
 """The domain: validated records, the scenario file format, and the plan."""
 
 from dcplace.models.errors import InputProblem, ScenarioError
+from dcplace.models.checks import scenario_warnings
+from dcplace.models.costmatrix import scenario_from_cost_matrix
 from dcplace.models.files import default_scenario_path, export_default, load_scenario, write_scenario
+from dcplace.models.frames import scenario_from_frames
 from dcplace.models.records import (
     Catalog,
     Chip,
@@ -23,5 +26,6 @@ from dcplace.models.records import (
 __all__ = [
     "Catalog", "Chip", "Cooling", "Economics", "Fabric", "InputProblem", "Latency", "PairCost", "Policies",
     "RackConfig", "Region", "Scenario", "ScenarioError", "Site", "Throughput", "TrainingJob",
-    "Workload", "default_scenario_path", "export_default", "load_scenario", "write_scenario",
+    "Workload", "default_scenario_path", "export_default", "load_scenario", "scenario_from_cost_matrix",
+    "scenario_from_frames", "scenario_warnings", "write_scenario",
 ]

@@ -108,14 +108,20 @@ def check_destination(out_dir: str | Path, kind: str) -> Path:
     return out_dir
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether `pid` is a running process. A zombie (dead, not yet reaped: where nothing
+    reaps orphans, a killed run's workers stay zombies) is not alive."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True  # no /proc: the signal test is all we have
+    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
 
 
 def remove_stale_staging(parent: Path, name: str | None = None) -> list[Path]:
@@ -128,7 +134,7 @@ def remove_stale_staging(parent: Path, name: str | None = None) -> list[Path]:
         return removed
     for path in sorted(entries, key=lambda p: p.name.endswith(".tmp")):  # .old first: restore before cleaning
         m = _STAGING.match(path.name)
-        if not m or (name is not None and m["name"] != name) or m["host"] != _HOST or _alive(int(m["pid"])):
+        if not m or (name is not None and m["name"] != name) or m["host"] != _HOST or process_alive(int(m["pid"])):
             continue
         destination = path.with_name(m["name"])
         if m["what"] == "old" and not destination.exists():

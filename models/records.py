@@ -2,10 +2,10 @@
 
 Units are part of every name that could be doubted and are the units used everywhere
 inside dcplace (see docs/units in README). Conversions from other input units (MW, for
-example) happen once, in `models.loading`, never here or later.
+example) happen once, in `models.tables`, never here or later.
 
 Every numeric field carries its bounds, and where a wrong value usually means a unit
-mistake the `fix` text says so; `models.loading` turns validation failures into
+mistake the `fix` text says so; `models.tables` turns validation failures into
 `InputProblem`s that name the file, the row and the field.
 """
 
@@ -251,3 +251,17 @@ class Scenario(Record):
     files: dict[str, str] = {}
     source_path: str = ""
     content_hash: str = ""
+
+    @classmethod
+    def from_frames(cls, sites, regions, jobs=None, catalog=None, name: str = "in-memory", economics=None, latency=None,
+                    policies=None, pair_costs=None, description: str = "") -> "Scenario":
+        """A validated Scenario from pandas / GeoPandas DataFrames, with exactly the checks a
+        scenario file gets (dcplace.models.frames); raises ScenarioError listing every problem."""
+        return FRONT_DOORS["frames"](sites, regions, jobs=jobs, catalog=catalog, name=name, economics=economics,
+                                     latency=latency, policies=policies, pair_costs=pair_costs, description=description)
+
+
+# The builders behind Scenario's front doors live a layer above these records (they read
+# tables and catalogs); each registers itself here when dcplace.models is imported, so the
+# records never import them (tests/test_layers.py forbids the cycle).
+FRONT_DOORS: dict[str, Any] = {}

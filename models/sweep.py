@@ -14,8 +14,11 @@ grid:                              # and/or every combination of these values
 ```
 
 Grid members are named from their values (`carbon_price_usd_per_t=50,demand_chat_tok_s=x2`),
-so a member's folder says what it is. Override paths are checked when the sweep is read;
-values and ids when each member loads, so one bad member fails alone and the rest run.
+so a member's folder says what it is. Override paths, and the values of parameter
+(economics, latency, policies) overrides, are checked when the sweep is read, naming the
+sweep file and the grid key; table values and ids when each member loads, so one bad
+member fails alone and the rest run. A problem an override causes names the sweep file
+(`load_member`). A key given twice in the YAML is a problem naming both lines.
 """
 
 from __future__ import annotations
@@ -26,12 +29,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from dcplace.models.errors import InputProblem, ScenarioError
-from dcplace.models.files import default_scenario_path
-from dcplace.models.overrides import OverrideError, parse_override
+from dcplace.models.errors import InputProblem, ProblemLog, ScenarioError
+from dcplace.models.overrides import OverrideError, arithmetic, parse_override
+from dcplace.models.records import Economics, Latency, Policies, Scenario
+from dcplace.models.scenario_file import default_scenario_path, load_scenario
+from dcplace.models.tables import record_problems
+from dcplace.models.yamlio import read_yaml
+
+_SECTIONS = {"economics": Economics, "latency": Latency, "policies": Policies}
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=,+-]+")
 
@@ -52,6 +59,7 @@ class Member:
 
     name: str
     overrides: dict[str, Any] = field(default_factory=dict)
+    origins: dict[str, str] = field(default_factory=dict, compare=False)  # override path -> the file that set it
 
 
 @dataclass(frozen=True)
@@ -68,29 +76,38 @@ def member_slug(text: str) -> str:
     return _UNSAFE.sub("_", text.replace("*", "x")).strip("._") or "member"
 
 
-def grid_members(grid: dict[str, list[Any]]) -> list[Member]:
+def grid_members(grid: dict[str, list[Any]], label: str | None = None) -> list[Member]:
     """Every combination of the grid's values, named by the last part of each path."""
     if not grid:
         return []
     paths = list(grid)
     members = []
     for values in itertools.product(*(grid[p] for p in paths)):
-        label = ",".join(f"{p.rsplit('.', 1)[-1]}={v}" for p, v in zip(paths, values))
-        members.append(Member(member_slug(label), dict(zip(paths, values))))
+        origins = {p: label for p in paths} if label else {}
+        members.append(Member(member_slug(name_of(paths, values)), dict(zip(paths, values)), origins))
     return members
+
+
+def name_of(paths: list[str], values: tuple) -> str:
+    return ",".join(f"{p.rsplit('.', 1)[-1]}={v}" for p, v in zip(paths, values))
+
+
+def load_member(base: str | Path, member: Member) -> Scenario:
+    """The member's scenario: the base with the member's overrides; a problem an override
+    causes names the sweep file that set it, not the base scenario."""
+    return load_scenario(base, overrides={"name": member.name, **member.overrides}, overrides_origin=member.origins)
 
 
 def load_sweep(path: str | Path) -> Sweep:
     """Read and check a sweep file; ScenarioError names the key and what would fix it."""
     path = Path(path)
     label = path.name
-    if not path.exists():
-        raise ScenarioError([InputProblem(str(path), None, None, "sweep file not found.", "give the path of a sweep YAML file.")])
+    log = ProblemLog()
+    raw = read_yaml(path, label, log, "sweep")
+    if raw is None:
+        raise ScenarioError(log.problems)
     try:
-        raw = yaml.safe_load(path.read_text())
         spec = SweepFile(**(raw if isinstance(raw, dict) else {}))
-    except yaml.YAMLError as exc:
-        raise ScenarioError([InputProblem(label, None, None, f"is not valid YAML: {exc}", "fix the YAML syntax.")]) from None
     except ValidationError as exc:
         problems = [
             InputProblem(label, None, ".".join(str(p) for p in e["loc"]), str(e["msg"]) + ".",
@@ -108,10 +125,15 @@ def sweep_from(name: str, base: Path, scenarios: dict[str, dict[str, Any]], grid
     problems: list[InputProblem] = []
     if not base.exists():
         problems.append(InputProblem(label, None, "base", f"base scenario not found (looked for {base}).", "give a path relative to the sweep file, or 'default'."))
-    members = [Member(member_slug(n), dict(o or {})) for n, o in scenarios.items()] + grid_members(grid)
+    members = [Member(member_slug(n), dict(o or {}), {p: label for p in (o or {})}) for n, o in scenarios.items()] + grid_members(grid, label)
     for key, values in grid.items():
         if not values:
             problems.append(InputProblem(label, None, f"grid.{key}", "has no values.", "list at least one value."))
+        for value in values or []:
+            problems += _section_value_problems(key, value, label, f"grid.{key}")
+    for member_name, overrides in scenarios.items():
+        for key, value in (overrides or {}).items():
+            problems += _section_value_problems(key, value, label, f"scenarios.{member_name}.{key}")
     if not members:
         problems.append(InputProblem(label, None, "scenarios", "the sweep has no scenarios.", "add named scenarios or a grid."))
     seen: set[str] = set()
@@ -128,3 +150,18 @@ def sweep_from(name: str, base: Path, scenarios: dict[str, dict[str, Any]], grid
     if problems:
         raise ScenarioError(problems)
     return Sweep(name, base, members, dict(options or {}), source)
+
+
+def _section_value_problems(path: str, value: Any, label: str, where: str) -> list[InputProblem]:
+    """A parameter override's value checked now (it does not depend on the base): the
+    problem names the sweep file and the grid key."""
+    target, _, key = path.partition(".")
+    model = _SECTIONS.get(target)
+    if model is None or key not in model.model_fields or arithmetic(value) is not None:
+        return []
+    try:
+        model(**{key: value})
+    except ValidationError as exc:
+        return [InputProblem(label, None, where, message, fix)
+                for _, _, _, message, fix in record_problems(model, exc, label, None)]
+    return []

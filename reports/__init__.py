@@ -8,15 +8,42 @@ a plan. Each output is one call, the same one the CLI makes:
     save_static_map(layers, "plan/report", png=True, pdf=True)
     save_html_map(layers, "plan/report")
     save_report(layers, "plan/report")
+
+The names below load on first use (PEP 562), so `import dcplace.reports.style` — which the
+CLI needs for its money format — does not pull in matplotlib, plotly and geopandas.
 """
 
-from dcplace.reports.export import FORMATS, export_layers, read_layer
-from dcplace.reports.htmlmap import save_html_map
-from dcplace.reports.layers import NoPlanToReport, NotAPlanFolder, PlanLayers, load_plan_layers
-from dcplace.reports.report import save_report
-from dcplace.reports.staticmap import save_static_map
+from __future__ import annotations
 
-__all__ = [
-    "FORMATS", "NoPlanToReport", "NotAPlanFolder", "PlanLayers", "export_layers", "load_plan_layers", "read_layer",
-    "save_html_map", "save_report", "save_static_map",
-]
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+_WHERE = {
+    "FORMATS": "export", "export_layers": "export", "read_layer": "export",
+    "save_html_map": "htmlmap",
+    "NoPlanToReport": "layers", "NotAPlanFolder": "layers", "PlanLayers": "layers", "load_plan_layers": "layers",
+    "save_report": "report",
+    "save_static_map": "staticmap",
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{_WHERE[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_WHERE))
+
+
+if TYPE_CHECKING:
+    from dcplace.reports.export import FORMATS, export_layers, read_layer
+    from dcplace.reports.htmlmap import save_html_map
+    from dcplace.reports.layers import NoPlanToReport, NotAPlanFolder, PlanLayers, load_plan_layers
+    from dcplace.reports.report import save_report
+    from dcplace.reports.staticmap import save_static_map

@@ -5,16 +5,12 @@ from __future__ import annotations
 import base64
 import io
 
-import matplotlib
+import numpy as np
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-
-from dcplace.models.plan import Plan  # noqa: E402
-from dcplace.reports.style import CATEGORY_COLOURS, category_label, money  # noqa: E402
+from dcplace.models.plan import Plan
+from dcplace.reports.mpl import plt  # the one place that picks matplotlib's backend
+from dcplace.reports.style import CATEGORY_COLOURS, category_label, money
 
 TOP_SITES = 15
 

@@ -3,7 +3,9 @@
     plans = collect_plans(["runs/"])                # plan folders, or batch folders (expanded)
     paths, table = save_comparison(plans, "compare/", baseline="baseline")
 
-Only plan.json of each folder is read.
+Only plan.json of each folder is read. compare.csv is for spreadsheets: a text cell that a
+spreadsheet would run as a formula (a plan or site name starting with `=`, `+`, `-`, `@`, a
+tab or CR) gets a leading `'`; numbers are written as numbers.
 """
 
 from __future__ import annotations
@@ -12,19 +14,15 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from dcplace.models.plan import Plan, read_plan  # noqa: E402
-from dcplace.reports.charts import figure_data_uri, stacked_cost_figure  # noqa: E402
-from dcplace.reports.layers import NotAPlanFolder  # noqa: E402
-from dcplace.reports.output import render_html, staged_files  # noqa: E402
-from dcplace.reports.style import CATEGORY_COLOURS  # noqa: E402
+from dcplace.models.plan import Plan, read_plan
+from dcplace.reports.charts import figure_data_uri, stacked_cost_figure
+from dcplace.reports.layers import NotAPlanFolder
+from dcplace.reports.mpl import plt  # the one place that picks matplotlib's backend
+from dcplace.reports.output import check_destination, render_html, spreadsheet_frame, staged_files
+from dcplace.reports.style import CATEGORY_COLOURS
 
 KPIS = [  # (plan kpi key, column, scale, format)
     ("total_cost_usd_per_year", "cost_musd_per_year", 1e-6, "{:,.2f}"),
@@ -51,8 +49,12 @@ def collect_plans(paths: list[str | Path]) -> list[NamedPlan]:
     plans: list[NamedPlan] = []
     for path in map(Path, paths):
         if (path / "batch.json").is_file():
-            members = json.loads((path / "batch.json").read_text())["members"]
-            folders = [path / m["name"] for m in members if (path / m["name"] / "plan.json").is_file()]
+            try:
+                members = json.loads((path / "batch.json").read_text(encoding="utf-8"))["members"]
+                folders = [path / m["name"] for m in members if (path / m["name"] / "plan.json").is_file()]
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                raise NotAPlanFolder(f"{path}: batch.json is damaged ({type(exc).__name__}: {exc}). "
+                                     "Fix: re-run the same `dcplace batch` command to rewrite it.") from exc
         elif (path / "plan.json").is_file():
             folders = [path]
         else:
@@ -127,6 +129,7 @@ def save_comparison(plans: list[NamedPlan], out_dir: str | Path, baseline: str |
     the paths and the table."""
     if not plans:
         raise ValueError("no plans to compare")
+    check_destination(out_dir, "compare")  # refuse a bad --out before drawing, not after
     baseline = baseline or plans[0].label
     table = comparison_table(plans, baseline)
     figures = [_cost_figure(plans), _tradeoff_figure(table, "emissions_kt_per_year", "emissions, kt CO₂ per year"),
@@ -144,6 +147,6 @@ def save_comparison(plans: list[NamedPlan], out_dir: str | Path, baseline: str |
         shown.append({**row, "cells": cells})
     page = render_html("compare.html.j2", rows=shown, baseline=baseline, kpis=KPIS, images=images)
     with staged_files(out_dir, "compare") as stage:
-        table.to_csv(stage.dir / "compare.csv", index=False)
+        spreadsheet_frame(table).to_csv(stage.dir / "compare.csv", index=False)
         (stage.dir / "compare.html").write_text(page, encoding="utf-8")
     return stage.moved, table

@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 from dcplace.reports.layers import PlanLayers, plan_extent
-from dcplace.reports.output import staged_files
+from dcplace.reports.output import check_destination, staged_files
 from dcplace.reports.style import CLOSED_COLOUR, LAND_COLOUR, OCEAN_COLOUR, REGION_COLOUR, ROLE_COLOURS, geo_path, money, mw_text
 
 SITE_ROLES = ("training", "inference", "mixed", "idle")
@@ -171,6 +171,7 @@ def offline_html(fig: go.Figure, title: str) -> str:
 
 def save_html_map(layers: PlanLayers, out_dir: str | Path) -> list[Path]:
     """Write map.html into `out_dir`; returns its path in a list."""
+    check_destination(out_dir, "report")  # refuse a bad --out before drawing, not after
     page = offline_html(plan_figure(layers), f"dcplace map — {layers.plan.scenario}")
     with staged_files(out_dir, "report") as stage:
         (stage.dir / "map.html").write_text(page, encoding="utf-8")

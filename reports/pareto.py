@@ -4,15 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-
-from dcplace.optimizer.studies.pareto import FrontierPoint, frontier_table  # noqa: E402
-from dcplace.reports.charts import figure_data_uri  # noqa: E402
-from dcplace.reports.output import render_html, staged_files  # noqa: E402
+from dcplace.models.outputs import check_destination
+from dcplace.optimizer.studies.pareto import FrontierPoint, frontier_table
+from dcplace.reports.charts import figure_data_uri
+from dcplace.reports.mpl import plt
+from dcplace.reports.output import render_html, spreadsheet_frame, staged_files
 
 AXES = {"carbon": ("emissions_t_per_year", 1e-3, "emissions, kt CO₂ per year"),
         "latency": ("mean_rtt_ms", 1.0, "demand-weighted mean RTT, ms")}
@@ -32,9 +28,13 @@ def frontier_figure(frontier: list[FrontierPoint], tradeoff: str, title: str):
     for p in solved:
         ax.annotate(p.name, (getattr(p, measure) * scale, p.cost_usd_per_year / 1e6), fontsize=7,
                     xytext=(5, 4), textcoords="offset points", parse_math=False)
+    failed = [p.name for p in frontier if p.cost_usd_per_year is None]
+    if failed:
+        ax.text(0.0, -0.16, "no plan: " + ", ".join(failed), transform=ax.transAxes, fontsize=8, color="#b2182b",
+                parse_math=False)
     ax.set_xlabel(label)
     ax.set_ylabel("annual cost, USD M")
-    ax.set_title(title, loc="left", fontsize=11)
+    ax.set_title(title, loc="left", fontsize=11, parse_math=False)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     ax.spines[["top", "right"]].set_visible(False)
@@ -44,13 +44,14 @@ def frontier_figure(frontier: list[FrontierPoint], tradeoff: str, title: str):
 
 def save_frontier(frontier: list[FrontierPoint], out_dir: str | Path, tradeoff: str, scenario_name: str) -> list[Path]:
     """Write pareto.csv, pareto.png and pareto.html into out_dir (beside points/)."""
+    check_destination(out_dir, "pareto")  # refuse before drawing
     title = f"{scenario_name}: annual cost against {'emissions' if tradeoff == 'carbon' else 'mean latency'}"
     fig = frontier_figure(frontier, tradeoff, title)
     try:
         image = figure_data_uri(fig)
         page = render_html("pareto.html.j2", title=title, image=image, points=frontier)
         with staged_files(out_dir, "pareto") as stage:
-            frontier_table(frontier).to_csv(stage.dir / "pareto.csv", index=False)
+            spreadsheet_frame(frontier_table(frontier)).to_csv(stage.dir / "pareto.csv", index=False)
             fig.savefig(stage.dir / "pareto.png", dpi=150)
             (stage.dir / "pareto.html").write_text(page, encoding="utf-8")
     finally:

@@ -13,20 +13,16 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
-import matplotlib
+from matplotlib.backends.backend_pdf import PdfPages
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-
-from dcplace.models.plan import Plan  # noqa: E402
-from dcplace.reports.charts import cost_by_category_figure, cost_by_site_figure, draw_cost_by_category, figure_data_uri  # noqa: E402
-from dcplace.reports.layers import PlanLayers  # noqa: E402
-from dcplace.reports.output import render_html, staged_files  # noqa: E402
-from dcplace.reports.staticmap import draw_static_map  # noqa: E402
-from dcplace.reports.style import ROLE_COLOURS, money, mw_text  # noqa: E402
+from dcplace.models.plan import Plan
+from dcplace.reports.charts import cost_by_category_figure, cost_by_site_figure, draw_cost_by_category, figure_data_uri
+from dcplace.reports.layers import PlanLayers
+from dcplace.reports.mpl import plt  # the one place that picks matplotlib's backend
+from dcplace.reports.output import check_destination, render_html, staged_files
+from dcplace.reports.staticmap import draw_static_map
+from dcplace.reports.style import ROLE_COLOURS, money, mw_text
 
 A4_LANDSCAPE_IN = (11.69, 8.27)
 SITE_ROWS_PER_PDF_PAGE = 24
@@ -188,6 +184,7 @@ def write_pdf(path: Path, content: ReportContent, plan: Plan, map_fig: Figure, b
 
 def save_report(layers: PlanLayers, out_dir: str | Path, html: bool = True, pdf: bool = True) -> list[Path]:
     """Write report.html and/or report.pdf into `out_dir`; returns the paths."""
+    check_destination(out_dir, "report")  # refuse a bad --out before drawing, not after
     content = report_content(layers)
     map_fig = draw_static_map(layers).figure
     category = cost_by_category_figure(layers.plan)

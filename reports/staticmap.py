@@ -16,23 +16,19 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+from matplotlib.collections import LineCollection
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.text import Text
+from matplotlib.transforms import Bbox
+from pyproj import CRS, Geod, Transformer
+from shapely.geometry import box
 
-matplotlib.use("Agg")  # no display on servers; set before pyplot is imported
-
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from matplotlib.collections import LineCollection  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.lines import Line2D  # noqa: E402
-from matplotlib.text import Text  # noqa: E402
-from matplotlib.transforms import Bbox  # noqa: E402
-from pyproj import CRS, Geod, Transformer  # noqa: E402
-from shapely.geometry import box  # noqa: E402
-
-from dcplace.reports.layers import PlanLayers, plan_extent  # noqa: E402
-from dcplace.reports.output import staged_files  # noqa: E402
-from dcplace.reports.style import (  # noqa: E402
+from dcplace.reports.layers import PlanLayers, plan_extent
+from dcplace.reports.mpl import plt  # the one place that picks matplotlib's backend
+from dcplace.reports.output import check_destination, staged_files
+from dcplace.reports.style import (
     BORDER_COLOUR, CLOSED_COLOUR, LAND_COLOUR, OCEAN_COLOUR, REGION_COLOUR, ROLE_COLOURS, countries, money, mw_text,
 )
 
@@ -244,6 +240,7 @@ def _title_block(fig: Figure, layers: PlanLayers, result: StaticMap) -> None:
 
 def save_static_map(layers: PlanLayers, out_dir: str | Path, png: bool = True, pdf: bool = True, extent: str = "auto") -> list[Path]:
     """Write map.png (200 dpi) and/or map.pdf (vector) into `out_dir`; returns the paths."""
+    check_destination(out_dir, "report")  # refuse a bad --out before drawing, not after
     drawn = draw_static_map(layers, extent=extent)
     try:
         with staged_files(out_dir, "report") as stage:

@@ -1,12 +1,20 @@
-"""What every map and chart shares: role colours, money and power formats, base layers."""
+"""What every map, chart and console table shares: role colours, money and power formats,
+base layers.
+
+Light on purpose (geopandas loads only when the base map is asked for): the CLI imports
+`money` from here, and every amount of money dcplace prints — terminal, HTML, PDF, maps —
+goes through that one function.
+"""
 
 from __future__ import annotations
 
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import geopandas as gpd
+if TYPE_CHECKING:
+    import geopandas as gpd
 
 # Colour-blind-safe (ColorBrewer Dark2), one per role a site can take.
 ROLE_COLOURS = {"training": "#d95f02", "inference": "#1b9e77", "mixed": "#7570b3", "idle": "#a6761d"}
@@ -24,8 +32,11 @@ CATEGORY_COLOURS = {
 
 
 def money(usd: float) -> str:
-    """$1,250.45 M style; the unit executives read annual budgets in."""
-    return f"${usd / 1e6:,.2f} M"
+    """US dollars in millions, two decimals: `$1,250.45 M` (`-$0.25 M` below zero); the unit
+    executives read annual budgets in. The one money format of dcplace's outputs."""
+    millions = usd / 1e6
+    sign = "-" if round(millions, 2) < 0 else ""
+    return f"{sign}${abs(millions):,.2f} M"
 
 
 def mw_text(mw: float) -> str:
@@ -45,4 +56,6 @@ def geo_path(name: str) -> Path:
 @lru_cache(maxsize=1)
 def countries() -> gpd.GeoDataFrame:
     """Natural Earth 1:110m country polygons, EPSG:4326."""
+    import geopandas as gpd
+
     return gpd.read_file(geo_path("ne_110m_countries.gpkg"), engine="pyogrio")

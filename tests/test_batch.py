@@ -274,3 +274,92 @@ def test_dask_local_cluster_gives_the_same_objectives(local_batch, tmp_path):
             continue  # changed by the resume test above
         assert remote[name][0] == status
         assert remote[name][1] == pytest.approx(objective, rel=1e-9, abs=1e-6) if objective is not None else remote[name][1] is None
+
+
+def test_kill_9_of_the_batch_process_alone_leaves_no_worker_holding_the_lock(tmp_path):
+    """A terminal or scheduler may kill only the batch process, not its process group: its pool
+    workers must die with it and not keep the lock, so the same command resumes and completes."""
+    sweep_path = twelve_member_sweep(tmp_path, synthetic_base(tmp_path / "base"))
+    out = tmp_path / "runs"
+    command = [sys.executable, "-m", "dcplace.cli", "batch", str(sweep_path), "--out", str(out), "--workers", "2"]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    done: set[str] = set()
+    while time.time() < deadline and len(done) < 1:
+        try:
+            done = {m["name"] for m in read_batch(out)["members"]}
+        except (FileNotFoundError, json.JSONDecodeError):
+            pass
+        time.sleep(0.05)
+    children = children_of(process.pid)
+    assert children, "the pool's workers were running"
+    os.kill(process.pid, signal.SIGKILL)  # the parent only
+    process.wait()
+    assert 1 <= len(done) < 12, "the batch must be killed midway"
+    # its workers are gone (or zombies: nothing reaps orphans in some containers) within seconds
+    gone_by = time.time() + 10
+    while time.time() < gone_by and any(_running(pid) for pid in children):
+        time.sleep(0.05)
+    assert not any(_running(pid) for pid in children)
+    assert str(process.pid) in (out / ".batch.lock").read_text()  # the lock names its (dead) owner
+
+    rerun = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert "another batch is running" not in rerun.stdout + rerun.stderr
+    index = read_batch(out)
+    assert len(index["members"]) == 12 and done <= {m["name"] for m in index["members"] if m["skipped"]}
+    for m in index["members"]:
+        if m["status"] != "infeasible":
+            assert check_plan_folder(out / m["name"]).ok
+    assert not [p.name for p in out.iterdir() if p.name.startswith(".") and p.name.endswith((".tmp", ".old"))]
+
+
+def children_of(pid: int) -> list[int]:
+    """The pids whose parent is `pid` (read from /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def test_a_lock_held_by_an_orphan_of_a_dead_batch_is_taken_over(tmp_path):
+    """Where workers cannot be tied to their parent, an orphan may still hold the lock's file:
+    its recorded owner is dead, so the next batch takes the lock over; a live owner is refused."""
+    from dcplace.optimizer.studies.batch import BatchBusy, _exclusive
+
+    out = tmp_path / "runs"
+    out.mkdir()
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import fcntl, socket, sys, time\n"
+        f"h = open({str(out / '.batch.lock')!r}, 'a+'); fcntl.flock(h, fcntl.LOCK_EX)\n"
+        "h.truncate(0); h.write(f'{sys.argv[1]} {socket.gethostname()} x\\n'); h.flush()\n"
+        "print('locked', flush=True); time.sleep(60)\n"), "PID"], stdout=subprocess.PIPE, text=True)
+    try:
+        dead = subprocess.Popen([sys.executable, "-c", "pass"])
+        dead.wait()
+        assert holder.stdout.readline().strip() == "locked"
+        # the recorded owner is alive (the holder itself): refused, naming it
+        (out / ".batch.lock").write_text(f"{holder.pid} {__import__('socket').gethostname()} x\n")
+        with pytest.raises(BatchBusy, match=f"pid {holder.pid}"):
+            with _exclusive(out):
+                pass
+        (out / ".batch.lock").write_text(f"{dead.pid} {__import__('socket').gethostname()} x\n")
+        with _exclusive(out) as lock:  # owner dead: taken over
+            assert str(os.getpid()) in (out / ".batch.lock").read_text()
+            assert lock.handle.fileno() >= 0
+    finally:
+        holder.kill()
+        holder.wait()

@@ -71,8 +71,12 @@ def test_carbon_frontier_is_monotone_and_ends_at_the_least_emissions(tradeoff_sc
     result = runner.invoke(app, ["pareto", str(tradeoff_scenario), "--tradeoff", "carbon", "--points", "5", "--gap", "0", "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
     table = pd.read_csv(tmp_path / "pareto.csv")
-    assert list(table["name"]) == ["least-cost", "cap-01", "cap-02", "cap-03", "cap-04"]
+    assert list(table["name"]) == ["least-cost", "cap-01", "cap-02", "cap-03", "cap-04", "least-carbon"]
     assert (table["status"] == "optimal").all()
+    # Both ends are listed; the least-carbon anchor's cost leaves out its dominant carbon price,
+    # so at gap 0 it is the cheapest plan at the least emissions: the tightest cap's plan.
+    assert table["emissions_t_per_year"].iloc[-1] == pytest.approx(table["emissions_t_per_year"].iloc[-2], rel=1e-6)
+    assert table["cost_usd_per_year"].iloc[-1] == pytest.approx(table["cost_usd_per_year"].iloc[-2], rel=1e-6)
     # Tighter caps: emissions never rise and cost never falls; every point is efficient.
     assert table["emissions_t_per_year"].is_monotonic_decreasing
     assert table["cost_usd_per_year"].is_monotonic_increasing
@@ -87,7 +91,7 @@ def test_carbon_frontier_is_monotone_and_ends_at_the_least_emissions(tradeoff_sc
     assert table["emissions_t_per_year"].iloc[-1] == pytest.approx(clean.facility_kw * HOURS * 0.5 * 20 / 1e6, rel=1e-9)
     for name in table["name"]:
         assert check_plan_folder(tmp_path / "points" / name).ok
-    for name, cap in zip(table["name"][1:], table["parameter"][1:]):
+    for name in table["name"][1:-1]:
         plan = read_plan(tmp_path / "points" / name)
         assert plan.kpis["emissions_t_per_year"] <= load_scenario(tmp_path / "points" / name / "inputs" / "scenario.yaml").policies.carbon_cap_t_per_year + 1e-6
     assert (tmp_path / "pareto.png").read_bytes()[:4] == b"\x89PNG"
@@ -104,3 +108,66 @@ def test_latency_frontier_trades_cost_for_rtt(tradeoff_scenario, tmp_path):
     # plan's objective less its whole transport line.
     last = read_plan(frontier[-1].folder)
     assert costs[-1] == pytest.approx(last.objective_usd_per_year - last.cost_breakdown_usd_per_year["transport"], rel=1e-9)
+
+
+def test_a_capped_point_without_a_plan_of_its_own_starts_from_the_least_carbon_plan(tradeoff_scenario, tmp_path, monkeypatch):
+    """Capped points are hard (simulated: their solve gets a time limit too small to build the
+    model, so each ends with no plan of its own). The least-carbon plan meets every cap, so every
+    point still has a checked plan, marked feasible, re-costed, proving nothing; both ends are drawn."""
+    import dataclasses
+
+    import dcplace.optimizer.studies.batch as batch
+
+    real = batch.solve
+
+    def hard_when_capped(scenario, options, **kw):
+        if scenario.policies.carbon_cap_t_per_year is not None:
+            options = dataclasses.replace(options, time_limit_s=1e-6)
+        return real(scenario, options, **kw)
+
+    monkeypatch.setattr(batch, "solve", hard_when_capped)  # forked pool workers inherit the patch
+    result = runner.invoke(app, ["pareto", str(tradeoff_scenario), "--tradeoff", "carbon", "--points", "4", "--gap", "0",
+                                 "--workers", "2", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    table = pd.read_csv(tmp_path / "pareto.csv")
+    assert list(table["name"]) == ["least-cost", "cap-01", "cap-02", "cap-03", "least-carbon"]
+    assert table["cost_usd_per_year"].notna().all()
+    capped = table[table["name"].str.startswith("cap-")]
+    assert (capped["status"] == "feasible").all()  # a start plan is never claimed optimal without a bound
+    anchor = read_plan(tmp_path / "points" / "least-carbon")
+    for name in capped["name"]:
+        folder = tmp_path / "points" / name
+        plan = read_plan(folder)
+        assert check_plan_folder(folder).ok
+        assert plan.solve.warm_start == "start plan least-carbon" and plan.solve.gap is None
+        assert "least-carbon" in plan.solve.termination
+        # the same decisions as the least-carbon plan, costed at the scenario's own (zero) carbon price
+        assert [s.id for s in plan.sites if s.open] == [s.id for s in anchor.sites if s.open]
+        assert plan.kpis["emissions_t_per_year"] == pytest.approx(anchor.kpis["emissions_t_per_year"], rel=1e-9)
+        assert plan.cost_breakdown_usd_per_year["carbon"] == 0.0
+        assert plan.objective_usd_per_year == pytest.approx(table["cost_usd_per_year"].iloc[-1], rel=1e-9)
+    assert "note: cap-01" in result.output
+    # Re-running resumes: the fallback plans are finished results of the same scenario and options.
+    again = runner.invoke(app, ["pareto", str(tradeoff_scenario), "--tradeoff", "carbon", "--points", "4", "--gap", "0",
+                                "--out", str(tmp_path)])
+    assert again.exit_code == 0, again.output
+    assert all(m["skipped"] for m in __import__("json").loads((tmp_path / "points" / "batch.json").read_text())["members"])
+
+
+def test_a_point_that_fails_is_named_and_the_command_exits_5(tradeoff_scenario, tmp_path, monkeypatch):
+    import dcplace.optimizer.studies.batch as batch
+
+    real = batch.solve_from_starts
+
+    def broken(scenario, folder, options, starts):
+        if scenario.name == "cap-02":
+            raise RuntimeError("solver exploded")
+        return real(scenario, folder, options, starts)
+
+    monkeypatch.setattr(batch, "solve_from_starts", broken)
+    result = runner.invoke(app, ["pareto", str(tradeoff_scenario), "--tradeoff", "carbon", "--points", "4", "--out", str(tmp_path)])
+    assert result.exit_code == 5, result.output
+    assert "1 of 5 points failed" in result.output and "cap-02" in result.output and "solver exploded" in result.output
+    table = pd.read_csv(tmp_path / "pareto.csv")
+    assert table.set_index("name").loc["cap-02", "status"] == "error"
+    assert table.set_index("name").loc[["least-cost", "least-carbon"], "cost_usd_per_year"].notna().all()  # both ends drawn

@@ -9,7 +9,10 @@ Inference capacity is kept per class: a rack serves one workload class, because 
 is deployed onto dedicated hardware; pooling fractions of a rack across classes would
 understate the integer rounding that real deployments pay.
 
-Each family writes its rows into an optimizer.linear.LinearModel once; `build_model(ix)`
+Each family is registered once (`@family`, optimizer.model.families: its name is the name
+of its rows, with its checker method and how the diagnosis may relax it; docs/formulation.md
+is generated from the registry) and writes its rows into an optimizer.linear.LinearModel
+once; `build_model(ix)`
 returns it, `to_highs` hands it to HiGHS as one sparse matrix and `to_pyomo` turns it into
 a Pyomo ConcreteModel with the same names (`m.share[r, w, s]`, `m.demand_met[r, w]`,
 `m.cost["energy"]`) for anyone who wants to inspect or extend the model.
@@ -18,6 +21,7 @@ a Pyomo ConcreteModel with the same names (`m.share[r, w, s]`, `m.demand_met[r, 
 from __future__ import annotations
 
 from dcplace.optimizer.model.costs import COST_CATEGORIES, transport_usd_per_year
+from dcplace.optimizer.model.families import BOUNDS, REGISTRY, Relax, family
 from dcplace.optimizer.model.index import IndexSets
 from dcplace.optimizer.model.linear import LinearModel
 
@@ -32,14 +36,62 @@ def add_variables(lm: LinearModel, ix: IndexSets) -> None:
     lm.add_block("share", ix.serve, 0.0, ix.scenario.policies.max_share_per_site, "continuous")
     lm.add_block("place", ix.place, 0.0, 1.0, "binary")
 
+# ---------------------------------------------------------------- diagnosis messages
 
+
+def _power(kw: float) -> str:
+    return f"{kw / 1000:,.1f} MW" if kw >= 1000 else f"{kw:,.1f} kW"
+
+
+def _file(ix: IndexSets, table: str) -> str:
+    return ix.scenario.files.get(table) or f"{table}.csv"
+
+
+def _demand_fields(ix: IndexSets, key, share: float) -> dict:
+    r, w = key
+    region = ix.regions[r]
+    return dict(region=region.name, w=w, demand=f"{region.demand_tok_s[w]:,.0f}", short=f"{share * region.demand_tok_s[w]:,.0f}",
+                budget=f"{region.rtt_budget_ms[w]:g}")
+
+
+def _job_fields(ix: IndexSets, j, _amount: float) -> dict:
+    job = ix.jobs[j]
+    return dict(job=job.name, gpus=f"{job.gpus_h100_equiv:,.0f}")
+
+
+def _power_fields(ix: IndexSets, s, kw: float) -> dict:
+    site = ix.sites[s]
+    return dict(site=site.name, limit=_power(site.power_limit_kw), over=_power(kw), needed=_power(site.power_limit_kw + kw),
+                file=_file(ix, "sites"))
+
+
+def _space_fields(ix: IndexSets, s, racks: float) -> dict:
+    site = ix.sites[s]
+    return dict(site=site.name, floor=f"{site.floor_racks:,}", over=f"{racks:,.0f}", file=_file(ix, "sites"))
+
+
+def _policy_fields(ix: IndexSets, _key, amount: float) -> dict:
+    pol = ix.scenario.policies
+    return dict(cap=f"{pol.carbon_cap_t_per_year or 0:,.0f}", budget=f"{pol.capex_budget_usd or 0:,.0f}",
+                min_sites=pol.min_sites, max_sites=pol.max_sites, amount=f"{amount:,.0f}")
+
+
+MISSION = 1e6  # unserved demand and unplaced jobs are the last resort: any limit moves first
+
+@family(checker="check_demand", relax=Relax(
+    "short", "share of the region's demand", lambda ix, key: 1.0,
+    "region {region} '{w}' demand {demand} tok/s is short by {short} tok/s within {budget} ms: add power or floor space "
+    "at a site within reach, or widen the budget", _demand_fields, "regions.csv demand_<class>_tok_s or rtt_budget_<class>_ms",
+    weight=MISSION))
 def demand_met(lm: LinearModel, ix: IndexSets) -> None:
     """sum_s share[r,w,s] = 1   for every (r,w) with demand > 0."""
     for (r, w), sites in ix.group("serve_by_rw").items():
         lm.add_row("demand_met", (r, w), [(lm.col("share", (r, w, s)), 1.0) for s in sites], lower=1.0, upper=1.0)
 
 
-def share_needs_open_site(lm: LinearModel, ix: IndexSets) -> None:
+@family(checker="check_power_and_space", not_relaxed="implied by inference_capacity, density_needs_zone and "
+        "zone_needs_open in the MIP; it only tightens the LP relaxation, so relaxing it would move no limit")
+def share_needs_open(lm: LinearModel, ix: IndexSets) -> None:
     """share[r,w,s] - max_share * open[s] <= 0   per pair (the strong link; see DESIGN.md)."""
     cap = ix.scenario.policies.max_share_per_site
     share, opened = lm.blocks["share"], lm.blocks["open"]
@@ -47,6 +99,8 @@ def share_needs_open_site(lm: LinearModel, ix: IndexSets) -> None:
         lm.add_row("share_needs_open", (r, w, s), [(share.start + i, 1.0), (opened.start + opened.pos[s], -cap)], upper=0.0)
 
 
+@family(checker="check_inference_capacity", not_relaxed="a law of the model, not a limit a user sets: "
+        "capacity is what the racks serve; the limits behind it (power, floor, demand) are relaxed instead")
 def inference_capacity(lm: LinearModel, ix: IndexSets) -> None:
     """sum_r share[r,w,s] * demand[r,w] - sum_{k,c} racks_inf[s,k,c,w] * tok_s[k,w] <= 0   for every (s,w) with racks.
 
@@ -61,6 +115,8 @@ def inference_capacity(lm: LinearModel, ix: IndexSets) -> None:
         lm.add_row("inference_capacity", (s, w), served + capacity, upper=0.0)
 
 
+@family(checker="check_training", not_relaxed="a law of the model: a job runs on installed GPUs; "
+        "the limits behind it (power, floor, job placement) are relaxed instead")
 def training_capacity(lm: LinearModel, ix: IndexSets) -> None:
     """sum_j place[j,s,f,x] * gpus_h100[j] - eff[f] * h100_equiv[x] * sum_{k of x, c} racks_trn[s,k,c,f] * gpus[k] <= 0."""
     racks = ix.group("trn_by_sfchip")
@@ -70,6 +126,10 @@ def training_capacity(lm: LinearModel, ix: IndexSets) -> None:
         lm.add_row("training_capacity", (s, f, x), need + have, upper=0.0)
 
 
+@family(checker="check_training", relax=Relax(
+    "short", "the job (0 to 1)", lambda ix, key: 1.0,
+    "training job {job} ({gpus} H100-equivalent GPUs) cannot be placed whole at any site", _job_fields,
+    "jobs.csv gpus_h100_equiv, eligible_chips, min_fabric_tier or allowed_countries", weight=MISSION))
 def job_placed_once(lm: LinearModel, ix: IndexSets) -> None:
     """sum_{s,f,x} place[j,s,f,x] = 1: every job runs whole, in one site, on one fabric and chip."""
     options = ix.group("place_by_job")
@@ -77,6 +137,8 @@ def job_placed_once(lm: LinearModel, ix: IndexSets) -> None:
         lm.add_row("job_placed_once", j, [(lm.col("place", (j, *o)), 1.0) for o in options.get(j, [])], lower=1.0, upper=1.0)
 
 
+@family(checker="check_density", not_relaxed="links racks to the zone that pays for them; "
+        "its big-M widens with power and floor in the elastic model, so the site limits are what moves")
 def density_needs_zone(lm: LinearModel, ix: IndexSets) -> None:
     """sum_w racks_inf[s,k,c,w] + sum_f racks_trn[s,k,c,f] - M[s,k,c] * zone[s,c] <= 0.
 
@@ -92,7 +154,9 @@ def density_needs_zone(lm: LinearModel, ix: IndexSets) -> None:
         lm.add_row("density_needs_zone", (s, k, c), racks + [(lm.col("zone", (s, c)), -float(limit))], upper=0.0)
 
 
-def zone_needs_open_site(lm: LinearModel, ix: IndexSets) -> None:
+@family(checker="check_power_and_space", not_relaxed="a zone is part of the site it is built in; "
+        "nothing a user sets can loosen it")
+def zone_needs_open(lm: LinearModel, ix: IndexSets) -> None:
     """zone[s,c] - open[s] <= 0."""
     for s, c in ix.zones:
         lm.add_row("zone_needs_open", (s, c), [(lm.col("zone", (s, c)), 1.0), (lm.col("open", s), -1.0)], upper=0.0)
@@ -103,6 +167,10 @@ def _site_racks(lm: LinearModel, ix: IndexSets, s: str, weight) -> list[tuple[in
     return inf + [(lm.col("racks_trn", key), weight(key)) for key in ix.group("trn_by_site").get(s, [])]
 
 
+@family(checker="check_power_and_space", relax=Relax(
+    "over", "kW", lambda ix, s: ix.sites[s].power_limit_kw,
+    "site {site} power {limit} is over by {over}: raise power_limit_kw in {file} to at least {needed}", _power_fields,
+    "sites.csv power_limit_kw"))
 def site_power(lm: LinearModel, ix: IndexSets) -> None:
     """sum racks * kw_per_rack[k] * PUE[s,c] - power_limit_kw[s] * open[s] <= 0   (sites with racks)."""
     for s in sorted(ix.sites):
@@ -112,6 +180,10 @@ def site_power(lm: LinearModel, ix: IndexSets) -> None:
             lm.add_row("site_power", s, load + [(lm.col("open", s), -site.power_limit_kw)], upper=0.0)
 
 
+@family(checker="check_power_and_space", relax=Relax(
+    "over", "racks", lambda ix, s: max(ix.sites[s].floor_racks, 1),
+    "site {site} floor space {floor} racks is over by {over} racks (floor_racks in {file})", _space_fields,
+    "sites.csv floor_racks"))
 def site_space(lm: LinearModel, ix: IndexSets) -> None:
     """sum racks - floor_racks[s] * open[s] <= 0   (sites with racks)."""
     for s in sorted(ix.sites):
@@ -128,6 +200,9 @@ def _all_racks(lm: LinearModel, ix: IndexSets, per_rack) -> list[tuple[int, floa
     return inf + [(lm.col("racks_trn", key), per_rack(e)) for key, e in ix.trn_econ.items()]
 
 
+@family(checker="check_policies", section="policies", relax=Relax(
+    "over", "t CO2/yr", lambda ix, _: max(ix.scenario.policies.carbon_cap_t_per_year or 0.0, 1.0),
+    "carbon cap {cap} t CO2/yr is exceeded by {amount} t CO2/yr", _policy_fields, "policies.carbon_cap_t_per_year"))
 def carbon_cap(lm: LinearModel, ix: IndexSets) -> None:
     """sum racks * emissions_t_per_rack <= carbon_cap_t_per_year   (if set)."""
     cap = ix.scenario.policies.carbon_cap_t_per_year
@@ -135,6 +210,9 @@ def carbon_cap(lm: LinearModel, ix: IndexSets) -> None:
         lm.add_row("carbon_cap", None, _all_racks(lm, ix, lambda e: e.emissions_t_per_year), upper=cap)
 
 
+@family(checker="check_policies", section="policies", relax=Relax(
+    "over", "USD", lambda ix, _: max(ix.scenario.policies.capex_budget_usd or 0.0, 1000.0),
+    "capex budget ${budget} is exceeded by ${amount}", _policy_fields, "policies.capex_budget_usd"))
 def capex_budget(lm: LinearModel, ix: IndexSets) -> None:
     """sum racks * upfront_capex_per_rack <= capex_budget_usd   (if set; upfront, not annualized)."""
     budget = ix.scenario.policies.capex_budget_usd
@@ -142,37 +220,54 @@ def capex_budget(lm: LinearModel, ix: IndexSets) -> None:
         lm.add_row("capex_budget", None, _all_racks(lm, ix, lambda e: e.upfront_capex_usd), upper=budget)
 
 
-def site_count(lm: LinearModel, ix: IndexSets) -> None:
-    """min_sites <= sum_s open[s] <= max_sites."""
+@family(checker="check_policies", section="policies", relax=Relax(
+    "short", "sites", lambda ix, _: max(ix.scenario.policies.min_sites, 1),
+    "min_sites {min_sites} cannot be met: {amount} candidate site(s) short", _policy_fields, "policies.min_sites"))
+def min_sites(lm: LinearModel, ix: IndexSets) -> None:
+    """sum_s open[s] >= min_sites   (if min_sites > 0)."""
     pol = ix.scenario.policies
-    opened = [(lm.col("open", s), 1.0) for s in sorted(ix.sites)]
     if pol.min_sites > 0:
-        lm.add_row("min_sites", None, opened, lower=float(pol.min_sites))
+        lm.add_row("min_sites", None, [(lm.col("open", s), 1.0) for s in sorted(ix.sites)], lower=float(pol.min_sites))
+
+
+@family(checker="check_policies", section="policies", relax=Relax(
+    "over", "sites", lambda ix, _: max(ix.scenario.policies.max_sites or 0, 1),
+    "max_sites {max_sites} is exceeded by {amount} site(s)", _policy_fields, "policies.max_sites"))
+def max_sites(lm: LinearModel, ix: IndexSets) -> None:
+    """sum_s open[s] <= max_sites   (if set)."""
+    pol = ix.scenario.policies
     if pol.max_sites is not None:
-        lm.add_row("max_sites", None, opened, upper=float(pol.max_sites))
+        lm.add_row("max_sites", None, [(lm.col("open", s), 1.0) for s in sorted(ix.sites)], upper=float(pol.max_sites))
 
 
+@family(checker="check_policies", section="policies", writes=BOUNDS, not_relaxed="a forced site is fixed "
+        "open by its bounds (no row); the limits it collides with (max_sites, budgets) are relaxed instead")
 def forced_sites(lm: LinearModel, ix: IndexSets) -> None:
     """open[s] = 1 for forced sites (forbidden sites have no variables at all)."""
     for s in ix.scenario.policies.forced_sites:
         lm.fix("open", s, 1.0)
 
 
+@family(checker="check_policies", section="policies", not_relaxed="a yes/no policy with no amount to move; "
+        "switch policies.single_purpose_sites off to see what it costs")
 def single_purpose_sites(lm: LinearModel, ix: IndexSets) -> None:
-    """hosts_inf[s] + hosts_trn[s] <= open[s]; racks of a purpose <= floor_racks[s] * hosts_purpose[s]."""
+    """hosts_inf[s] + hosts_trn[s] - open[s] <= 0                              key (one, s);
+    sum_{k,c,w} racks_inf[s,k,c,w] - floor_racks[s] * hosts_inf[s] <= 0      key (inference, s);
+    sum_{k,c,f} racks_trn[s,k,c,f] - floor_racks[s] * hosts_trn[s] <= 0      key (training, s)."""
     if not ix.scenario.policies.single_purpose_sites:
         return
     sites = sorted(ix.sites)
     lm.add_block("hosts_inf", sites, 0.0, 1.0, "binary")
     lm.add_block("hosts_trn", sites, 0.0, 1.0, "binary")
+    name = "single_purpose_sites"
     for s in sites:
-        lm.add_row("one_purpose", s, [(lm.col("hosts_inf", s), 1.0), (lm.col("hosts_trn", s), 1.0), (lm.col("open", s), -1.0)], upper=0.0)
-    for family, block, group, hosts in (("inference_role", "racks_inf", "inf_by_site", "hosts_inf"), ("training_role", "racks_trn", "trn_by_site", "hosts_trn")):
+        lm.add_row(name, ("one", s), [(lm.col("hosts_inf", s), 1.0), (lm.col("hosts_trn", s), 1.0), (lm.col("open", s), -1.0)], upper=0.0)
+    for role, block, group, hosts in (("inference", "racks_inf", "inf_by_site", "hosts_inf"), ("training", "racks_trn", "trn_by_site", "hosts_trn")):
         keys = ix.group(group)
         for s in sites:
             if s in keys:
                 racks = [(lm.col(block, key), 1.0) for key in keys[s]]
-                lm.add_row(family, s, racks + [(lm.col(hosts, s), -float(ix.sites[s].floor_racks))], upper=0.0)
+                lm.add_row(name, (role, s), racks + [(lm.col(hosts, s), -float(ix.sites[s].floor_racks))], upper=0.0)
 
 
 # -------------------------------------------------------------------------- objective
@@ -197,31 +292,21 @@ def objective(lm: LinearModel, ix: IndexSets) -> None:
             lm.add_cost("transport", share.start + i, cost)
 
 
-FAMILIES = (
-    demand_met,
-    share_needs_open_site,
-    inference_capacity,
-    training_capacity,
-    job_placed_once,
-    density_needs_zone,
-    zone_needs_open_site,
-    site_power,
-    site_space,
-    carbon_cap,
-    capex_budget,
-    site_count,
-    forced_sites,
-    single_purpose_sites,
-)
+FAMILIES = tuple(f.builder for f in REGISTRY.values())  # every registered family, in build order
 
 
-def build_model(ix: IndexSets) -> LinearModel:
-    """The full MIP over the sparse index sets of `ix`."""
+def build_model(ix: IndexSets, without: tuple[str, ...] | frozenset = ()) -> LinearModel:
+    """The full MIP over the sparse index sets of `ix`: every registered family, in order.
+    `without` leaves families out by name (tests/test_registry.py shows what each one holds)."""
+    unknown = set(without) - set(REGISTRY)
+    if unknown:
+        raise KeyError(f"no constraint family named {sorted(unknown)}; registered: {', '.join(REGISTRY)}")
     lm = LinearModel(ix.scenario.name)
     lm.cost_categories = COST_CATEGORIES
     add_variables(lm, ix)
-    for family in FAMILIES:
-        family(lm, ix)
+    for name, fam in REGISTRY.items():
+        if name not in without:
+            fam.builder(lm, ix)
     objective(lm, ix)
     return lm
 

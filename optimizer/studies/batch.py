@@ -17,13 +17,31 @@
 - Local runs use a process pool; `scheduler="tcp://host:8786"` runs the same function on
   a Dask distributed cluster (its workers need dcplace installed and this folder and
   the scenario files at the same paths).
+- One batch at a time writes a folder: `.batch.lock` (an flock, released by the kernel
+  even on kill -9) records its owner's pid and host. Pool workers never hold it (they
+  close their copy at start) and die with the batch process (Linux PR_SET_PDEATHSIG, and a
+  watchdog that exits when the parent pid changes), so `kill -9` of the batch process
+  alone, not its process group, leaves nothing that blocks the next run; a lock file whose
+  recorded owner is dead is taken over.
+- A member may be given `starts`: folders of plans already solved that may meet its
+  limits (a trade-off curve's end points). After its own solve, the cheapest start that
+  meets every limit of the member's scenario (re-costed for it) is reported instead when
+  the solve found no plan or a dearer one: status `feasible` (or `optimal` if the solve's
+  bound proves it within the gap), with the solve's bound when it has one, never a
+  claimed proof. So a member with a feasible start never ends without a plan.
 """
 
 from __future__ import annotations
 
+import ctypes
 import fcntl
+import inspect
 import json
 import os
+import signal
+import socket
+import sys
+import threading
 import time
 import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -33,14 +51,20 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+import numpy as np
 import pandas as pd
 
-from dcplace.models import ScenarioError, load_scenario
-from dcplace.models.outputs import claim_folder, remove_stale_staging
-from dcplace.models.plan import read_plan
-from dcplace.models.sweep import Member, Sweep
+from dcplace.models import ScenarioError
+from dcplace.models.outputs import check_destination, claim_folder, process_alive, remove_stale_staging
+from dcplace.models.plan import Plan, SolveRecord, read_plan, write_plan_folder
+from dcplace.models.sweep import Member, Sweep, load_member
+from dcplace.optimizer.check import check_plan_folder
+from dcplace.optimizer.model.formulation import build_model
+from dcplace.optimizer.model.index import PruningRules
+from dcplace.optimizer.solving.extract import extract
 from dcplace.optimizer.solving.pipeline import PlanCheckFailed, solve_to_folder
-from dcplace.optimizer.solving.solve import InfeasibleScenario, NoPlanFound, SolveOptions
+from dcplace.optimizer.solving.precheck import checked_index
+from dcplace.optimizer.solving.solve import InfeasibleScenario, NoPlanFound, SolveOptions, _plan, solve
 
 FINISHED = ("optimal", "feasible", "infeasible")  # a result, to keep on resume
 FAILED = ("bad_input", "no_plan", "check_failed", "error", "crashed")  # retried on resume
@@ -113,20 +137,25 @@ class Progress:
 # ------------------------------------------------------------------------------ one member
 
 
-def run_member(base: str, member: Member, options: dict[str, Any], out_dir: str) -> MemberResult:
-    """Solve one member into out_dir/member.name; never raises (the batch must go on)."""
+def run_member(base: str, member: Member, options: dict[str, Any], out_dir: str, starts: tuple[str, ...] = ()) -> MemberResult:
+    """Solve one member into out_dir/member.name; never raises (the batch must go on).
+
+    `starts`: plan folders that may meet the member's limits (see the module docstring)."""
     started = time.perf_counter()
     folder = Path(out_dir) / member.name
     result = MemberResult(member.name, "error", dict(member.overrides), folder=str(folder))
     try:
         solve_options = SolveOptions(**options)
-        scenario = load_scenario(base, overrides={"name": member.name, **member.overrides})
+        scenario = load_member(base, member)
         result.scenario_hash = scenario.content_hash
         previous = _finished_plan(folder, scenario.content_hash, solve_options)
         if previous is not None:
             return _from_plan(result, previous, skipped=True, seconds=time.perf_counter() - started)
         try:
-            plan, _ = solve_to_folder(scenario, folder, solve_options)
+            if starts:
+                plan = solve_from_starts(scenario, folder, solve_options, [Path(p) for p in starts])
+            else:
+                plan, _ = solve_to_folder(scenario, folder, solve_options)
         except InfeasibleScenario as exc:
             result.status, result.message = "infeasible", "; ".join(exc.diagnosis)
         else:
@@ -173,6 +202,129 @@ def _from_plan(result: MemberResult, plan, skipped: bool, seconds: float | None 
     return result
 
 
+# ------------------------------------------------------------------------------ start plans
+
+
+def start_columns(plan: Plan, lm, ix) -> np.ndarray | None:
+    """The column values of `lm` (built for another scenario's `ix`) that make `plan`'s
+    decisions, or None when the model has no column for one of them."""
+    x = np.zeros(lm.n_cols)
+    try:
+        for s in plan.sites:
+            if s.open:
+                x[lm.col("open", s.id)] = 1.0
+            for c in s.zones:
+                x[lm.col("zone", (s.id, c))] = 1.0
+            for ln in s.racks:
+                if ln.purpose == "inference":
+                    x[lm.col("racks_inf", (s.id, ln.config, ln.cooling, ln.workload))] += ln.racks
+                else:
+                    x[lm.col("racks_trn", (s.id, ln.config, ln.cooling, ln.fabric))] += ln.racks
+            if "hosts_inf" in lm.blocks and s.open:
+                purposes = {ln.purpose for ln in s.racks}
+                x[lm.col("hosts_inf", s.id)] = float("inference" in purposes)
+                x[lm.col("hosts_trn", s.id)] = float("training" in purposes)
+        for a in plan.assignments:
+            x[lm.col("share", (a.region, a.workload, a.site))] = a.share
+        for j in plan.jobs:
+            x[lm.col("place", (j.job, j.site, j.fabric, j.chip))] = 1.0
+    except KeyError:
+        return None
+    return x
+
+
+def _feasible_starts(folders: list[Path], lm, ix) -> list[tuple[float, str, np.ndarray]]:
+    """(cost in `lm`, folder, columns) of every start plan that meets every row of `lm`, cheapest first."""
+    found = []
+    for folder in folders:
+        try:
+            plan = read_plan(folder)
+        except (OSError, ValueError):
+            continue
+        if plan.solve.status not in ("optimal", "feasible"):
+            continue
+        x = start_columns(plan, lm, ix)
+        if x is not None and lm.is_feasible(x):
+            found.append((float(lm.objective() @ x), str(folder), x))
+    return sorted(found, key=lambda t: t[0])
+
+
+def _solve_hook_takes_start() -> bool:
+    """Whether solve() accepts `start=callable(lm, ix) -> columns or None` (a warm start for the back-end)."""
+    return "start" in inspect.signature(solve).parameters
+
+
+def solve_from_starts(scenario, folder: Path, options: SolveOptions, starts: list[Path]) -> Plan:
+    """Solve `scenario` into `folder` (written whole and checked, like solve_to_folder); when
+    the solve ends without a plan or with one dearer than the cheapest start that meets every
+    limit of `scenario`, that start is reported instead, re-costed for `scenario`.
+
+    If solve() takes a `start` hook the back-end is also handed that plan as its first
+    incumbent; without the hook the fallback alone keeps the promise.
+    """
+    check_destination(folder, "plan")
+    began = time.perf_counter()
+    solved, failure = None, None
+    try:
+        if _solve_hook_takes_start():
+            hook = lambda lm, ix: next((x for _, _, x in _feasible_starts(starts, lm, ix)), None)  # noqa: E731
+            solved = solve(scenario, options, start=hook)
+        else:
+            solved = solve(scenario, options)
+    except InfeasibleScenario as exc:
+        write_plan_folder(exc.plan, scenario, folder)
+        raise
+    except NoPlanFound as exc:
+        failure = exc
+    record = solved.solve if solved is not None else failure.plan.solve
+    if solved is not None and solved.solve.status == "optimal":
+        _write_checked(solved, scenario, folder)  # proven within the gap: no start can matter
+        return solved
+    # The start is judged on the scenario's full model (every pair, nothing pruned), so that
+    # a decision the solve's model leaves out for being unneeded can still be evaluated.
+    eval_started = time.perf_counter()
+    ix = checked_index(scenario, sys.maxsize, PruningRules.none())
+    lm = build_model(ix)
+    candidates = _feasible_starts(starts, lm, ix)
+    if candidates and (solved is None or candidates[0][0] < solved.objective_usd_per_year * (1 - 1e-9) - 1e-6):
+        cost, start_folder, x = candidates[0]
+        parts = extract(x, lm, ix)
+        objective = parts["objective"]
+        bound = record.best_bound_usd_per_year
+        gap = None
+        if bound is not None:
+            bound = min(bound, objective)  # the solve's bound holds for every plan of the scenario
+            gap = max(0.0, objective - bound) / max(abs(objective), 1e-9)
+        own = "no plan of its own" if solved is None else f"a dearer plan of its own (${solved.objective_usd_per_year:,.2f}/yr)"
+        new_record = SolveRecord(
+            solver=record.solver, solver_version=record.solver_version,
+            status="optimal" if gap is not None and gap <= options.mip_gap else "feasible",
+            termination=f"{record.termination}: the solve ended with {own}; reported: start plan {Path(start_folder).name} "
+                        f"({start_folder}), which meets every limit of this scenario, re-costed for it"
+                        + ("" if bound is not None else "; no bound, so nothing proves how far it is from the optimum"),
+            objective_usd_per_year=objective, best_bound_usd_per_year=bound, gap=gap,
+            build_time_s=record.build_time_s, solve_time_s=record.solve_time_s,
+            extract_time_s=time.perf_counter() - eval_started,
+            warm_start=f"start plan {Path(start_folder).name}", options=asdict(options), model=lm.size(),
+        )
+        plan = _plan(scenario, options, new_record, parts, [])
+    elif solved is not None:
+        plan = solved
+    else:
+        raise failure
+    _write_checked(plan, scenario, folder)
+    return plan
+
+
+def _write_checked(plan: Plan, scenario, folder: Path) -> None:
+    def verify(staged: Path) -> None:
+        report = check_plan_folder(staged)
+        if not report.ok:
+            raise PlanCheckFailed(report)
+
+    write_plan_folder(plan, scenario, folder, verify=verify)
+
+
 # ------------------------------------------------------------------------------ the batch
 
 
@@ -196,16 +348,21 @@ def run_batch(
     workers: int = 1,
     scheduler: str | None = None,
     on_progress: Callable[[Progress], None] | None = None,
+    starts: dict[str, list[str | Path]] | None = None,
 ) -> BatchResult:
-    """Run every member of `sweep` into `out_dir`; see the module docstring."""
+    """Run every member of `sweep` into `out_dir`; see the module docstring.
+
+    `starts` maps a member's name to plan folders that may meet its limits."""
     options = batch_options(sweep)
     out_dir = claim_folder(out_dir, "batch")
-    with _exclusive(out_dir):
+    member_starts = {name: tuple(str(p) for p in folders) for name, folders in (starts or {}).items()}
+    with _exclusive(out_dir) as lock:
         remove_stale_staging(out_dir)
         progress = Progress(total=len(sweep.members))
         results: dict[str, MemberResult] = {}
         runner = _run_dask if scheduler else _run_local
-        for result in runner(sweep, options, out_dir, workers, scheduler, progress, on_progress):
+        jobs = [(m, member_starts.get(m.name, ())) for m in sweep.members]
+        for result in runner(sweep, jobs, options, out_dir, workers, scheduler, progress, on_progress, lock):
             results[result.name] = result
             progress.done += 1
             progress.failed += result.status in FAILED
@@ -218,9 +375,10 @@ def run_batch(
     return BatchResult(out_dir, ordered)
 
 
-def _run_local(sweep, options, out_dir, workers, _scheduler, progress, on_progress) -> Iterator[MemberResult]:
-    with ProcessPoolExecutor(max_workers=max(1, workers)) as pool:
-        futures = {pool.submit(run_member, str(sweep.base), m, options, str(out_dir)): m for m in sweep.members}
+def _run_local(sweep, jobs, options, out_dir, workers, _scheduler, progress, on_progress, lock) -> Iterator[MemberResult]:
+    init_args = (os.getpid(), lock.handle.fileno())
+    with ProcessPoolExecutor(max_workers=max(1, workers), initializer=_worker_init, initargs=init_args) as pool:
+        futures = {pool.submit(run_member, str(sweep.base), m, options, str(out_dir), st): m for m, st in jobs}
         progress.running = min(workers, len(futures))
         if on_progress:
             on_progress(progress)
@@ -234,14 +392,14 @@ def _run_local(sweep, options, out_dir, workers, _scheduler, progress, on_progre
             yield result
 
 
-def _run_dask(sweep, options, out_dir, workers, scheduler, progress, on_progress) -> Iterator[MemberResult]:
+def _run_dask(sweep, jobs, options, out_dir, workers, scheduler, progress, on_progress, _lock) -> Iterator[MemberResult]:
     from distributed import Client
     from distributed import as_completed as dask_completed
 
     with Client(scheduler) as client:
         futures = {
-            client.submit(run_member, str(sweep.base), m, options, str(out_dir), key=f"dcplace-{sweep.name}-{m.name}-{time.time_ns()}", pure=False): m
-            for m in sweep.members
+            client.submit(run_member, str(sweep.base), m, options, str(out_dir), st, key=f"dcplace-{sweep.name}-{m.name}-{time.time_ns()}", pure=False): m
+            for m, st in jobs
         }
         slots = sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values()) or 1
         progress.running = min(slots, len(futures))
@@ -257,22 +415,83 @@ def _run_dask(sweep, options, out_dir, workers, scheduler, progress, on_progress
             yield result
 
 
+PR_SET_PDEATHSIG = 1
+
+
+def _worker_init(parent_pid: int, lock_fd: int) -> None:
+    """In each pool worker: drop the inherited copy of the batch lock (a forked child shares
+    the parent's open file, so the flock would outlive the parent), and die with the parent."""
+    try:
+        os.close(lock_fd)
+    except OSError:
+        pass
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent_pid:  # the parent died before the line above took effect
+        os._exit(1)
+
+    def watch() -> None:  # where prctl is missing: leave within a second of the parent
+        while True:
+            time.sleep(1.0)
+            if os.getppid() != parent_pid:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="dcplace-parent-watch", daemon=True).start()
+
+
 class _exclusive:
-    """An flock on out_dir/.batch.lock: one batch per folder (released even on kill -9)."""
+    """An flock on out_dir/.batch.lock: one batch per folder (released even on kill -9).
+
+    The file records the owner's pid and host. A lock that is held although its recorded
+    owner is dead (a process that inherited the file and outlived the batch: a pool worker
+    where workers cannot be tied to their parent) is taken over: the file is replaced by a
+    new one and locked. Every acquisition happens under a short flock on
+    `.batch.lock.guard`, so two runs cannot both take a stale lock over."""
 
     def __init__(self, out_dir: Path):
         self.path = out_dir / ".batch.lock"
+        self.guard = out_dir / ".batch.lock.guard"
+
+    def _try(self):
+        handle = self.path.open("a+")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return handle, False
+        return handle, True
 
     def __enter__(self):
-        self.handle = self.path.open("w")
-        try:
-            fcntl.flock(self.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            self.handle.close()
-            raise BatchBusy(f"another batch is running in {self.path.parent}; wait for it or choose another --out") from None
+        with self.guard.open("a") as guard:
+            fcntl.flock(guard, fcntl.LOCK_EX)
+            handle, ok = self._try()
+            if not ok:
+                handle.seek(0)
+                owner = handle.read().split()
+                pid = int(owner[0]) if owner and owner[0].isdigit() else None
+                same_host = len(owner) > 1 and owner[1] == socket.gethostname()
+                if pid is not None and same_host and not process_alive(pid) and os.fstat(handle.fileno()).st_ino == os.stat(self.path).st_ino:
+                    os.unlink(self.path)  # its holder is an orphan of a dead batch; a new lock file
+                    handle.close()
+                    handle, ok = self._try()
+                if not ok:
+                    handle.close()
+                    who = f" (pid {pid} on {owner[1]})" if pid is not None and len(owner) > 1 else ""
+                    raise BatchBusy(f"another batch is running in {self.path.parent}{who}; wait for it or choose another --out")
+            handle.seek(0)
+            handle.truncate()
+            handle.write(f"{os.getpid()} {socket.gethostname()} {datetime.now(timezone.utc).isoformat(timespec='seconds')}\n")
+            handle.flush()
+            self.handle = handle
         return self
 
     def __exit__(self, *exc):
+        try:
+            self.handle.truncate(0)
+        except OSError:
+            pass
         fcntl.flock(self.handle, fcntl.LOCK_UN)
         self.handle.close()
 

@@ -12,8 +12,16 @@
   its points are the supported (convex-hull) points of that frontier. The cost reported
   is the plan's cost without the added charge.
 
-Every point is an ordinary sweep member (optimizer/batch.py): its own checked plan folder
-under `points/`, solved in parallel, resumable.
+Every point is an ordinary sweep member (optimizer/studies/batch.py): its own checked plan
+folder under `points/`, solved in parallel, resumable.
+
+Both ends are listed and drawn: `least-cost` and, for carbon, `least-carbon` (the solve
+that finds the least emissions, its cost shown without the dominant carbon price). Every
+point starts from the solved end plans that meet its limits (batch `starts`): the
+least-carbon plan meets every cap and the least-cost plan meets every latency weight, so a
+point that finds no plan of its own in its time limit (or a dearer one) reports the
+cheapest of them, re-costed for its scenario and marked `feasible` with no claimed proof.
+A point can still fail (an error, a crash); `failed_points` lists those, and the CLI exits 5.
 """
 
 from __future__ import annotations
@@ -50,6 +58,7 @@ class FrontierPoint:
     emissions_t_per_year: float | None
     efficient: bool = False
     folder: str = ""
+    message: str = ""
 
 
 def trace_pareto(
@@ -75,23 +84,34 @@ def trace_pareto(
     base_path = Path(loaded.source_path)
     runs = claim_folder(out_dir, "pareto") / "points"
 
-    def solve_members(members: list[Member]):
+    def solve_members(members: list[Member], starts: dict[str, list[Path]] | None = None):
         sweep = Sweep(f"pareto-{tradeoff}", base_path, members, dict(options or {}))
-        return {r.name: r for r in run_batch(sweep, runs, workers=workers, on_progress=on_progress).results}
+        return {r.name: r for r in run_batch(sweep, runs, workers=workers, on_progress=on_progress, starts=starts).results}
 
     first = solve_members([Member("least-cost", {})])["least-cost"]
     if first.status not in ("optimal", "feasible"):
         raise NoFrontier(f"the least-cost plan could not be found ({first.status}: {first.message}); fix the scenario first")
     cost0 = first.objective_usd_per_year
+    ends = [(Member("least-cost", {}), "least cost", first)]
     if tradeoff == "carbon":
-        members, labels = _carbon_members(loaded, runs, cost0, first.kpis["emissions_t_per_year"], points, solve_members)
+        members, labels, anchor = _carbon_members(loaded, runs, cost0, first.kpis["emissions_t_per_year"], points, solve_members)
+        ends.append(anchor)
     else:
         members, labels = _latency_members(loaded, cost0, points)
-    results = solve_members(members)
-    frontier = [_point(runs / m.name, m, labels[m.name], results[m.name].status, loaded, tradeoff) for m in members]
-    frontier.insert(0, _point(runs / "least-cost", Member("least-cost", {}), "least cost", first.status, loaded, tradeoff))
+    # Every point may start from the solved end plans; each keeps only those meeting its limits.
+    end_folders = [runs / m.name for m, _, r in ends if r.status in ("optimal", "feasible")]
+    results = solve_members(members, {m.name: end_folders for m in members})
+    frontier = [_point(runs / m.name, m, labels[m.name], results[m.name], loaded, tradeoff) for m in members]
+    frontier.insert(0, _point(runs / "least-cost", ends[0][0], ends[0][1], first, loaded, tradeoff))
+    if len(ends) > 1:
+        frontier.append(_point(runs / ends[1][0].name, *ends[1], loaded, tradeoff))
     _mark_efficient(frontier, "emissions_t_per_year" if tradeoff == "carbon" else "mean_rtt_ms")
     return frontier
+
+
+def failed_points(frontier: list[FrontierPoint]) -> list[FrontierPoint]:
+    """The points that ended without a plan."""
+    return [p for p in frontier if p.cost_usd_per_year is None]
 
 
 def _carbon_members(scenario, runs: Path, cost0: float, emissions0: float, points: int, solve_members):
@@ -101,6 +121,8 @@ def _carbon_members(scenario, runs: Path, cost0: float, emissions0: float, point
     if anchor.status not in ("optimal", "feasible"):
         raise NoFrontier(f"the least-carbon plan could not be found ({anchor.status}: {anchor.message})")
     emissions_min = anchor.kpis["emissions_t_per_year"]
+    anchor_end = (Member("least-carbon", {"economics.carbon_price_usd_per_t": round(dominant_price, 6)}),
+                  f"least emissions (carbon price {dominant_price:,.0f} $/t, not counted in the cost)", anchor)
     members, labels = [], {}
     for k in range(1, points):
         cap = emissions0 - (emissions0 - emissions_min) * k / (points - 1)
@@ -108,7 +130,7 @@ def _carbon_members(scenario, runs: Path, cost0: float, emissions0: float, point
         name = f"cap-{k:02d}"
         members.append(Member(name, {"policies.carbon_cap_t_per_year": round(cap, 6)}))
         labels[name] = f"cap {cap:,.0f} t CO₂/yr"
-    return members, labels
+    return members, labels, anchor_end
 
 
 def _latency_members(scenario, cost0: float, points: int):
@@ -124,12 +146,19 @@ def _latency_members(scenario, cost0: float, points: int):
     return members, labels
 
 
-def _point(folder: Path, member: Member, label: str, status: str, scenario, tradeoff: str) -> FrontierPoint:
-    point = FrontierPoint(member.name, label, status, None, None, None, folder=str(folder))
-    if status not in ("optimal", "feasible"):
+def _point(folder: Path, member: Member, label: str, result, scenario, tradeoff: str) -> FrontierPoint:
+    point = FrontierPoint(member.name, label, result.status, None, None, None, folder=str(folder), message=result.message)
+    if result.status not in ("optimal", "feasible"):
         return point
     plan = read_plan(folder)
     cost = plan.objective_usd_per_year
+    if "economics.carbon_price_usd_per_t" in member.overrides:
+        # The least-carbon anchor: remove the dominant price's share of its carbon line.
+        price = member.overrides["economics.carbon_price_usd_per_t"]
+        base_price = scenario.economics.carbon_price_usd_per_t
+        cost -= plan.cost_breakdown_usd_per_year.get("carbon", 0.0) * (price - base_price) / price
+    if plan.solve.warm_start.startswith("start plan"):
+        point.message = plan.solve.termination
     if tradeoff == "latency" and member.overrides:
         # Remove the added weight: the plan's transport line at (base + weight) minus the base's share.
         rate = member.overrides["economics.transport_usd_per_tok_s_1000km_year"]

@@ -1,0 +1,430 @@
+"""The scenario file: a YAML file that points at tables, read into a `Scenario`.
+
+```yaml
+name: my-scenario
+sites: sites.csv            # CSV, GeoJSON, GeoPackage or Parquet
+regions: regions.geojson
+jobs: jobs.csv              # optional
+catalog: catalog/           # optional: a folder of catalog tables; default = embedded
+economics: {discount_rate: 0.08}
+latency: {route_factor: 2.1, backbone: backbone.csv}
+policies: {max_share_per_site: 0.6}
+```
+
+Paths are relative to the YAML file. Every problem found is collected and raised at once
+as a `ScenarioError` whose entries name the file, the row and the field. Units are
+converted here, once: `power_limit_mw` becomes `power_limit_kw`. A key given twice in the
+YAML is a problem naming both lines (models/yamlio.py).
+
+`build_scenario` is the one builder behind both front doors: `load_scenario` (files) and
+`Scenario.from_frames` (DataFrames in memory, models/frames.py), so both validate alike.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import math
+from importlib import resources
+from pathlib import Path
+from typing import Any, Callable
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from dcplace.models.errors import ProblemLog
+from dcplace.models.overrides import Override, OverrideError, apply_to_rows, apply_to_section, parse_override
+from dcplace.models.records import (
+    Catalog,
+    Economics,
+    Latency,
+    PairCost,
+    Policies,
+    Region,
+    Scenario,
+    Site,
+    TrainingJob,
+)
+from dcplace.models.tables import (
+    UNIT_ALTERNATIVES,
+    RegionReshape,
+    Table,
+    _describe,
+    check_unique,
+    known_hint,
+    load_catalog,
+    parse_rows,
+    read_table,
+    section,
+)
+from dcplace.models.yamlio import read_yaml
+
+
+class ScenarioFile(BaseModel):
+    """The top level of a scenario YAML file. Unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    description: str = ""
+    sites: str
+    regions: str
+    overrides: dict[str, Any] = {}  # path -> value, see models/overrides.py (`extends` is folded in before this)
+    jobs: str | None = None
+    pair_costs: str | None = None
+    catalog: str | None = None
+    economics: dict[str, Any] = {}
+    latency: dict[str, Any] = {}
+    policies: dict[str, Any] = {}
+
+
+def default_scenario_path() -> Path:
+    """The embedded default scenario shipped in the `data` package."""
+    return Path(str(resources.files("dcplace.data") / "default" / "scenario.yaml"))
+
+
+def default_catalog_dir() -> Path:
+    return Path(str(resources.files("dcplace.data") / "catalog"))
+
+
+def load_scenario(path: str | Path | None = None, overrides: dict[str, Any] | None = None,
+                  overrides_origin: str | dict[str, str] | None = None) -> Scenario:
+    """Load and validate a scenario YAML file (None = the embedded default).
+
+    `overrides` ({path: value}, models/overrides.py) apply after the file's own, as if the
+    file had them last; a batch sweep uses this for its members. `overrides_origin` says
+    where they were written (one text, or one per path, e.g. "whatifs.yaml, grid key
+    'economics.carbon_price_usd_per_t'"), so that a problem they cause names that file, not
+    the scenario's. Raises ScenarioError listing every problem found.
+    """
+    path = Path(path) if path is not None else default_scenario_path()
+    log = ProblemLog()
+    label = path.name
+    raw = _resolved_raw(path, label, log, ())
+    log.raise_if_any()
+    origins: dict[str, str] = {}
+    if overrides:
+        raw["overrides"] = {**raw.get("overrides", {}), **overrides}
+        for key in overrides:
+            origin = overrides_origin.get(key) if isinstance(overrides_origin, dict) else overrides_origin
+            if origin:
+                origins[key] = origin
+    spec = parse_spec(raw, label, log)
+    root = path.parent
+
+    def open_table(ref: str) -> Table | None:
+        return read_table(root / ref, ref, log)
+
+    def catalog_of(log: ProblemLog) -> Catalog | None:
+        folder = (root / spec.catalog) if spec.catalog else default_catalog_dir()
+        return load_catalog(folder, log, root if spec.catalog else None)
+
+    return build_scenario(spec, label, log, open_table, catalog_of, str(path.resolve()), origins)
+
+
+def parse_spec(raw: dict[str, Any], label: str, log: ProblemLog) -> ScenarioFile:
+    """The top-level mapping as a ScenarioFile; raises ScenarioError naming unknown or bad keys."""
+    try:
+        return ScenarioFile(**raw)
+    except ValidationError as exc:
+        for error in exc.errors():
+            key = ".".join(str(p) for p in error["loc"])
+            if error["type"] == "extra_forbidden":
+                close = difflib.get_close_matches(key, list(ScenarioFile.model_fields), n=1)
+                hint = f"did you mean '{close[0]}'?" if close else f"known keys: {', '.join(ScenarioFile.model_fields)}."
+                log.add(label, None, key, "unknown key.", hint)
+            else:
+                log.add(label, None, key, _describe(error), "see docs/scenario-format in README.")
+        log.raise_if_any()
+        raise
+
+
+def build_scenario(
+    spec: ScenarioFile,
+    label: str,
+    log: ProblemLog,
+    open_table: Callable[[str], Table | None],
+    catalog_of: Callable[[ProblemLog], Catalog | None],
+    source_path: str = "",
+    origins: dict[str, str] | None = None,
+) -> Scenario:
+    """Validate every table and section of `spec` into a Scenario (the one builder).
+
+    `open_table(ref)` gives the table a spec entry names (from a file, or a frame in memory);
+    `catalog_of(log)` the catalog. Raises ScenarioError listing every problem found.
+    """
+    spec, table_overrides = _apply_spec_overrides(spec, label, log, origins or {})
+
+    sections_log = ProblemLog()
+    economics = section(Economics, spec.economics, label, "economics", sections_log)
+    latency = section(Latency, spec.latency, label, "latency", sections_log)
+    policies = section(Policies, spec.policies, label, "policies", sections_log)
+    for problem in sections_log.problems:  # a bad value set by a sweep is blamed on the sweep
+        origin = (origins or {}).get(problem.field or "")
+        if origin:
+            log.add(origin, None, problem.field, f"{problem.message.rstrip('.')} (the value comes from {origin}, not {label}).", problem.fix)
+        else:
+            log.add(problem.file, problem.row, problem.field, problem.message, problem.fix)
+
+    catalog = catalog_of(log)
+
+    def overridden(table, name, known):
+        return _overridden(table, name, table_overrides, known, label, log, origins or {})
+
+    sites_table = overridden(open_table(spec.sites), "sites", set(Site.model_fields))
+    sites = parse_rows(sites_table, Site, log) if sites_table else []
+    check_unique(sites, spec.sites, log)
+
+    regions: list[tuple[int, Region]] = []
+    regions_table = open_table(spec.regions)
+    if regions_table and catalog is not None:
+        reshape = RegionReshape([w.id for w in catalog.workloads])
+        regions_table = overridden(regions_table, "regions", set(Region.model_fields) | reshape.columns)
+        for w in reshape.workload_ids:
+            for column in (f"demand_{w}_tok_s", f"rtt_budget_{w}_ms"):
+                if column not in regions_table.columns:
+                    log.add(spec.regions, None, column, f"required column for workload class '{w}' is missing.", f"add a '{column}' column.")
+        if all(c in regions_table.columns for c in reshape.columns):
+            regions = parse_rows(regions_table, Region, log, reshape, reshape.column_of, reshape.columns)
+        check_unique(regions, spec.regions, log)
+
+    jobs: list[tuple[int, TrainingJob]] = []
+    if spec.jobs:
+        jobs_table = overridden(open_table(spec.jobs), "jobs", set(TrainingJob.model_fields))
+        jobs = parse_rows(jobs_table, TrainingJob, log) if jobs_table else []
+        check_unique(jobs, spec.jobs, log)
+
+    pair_costs: list[tuple[int, PairCost]] = []
+    if spec.pair_costs:
+        pairs_table = overridden(open_table(spec.pair_costs), "pair_costs", set(PairCost.model_fields))
+        pair_costs = parse_rows(pairs_table, PairCost, log) if pairs_table else []
+        _check_pairs(pair_costs, spec.pair_costs, sites, regions, catalog, log)
+
+    backbone: list[tuple[str, str, float]] = []
+    if latency.backbone:
+        backbone = _load_backbone(open_table(latency.backbone), latency.backbone, log)
+
+    for override in table_overrides:
+        if override.target not in _loaded_tables(spec):
+            log.add(_origin_label(label, override.path, origins), None, f"overrides.{override.path}", f"the scenario has no {override.target} table.",
+                    f"give the scenario a {override.target} table, or drop this override.")
+    if catalog is not None:
+        _cross_check(spec, label, catalog, sites, jobs, policies, log)
+    if not sites and sites_table is not None and not log:
+        log.add(spec.sites, None, None, "has no sites.", "add at least one candidate site.")
+    if not regions and regions_table is not None and not log:
+        log.add(spec.regions, None, None, "has no regions.", "add at least one demand region.")
+    log.raise_if_any()
+
+    scenario = Scenario(
+        name=spec.name,
+        description=spec.description,
+        sites=tuple(rec for _, rec in sites),
+        regions=tuple(rec for _, rec in regions),
+        catalog=catalog,
+        jobs=tuple(rec for _, rec in jobs),
+        pair_costs=tuple(rec for _, rec in pair_costs),
+        economics=economics,
+        latency=latency,
+        policies=policies,
+        backbone_edges=tuple(backbone),
+        files={"scenario": label, "sites": spec.sites, "regions": spec.regions, "jobs": spec.jobs or ""},
+        source_path=source_path,
+    )
+    return scenario.model_copy(update={"content_hash": scenario_hash(scenario)})
+
+
+def _origin_label(label: str, path: str, origins: dict[str, str] | None) -> str:
+    return (origins or {}).get(path, label)
+
+
+# ------------------------------------------------------------------ extends / overrides
+
+TABLE_KEYS = ("sites", "regions", "jobs", "pair_costs", "catalog")
+
+
+def _read_yaml(path: Path, label: str, log: ProblemLog) -> dict[str, Any] | None:
+    raw = read_yaml(path, label, log, "scenario")
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        log.add(label, None, None, "must be a mapping of keys to values.", "start from `dcplace data export`.")
+        return None
+    return raw
+
+
+def _absolute_paths(raw: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """A base scenario's table paths made absolute, so they still resolve from its child."""
+    out = dict(raw)
+    for key in TABLE_KEYS:
+        if isinstance(out.get(key), str):
+            out[key] = str((folder / out[key]).resolve())
+    latency = out.get("latency")
+    if isinstance(latency, dict) and isinstance(latency.get("backbone"), str):
+        out["latency"] = {**latency, "backbone": str((folder / latency["backbone"]).resolve())}
+    return out
+
+
+def _resolved_raw(path: Path, label: str, log: ProblemLog, chain: tuple[Path, ...]) -> dict[str, Any]:
+    """The YAML mapping with `extends` folded in: the base's keys, then the child's on top
+    (sections merged key by key, overrides appended after the base's)."""
+    raw = _read_yaml(path, label, log)
+    if raw is None:
+        return {}
+    extends = raw.pop("extends", None)
+    if extends is None:
+        return raw
+    base_path = default_scenario_path() if extends == "default" else (path.parent / str(extends)).resolve()
+    if base_path.resolve() in chain or base_path.resolve() == path.resolve():
+        log.add(label, None, "extends", f"extends '{extends}', which extends this file again (a cycle).", "make one scenario the base of the other, not both.")
+        return {}
+    if not base_path.exists():
+        log.add(label, None, "extends", f"base scenario '{extends}' not found (looked for {base_path}).", "give a path relative to this file, or 'default'.")
+        return {}
+    base = _absolute_paths(_resolved_raw(base_path, str(base_path), log, (*chain, path.resolve())), base_path.parent)
+    merged = {**base, **{k: v for k, v in raw.items() if k not in ("economics", "latency", "policies", "overrides")}}
+    for section in ("economics", "latency", "policies"):
+        merged[section] = {**(base.get(section) or {}), **(raw.get(section) or {})}
+    merged["overrides"] = {**(base.get("overrides") or {}), **(raw.get("overrides") or {})}
+    return merged
+
+
+def _apply_spec_overrides(spec: ScenarioFile, label: str, log: ProblemLog, origins: dict[str, str] | None = None) -> tuple[ScenarioFile, list[Override]]:
+    """Apply name, description and section overrides to the spec; return the table overrides."""
+    table_overrides: list[Override] = []
+    update: dict[str, Any] = {}
+    section_models = {"economics": Economics, "latency": Latency, "policies": Policies}
+    for path, value in spec.overrides.items():
+        try:
+            override = parse_override(path, value)
+            if override.kind == "top":
+                update[override.key] = override.apply_to(update.get(override.key, getattr(spec, override.key)))
+            elif override.kind == "section":
+                model = section_models[override.target]
+                if override.key not in model.model_fields:
+                    close = difflib.get_close_matches(override.key, list(model.model_fields), n=1)
+                    raise OverrideError(f"{override.target} has no key '{override.key}'. Fix: " + (f"did you mean '{close[0]}'?" if close else f"known keys: {', '.join(model.model_fields)}."))
+                current = update.get(override.target, getattr(spec, override.target))
+                update[override.target] = apply_to_section(current, override, model.model_fields[override.key].default)
+            else:
+                table_overrides.append(override)
+        except OverrideError as exc:
+            message, _, fix = str(exc).partition(" Fix: ")
+            log.add(_origin_label(label, path, origins), None, f"overrides.{path}", message, fix)
+    return spec.model_copy(update=update), table_overrides
+
+
+def _overridden(table: Table | None, name: str, overrides: list[Override], known: set[str], label: str, log: ProblemLog,
+                origins: dict[str, str] | None = None) -> Table | None:
+    """The table with this table's overrides applied to its raw rows.
+
+    An override in dcplace's unit of a column the file gives in another unit
+    (power_limit_kw vs power_limit_mw) converts that column first. Problems later found
+    in an overridden cell say which override produced the value.
+    """
+    mine = [o for o in overrides if o.target == name]
+    if table is None or not mine:
+        return table
+    for column, (target, factor) in UNIT_ALTERNATIVES.items():
+        if column in table.columns and target not in table.columns and any(o.key == target for o in mine):
+            _convert_column(table, column, target, factor)
+    for override in mine:
+        before = [dict(row) for row in table.rows]
+        try:
+            apply_to_rows(table.rows, table.columns, override, known)
+        except OverrideError as exc:
+            message, _, fix = str(exc).partition(" Fix: ")
+            log.add(_origin_label(label, override.path, origins), None, f"overrides.{override.path}", message, fix)
+            continue
+        for row_number, old, new in zip(table.row_numbers, before, table.rows):
+            if old.get(override.key) != new.get(override.key):
+                log.note_origin(table.label, row_number, override.key, f"after override '{override.path}: {override.value}' in {_origin_label(label, override.path, origins)}")
+    return table
+
+
+def _convert_column(table: Table, column: str, target: str, factor: float) -> None:
+    """Rewrite a column given in another unit into dcplace's unit, in the raw rows."""
+    for row in table.rows:
+        raw = row.pop(column, None)
+        try:
+            row[target] = None if raw is None else float(raw) * factor
+        except (TypeError, ValueError):
+            row[column] = raw  # left for the unit check, which names the bad cell
+    table.columns[table.columns.index(column)] = target
+    if any(column in row for row in table.rows):
+        table.columns.append(column)
+
+
+def _loaded_tables(spec: ScenarioFile) -> set[str]:
+    return {"sites", "regions"} | {k for k in ("jobs", "pair_costs") if getattr(spec, k)}
+
+
+def scenario_hash(scenario: Scenario) -> str:
+    """SHA-256 of the resolved content (not of file bytes): the same model, the same hash."""
+    payload = scenario.model_dump(mode="json", exclude={"source_path", "content_hash", "files"})
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+def _check_pairs(pairs, label: str, sites, regions, catalog: Catalog | None, log: ProblemLog) -> None:
+    """Pair costs must name known regions, sites and workloads, once each."""
+    known = {"region": {r.id for _, r in regions}, "site": {s.id for _, s in sites}}
+    known["workload"] = {w.id for w in catalog.workloads} if catalog else set()
+    seen: dict[tuple[str, str, str], int] = {}
+    for row, pair in pairs:
+        for field, ids in known.items():
+            if getattr(pair, field) not in ids:
+                log.add(label, row, field, f"unknown {field} '{getattr(pair, field)}'.", f"use an id from the {field}s table.")
+        key = (pair.region, pair.site, pair.workload)
+        if key in seen:
+            log.add(label, row, "region", f"cost for {key} already given in row {seen[key]}.", "keep one row per region, site and workload.")
+        seen.setdefault(key, row)
+
+
+def _load_backbone(table: Table | None, label: str, log: ProblemLog) -> list[tuple[str, str, float]]:
+    if table is None:
+        return []
+    missing = [c for c in ("from", "to", "km") if c not in table.columns]
+    if missing:
+        for c in missing:
+            log.add(label, None, c, "required column is missing.", "a backbone table has columns from,to,km.")
+        return []
+    edges = []
+    for row, values in zip(table.row_numbers, table.rows):
+        try:
+            km = float(values["km"])
+            if not math.isfinite(km) or km < 0:
+                raise ValueError
+        except (TypeError, ValueError):
+            log.add(label, row, "km", f"must be a finite distance >= 0 in km (got {values['km']!r}).", "write the fibre length in km.")
+            continue
+        if not values["from"] or not values["to"]:
+            log.add(label, row, "from" if not values["from"] else "to", "is empty.", "name a site, region or backbone node id.")
+            continue
+        edges.append((str(values["from"]), str(values["to"]), km))
+    return edges
+
+
+def _cross_check(spec: ScenarioFile, label: str, catalog: Catalog, sites, jobs, policies: Policies, log: ProblemLog) -> None:
+    """References between tables: cooling names, chip names, site ids in policies."""
+    cooling_ids = {c.id for c in catalog.cooling}
+    chip_ids = {c.id for c in catalog.chips}
+    site_ids = {s.id for _, s in sites}
+    for row, site in sites:
+        for c in site.cooling_allowed:
+            if c not in cooling_ids:
+                log.add(spec.sites, row, "cooling_allowed", f"site '{site.id}' allows unknown cooling '{c}'.", known_hint("cooling types", cooling_ids))
+    for row, job in jobs:
+        for chip in job.eligible_chips:
+            if chip not in chip_ids:
+                log.add(spec.jobs or "jobs", row, "eligible_chips", f"job '{job.id}' names unknown chip '{chip}'.", known_hint("chips", chip_ids))
+            elif not next(c for c in catalog.chips if c.id == chip).h100_equiv:
+                log.add(spec.jobs or "jobs", row, "eligible_chips", f"job '{job.id}' names chip '{chip}', which has h100_equiv 0 (not a training chip).", "name a training chip, or give the chip an h100_equiv.")
+    for key in ("forced_sites", "forbidden_sites"):
+        for sid in getattr(policies, key):
+            if sid not in site_ids:
+                log.add(label, None, f"policies.{key}", f"unknown site '{sid}'.", "use ids from the sites table.")
+    both = set(policies.forced_sites) & set(policies.forbidden_sites)
+    if both:
+        log.add(label, None, "policies.forced_sites", f"sites both forced and forbidden: {', '.join(sorted(both))}.", "remove them from one of the two lists.")
+    if policies.max_sites is not None and policies.max_sites < policies.min_sites:
+        log.add(label, None, "policies.max_sites", f"max_sites {policies.max_sites} < min_sites {policies.min_sites}.", "raise max_sites or lower min_sites.")

@@ -1,0 +1,87 @@
+"""Writing scenarios: `write_scenario` writes a Scenario back as the scenario format (the
+plan folder's `inputs/` and `dcplace data export` use it), so what was solved can always be
+re-loaded; `export_default` copies the embedded default as editable files.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from dcplace.models.outputs import check_new_folder, new_stage
+from dcplace.models.records import PairCost, Scenario, Site, TrainingJob
+from dcplace.models.scenario_file import default_catalog_dir, default_scenario_path
+from dcplace.models.tables import CATALOG_TABLES
+
+
+def export_default(folder: str | Path) -> Path:
+    """Copy the embedded default scenario and catalog, with their sources, to `folder` as
+    editable files (the scenario YAML gains `catalog: catalog`). Returns the YAML path."""
+    folder = check_new_folder(folder)
+    stage = new_stage(folder)  # written whole, then renamed into place: a killed export leaves nothing
+    try:
+        shutil.copytree(default_scenario_path().parent, stage, dirs_exist_ok=True)
+        shutil.copytree(default_catalog_dir(), stage / "catalog", ignore=shutil.ignore_patterns("__pycache__"))
+        yaml_path = stage / "scenario.yaml"
+        yaml_path.write_text(yaml_path.read_text() + "catalog: catalog\n")
+        os.rename(stage, folder)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    return folder / "scenario.yaml"
+
+
+def _cell(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return ";".join(value)
+    return value
+
+
+def _records_frame(records, columns=None) -> pd.DataFrame:
+    rows = [{k: _cell(v) for k, v in r.model_dump().items()} for r in records]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def write_scenario(scenario: Scenario, folder: str | Path) -> Path:
+    """Write `scenario` as a loadable scenario folder (YAML + CSV tables in dcplace units)."""
+    folder = Path(folder)
+    (folder / "catalog").mkdir(parents=True, exist_ok=True)
+    for name in CATALOG_TABLES:
+        cols = list(CATALOG_TABLES[name].model_fields)
+        _records_frame(getattr(scenario.catalog, name), cols).to_csv(folder / "catalog" / f"{name}.csv", index=False)
+    _records_frame(scenario.sites, list(Site.model_fields)).to_csv(folder / "sites.csv", index=False)
+    workload_ids = [w.id for w in scenario.catalog.workloads]
+    region_rows = []
+    for r in scenario.regions:
+        row = {k: _cell(v) for k, v in r.model_dump(exclude={"demand_tok_s", "rtt_budget_ms"}).items()}
+        for w in workload_ids:
+            row[f"demand_{w}_tok_s"] = r.demand_tok_s.get(w)
+            row[f"rtt_budget_{w}_ms"] = r.rtt_budget_ms.get(w)
+        region_rows.append(row)
+    pd.DataFrame(region_rows).to_csv(folder / "regions.csv", index=False)
+    _records_frame(scenario.jobs, list(TrainingJob.model_fields)).to_csv(folder / "jobs.csv", index=False)
+    if scenario.pair_costs:
+        _records_frame(scenario.pair_costs, list(PairCost.model_fields)).to_csv(folder / "pair_costs.csv", index=False)
+    latency = scenario.latency.model_dump()
+    if scenario.backbone_edges:
+        pd.DataFrame(scenario.backbone_edges, columns=["from", "to", "km"]).to_csv(folder / "backbone.csv", index=False)
+        latency["backbone"] = "backbone.csv"
+    policies = {k: list(v) if isinstance(v, tuple) else v for k, v in scenario.policies.model_dump().items()}
+    doc = {
+        "name": scenario.name,
+        "description": scenario.description,
+        "sites": "sites.csv",
+        "regions": "regions.csv",
+        "jobs": "jobs.csv",
+        **({"pair_costs": "pair_costs.csv"} if scenario.pair_costs else {}),
+        "catalog": "catalog",
+        "economics": scenario.economics.model_dump(),
+        "latency": latency,
+        "policies": policies,
+    }
+    (folder / "scenario.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    return folder / "scenario.yaml"

@@ -1,0 +1,142 @@
+"""One registry of constraint families.
+
+A family is one record: its name (the name its rows carry in the LinearModel and the
+Pyomo model), its builder, its statement in math (the builder's docstring), the method of
+the independent checker that verifies it (by name: optimizer/check.py imports nothing of
+dcplace, so the link is a string, and tests/test_registry.py asserts that the method
+exists), and how the elastic diagnosis may relax it (a `Relax`) or why it is not relaxed.
+
+    @family(checker="check_power_and_space", relax=Relax(...))
+    def site_power(lm, ix): '''sum racks * kw * PUE - power_limit_kw[s] * open[s] <= 0'''
+
+`build_model` runs REGISTRY in order; optimizer.solving.diagnose reads `relax`;
+docs/formulation.md is generated from it:
+
+    python -m dcplace.optimizer.model.formulation_doc --write docs/formulation.md
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Any, Callable
+
+ROWS, BOUNDS = "rows", "bounds"  # what a builder writes: rows named after the family, or column bounds
+
+
+@dataclass(frozen=True)
+class Relax:
+    """How the elastic diagnosis relaxes a family's rows.
+
+    `direction` "over" lets the row's activity exceed its upper limit, "short" fall below
+    its lower one. The slack of a row is `magnitude(ix, key) * t` with t >= 0 dimensionless
+    and penalised `weight * t`: every penalty is relative to the row's own size (a site's
+    power, the budget itself), so that none vanishes under the solver's tolerances and a
+    10 % overage weighs the same on any limit. `message` is formatted with the fields
+    `fields(ix, key, amount)` returns (amount in `unit`); `change` names the input to move.
+    """
+
+    direction: str
+    unit: str
+    magnitude: Callable[[Any, Any], float]
+    message: str
+    fields: Callable[[Any, Any, float], dict]
+    change: str
+    weight: float = 1.0
+
+    def describe(self, ix, key, amount: float) -> str:
+        return self.message.format(**self.fields(ix, key, amount))
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    builder: Callable
+    math: str
+    checker: str
+    relax: Relax | None = None
+    not_relaxed: str = ""
+    writes: str = ROWS
+    section: str = "core"
+
+
+REGISTRY: dict[str, Family] = {}
+
+
+def family(name: str | None = None, *, checker: str, relax: Relax | None = None, not_relaxed: str = "",
+           writes: str = ROWS, section: str = "core") -> Callable[[Callable], Callable]:
+    """Register the decorated builder `f(lm, ix)` as a constraint family (once)."""
+
+    def register(builder: Callable) -> Callable:
+        key = name or builder.__name__
+        if key in REGISTRY:
+            raise ValueError(f"constraint family '{key}' is registered twice")
+        if (relax is None) == (not not_relaxed):
+            raise ValueError(f"family '{key}': give either relax=Relax(...) or not_relaxed='the reason'")
+        if not checker.startswith("check_"):
+            raise ValueError(f"family '{key}': checker must name a PlanChecker.check_* method, not '{checker}'")
+        if writes not in (ROWS, BOUNDS):
+            raise ValueError(f"family '{key}': writes must be '{ROWS}' or '{BOUNDS}'")
+        math = inspect.cleandoc(builder.__doc__ or "")
+        if not math:
+            raise ValueError(f"family '{key}': the builder's docstring must state its math")
+        REGISTRY[key] = Family(key, builder, math, checker, relax, not_relaxed, writes, section)
+        builder.family = key
+        return builder
+
+    return register
+
+
+def relaxable() -> dict[str, Relax]:
+    """family name -> Relax, for every family the elastic diagnosis may relax."""
+    return {name: f.relax for name, f in REGISTRY.items() if f.relax is not None}
+
+
+# ------------------------------------------------------------------------ the document
+
+HEADER = """# The formulation
+
+Generated from the constraint-family registry (`optimizer/model/families.py`) by
+`python -m dcplace.optimizer.model.formulation_doc --write docs/formulation.md`; do not edit by
+hand (tests/test_registry.py fails when this file is stale).
+
+Each family is one function in `optimizer/model/formulation.py`; its rows carry the
+family's name in the LinearModel, in the Pyomo model and in HiGHS's infeasible subset.
+The independent checker (`optimizer/check.py`) verifies each family with the method named
+here, from the plan folder alone. When no plan exists, the elastic diagnosis
+(`optimizer/solving/diagnose.py`) gives each relaxable row a slack of
+`magnitude x t` (t >= 0 dimensionless, penalised `weight x t`), so every penalty is
+relative to the row's own size.
+
+Notation: S sites, R regions, W inference classes, K rack configs, C cooling types,
+F fabrics, J training jobs, X chips; serve = {(r,w,s)}, inf = {(s,k,c,w)},
+trn = {(s,k,c,f)}, place = {(j,s,f,x)}, zones = {(s,c)} are the sparse index sets of
+`optimizer/model/index.py` (constraints enforced by pruning are listed there).
+"""
+
+
+def render_markdown() -> str:
+    """docs/formulation.md, from the registry (filled when dcplace.optimizer.model.formulation is imported)."""
+    out = [HEADER]
+    out.append("| family | writes | checker | diagnosis |\n| --- | --- | --- | --- |")
+    for f in REGISTRY.values():
+        diag = f"relaxed ({f.relax.direction}, {f.relax.unit})" if f.relax else "not relaxed"
+        out.append(f"| [`{f.name}`](#{f.name}) | {f.writes} | `PlanChecker.{f.checker}` | {diag} |")
+    out.append("")
+    for f in REGISTRY.values():
+        out.append(f"## {f.name}\n")
+        out.append("```text\n" + f.math + "\n```\n")
+        out.append(f"- builder: `formulation.{f.builder.__name__}`; writes {'rows named ' + repr(f.name) if f.writes == ROWS else 'column bounds (no rows)'}")
+        out.append(f"- checked by: `PlanChecker.{f.checker}`")
+        if f.relax:
+            r = f.relax
+            out.append(f"- diagnosis: relaxed {r.direction} its limit, slack in {r.unit}, weight {r.weight:g}; "
+                       f"change: {r.change}")
+            out.append(f"- message: `{r.message}`")
+        else:
+            out.append(f"- diagnosis: not relaxed: {f.not_relaxed}")
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"
+
+
+__all__ = ["Family", "Relax", "REGISTRY", "family", "relaxable", "render_markdown", "ROWS", "BOUNDS"]

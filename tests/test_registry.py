@@ -1,0 +1,167 @@
+"""Every constraint family is registered once, checked by a named checker method, documented
+in the generated docs/formulation.md, and shown to hold something.
+
+The rule for "shown to hold something" (tests/test_registry.py is where it is enforced):
+every registered family has a case in CASES, a tiny scenario where the family binds. The
+case is solved twice: with every family, the plan passes the family's checker method; with
+the family left out (build_model(ix, without=(name,))), the solver takes the cheaper plan
+that breaks exactly that constraint, and the family's checker method reports it. Families
+that are implied in the MIP by others and only tighten the LP relaxation are listed in
+TIGHTENING with the families that imply them: for them the test shows that leaving them out
+keeps the optimum and the plan still passes their checker (their rows must still exist). A
+family registered without a case (or a checker method that does not exist) fails
+test_every_family_is_covered.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from helpers import job, make_scenario, region, site
+from dcplace.models import load_scenario
+from dcplace.models.plan import write_plan_folder
+from dcplace.optimizer import SolveOptions, solve
+from dcplace.optimizer.check import PlanChecker
+from dcplace.optimizer.model import formulation
+from dcplace.optimizer.model.families import REGISTRY, ROWS, family, render_markdown
+from dcplace.optimizer.model.index import build_index
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "formulation.md"
+OPTIONS = SolveOptions(mip_gap=0.0, time_limit_s=60)
+
+
+def two_towns(tmp_path, **kw):
+    args = dict(sites=[site("west", 0, 0), site("east", 0, 10)],
+                regions=[region("wtown", 0, 0.1, budget=5), region("etown", 0, 10.1, budget=5)])
+    args.update(kw)
+    return make_scenario(tmp_path, **args)
+
+
+def with_job(tmp_path):
+    return two_towns(tmp_path, jobs=[job("pretrain", 48)])
+
+
+CASES = {
+    "demand_met": two_towns,
+    "inference_capacity": two_towns,
+    "training_capacity": with_job,
+    "job_placed_once": with_job,
+    "density_needs_zone": with_job,  # the job's 60 kW racks need a liquid zone ($5,000/yr)
+    # 'west' (cheaper power, 70 kW) could hold the job's rack (66 kW) or its town's 3 racks (13.2 kW), not both
+    "site_power": lambda p: two_towns(p, sites=[site("west", 0, 0, power_limit_kw=70, power_price_usd_per_mwh=50), site("east", 0, 10)],
+                                      regions=[region("wtown", 0, 0.1, chat=2400, budget=5), region("etown", 0, 10.1, budget=5)],
+                                      jobs=[job("pretrain", 48)]),
+    # 6,000 tok/s: 8 cheap air racks, or 2 dense ones on a 2-rack floor
+    "site_space": lambda p: two_towns(p, sites=[site("west", 0, 0, floor_racks=2), site("east", 0, 10)],
+                                      regions=[region("wtown", 0, 0.1, chat=6000, budget=5), region("etown", 0, 10.1, budget=5)]),
+    "carbon_cap": lambda p: make_scenario(
+        p, sites=[site("dirty", 0, 0, grid_carbon_g_per_kwh=800, power_price_usd_per_mwh=50),
+                  site("clean", 0, 0.2, grid_carbon_g_per_kwh=10, power_price_usd_per_mwh=200)],
+        regions=[region("town", 0, 0.1, budget=5)], policies={"carbon_cap_t_per_year": 1.0}),
+    # liquid-only site with cheap power costs $4,000 more up front than the air site
+    "capex_budget": lambda p: make_scenario(
+        p, sites=[site("cheap", 0, 0, power_price_usd_per_mwh=10, cooling_allowed="liquid"),
+                  site("air", 0, 0.2, power_price_usd_per_mwh=300, cooling_allowed="air")],
+        regions=[region("town", 0, 0.1, budget=5)], policies={"capex_budget_usd": 33000}),
+    "min_sites": lambda p: two_towns(p, regions=[region("wtown", 0, 0.1, budget=5)], policies={"min_sites": 2}),
+    # one dear site in the middle reaches both towns; the two cheap ones reach one each
+    "max_sites": lambda p: make_scenario(
+        p, sites=[site("a", 0, 0), site("e", 0, 2), site("m", 0, 1, power_price_usd_per_mwh=300)],
+        regions=[region("wtown", 0, 0, budget=2), region("etown", 0, 2, budget=2)], policies={"max_sites": 1}),
+    "forced_sites": lambda p: two_towns(p, regions=[region("wtown", 0, 0.1, budget=5)], policies={"forced_sites": ["east"]}),
+    # the job needs the only liquid site, whose cheaper power would also win the town
+    "single_purpose_sites": lambda p: make_scenario(
+        p, sites=[site("liq", 0, 0, power_price_usd_per_mwh=10), site("air", 0, 0.2, cooling_allowed="air")],
+        regions=[region("town", 0, 0.1, budget=5)], jobs=[job("pretrain", 48)], policies={"single_purpose_sites": True}),
+}
+TIGHTENING = {  # implied in the MIP by the families named; kept for the LP bound
+    "share_needs_open": (two_towns, ("inference_capacity", "density_needs_zone", "zone_needs_open", "site_power")),
+    "zone_needs_open": (with_job, ("density_needs_zone", "site_power")),
+}
+
+
+def solved_folder(path: Path, out: Path, monkeypatch, without: tuple[str, ...] = ()) -> Path:
+    if without:
+        monkeypatch.setattr("dcplace.optimizer.solving.solve.build_model", lambda ix: formulation.build_model(ix, without=without))
+    scenario = load_scenario(path)
+    plan = solve(scenario, OPTIONS)
+    monkeypatch.undo()
+    return write_plan_folder(plan, scenario, out)
+
+
+def violations(folder: Path, method: str) -> list[str]:
+    checker = PlanChecker(folder)
+    getattr(checker, method)()
+    return [str(v) for v in checker.report.violations]
+
+
+def test_every_family_is_covered():
+    """A registered family needs a PlanChecker method that exists and a case here."""
+    problems = uncovered(REGISTRY)
+    assert not problems, problems
+
+
+def uncovered(registry) -> list[str]:
+    out = []
+    for name, fam in registry.items():
+        if not callable(getattr(PlanChecker, fam.checker, None)):
+            out.append(f"{name}: PlanChecker has no method {fam.checker}")
+        if name not in CASES and name not in TIGHTENING:
+            out.append(f"{name}: no case in tests/test_registry.py shows what it holds")
+    return out
+
+
+def test_a_family_without_checker_or_case_is_caught(monkeypatch):
+    registry = dict(REGISTRY)
+    monkeypatch.setattr("dcplace.optimizer.model.families.REGISTRY", registry)
+
+    @family(checker="check_nothing_like_this", not_relaxed="a test dummy")
+    def dummy_family(lm, ix):
+        """0 <= 1."""
+
+    assert uncovered(registry) == ["dummy_family: PlanChecker has no method check_nothing_like_this",
+                                   "dummy_family: no case in tests/test_registry.py shows what it holds"]
+    with pytest.raises(ValueError, match="registered twice"):
+        family(name="dummy_family", checker="check_demand", not_relaxed="again")(lambda lm, ix: None)
+    with pytest.raises(ValueError, match="either relax"):
+        family(name="other", checker="check_demand")(dummy_family)
+
+
+def test_row_names_are_family_names(tmp_path):
+    """Every row family in a model is a registered family of the same name."""
+    for name, case in list(CASES.items()) + [(n, c) for n, (c, _) in TIGHTENING.items()]:
+        lm = formulation.build_model(build_index(load_scenario(case(tmp_path / name))))
+        assert set(lm.families) <= set(REGISTRY), set(lm.families) - set(REGISTRY)
+        if REGISTRY[name].writes == ROWS:
+            assert name in lm.families, f"the case for {name} builds no row of it"
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_leaving_a_family_out_breaks_exactly_it(name, tmp_path, monkeypatch):
+    method = REGISTRY[name].checker
+    path = CASES[name](tmp_path / "in")
+    full = solved_folder(path, tmp_path / "full", monkeypatch)
+    assert violations(full, method) == []
+    broken = solved_folder(path, tmp_path / "broken", monkeypatch, without=(name,))
+    assert violations(broken, method), f"leaving out {name} let nothing break that {method} sees"
+
+
+@pytest.mark.parametrize("name", sorted(TIGHTENING))
+def test_tightening_families_keep_the_optimum(name, tmp_path, monkeypatch):
+    case, implied_by = TIGHTENING[name]
+    assert set(implied_by) <= set(REGISTRY)
+    path = case(tmp_path / "in")
+    full = solve(load_scenario(path), OPTIONS)
+    monkeypatch.setattr("dcplace.optimizer.solving.solve.build_model", lambda ix: formulation.build_model(ix, without=(name,)))
+    loose = solve(load_scenario(path), OPTIONS)
+    monkeypatch.undo()
+    assert loose.objective_usd_per_year == pytest.approx(full.objective_usd_per_year, rel=1e-9)
+    folder = write_plan_folder(loose, load_scenario(path), tmp_path / "loose")
+    assert violations(folder, REGISTRY[name].checker) == []
+
+
+def test_formulation_doc_is_current():
+    """docs/formulation.md is generated: python -m dcplace.optimizer.model.formulation_doc --write docs/formulation.md"""
+    assert DOC.read_text() == render_markdown(), "docs/formulation.md is stale: regenerate it (see its first lines)"
