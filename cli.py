@@ -33,7 +33,7 @@ from rich.table import Table
 
 from dcplace.models import ScenarioError, export_default, load_scenario, scenario_warnings
 from dcplace.models.outputs import OutputRefused, check_destination
-from dcplace.models.plan import Plan, read_plan
+from dcplace.models.plan import HAS_PLAN, Plan, read_plan
 from dcplace.optimizer.solvers.backends import CAPABILITIES
 from dcplace.optimizer.check import check_plan_folder
 from dcplace.optimizer.model.index import MAX_FULL_PAIRS
@@ -232,20 +232,23 @@ def check(folder: Path = typer.Argument(..., help="A plan folder written by `dcp
         err.print(f"[red]{_text(folder)}: the plan folder is damaged[/] ({type(exc).__name__}: {_text(exc, newlines=True)}). "
                   "Fix: re-run `dcplace solve`.")
         raise typer.Exit(EXIT_BAD_INPUT)
-    if report.status not in ("optimal", "feasible"):
-        plan = read_plan(folder)
-        _print_infeasible(plan.diagnosis)
+    if not report.ok:
+        err.print(f"[bold red]FAIL[/]: {_text(folder)}: {len(report.violations)} violation(s):")
+        for v in report.violations:
+            err.print(f"  • {_clean(v, newlines=True)}", markup=False, highlight=False)
+        raise typer.Exit(EXIT_CHECK_FAILED)
+    if report.status not in HAS_PLAN:
+        try:
+            diagnosis = read_plan(folder).diagnosis
+        except (OSError, ValueError) as exc:
+            err.print(f"[red]{_text(folder)}: the plan folder is damaged[/] ({type(exc).__name__}). Fix: re-run `dcplace solve`.")
+            raise typer.Exit(EXIT_BAD_INPUT)
+        _print_infeasible(diagnosis)
         raise typer.Exit(EXIT_INFEASIBLE)
-    if report.ok:
-        console.print(
-            f"[green]PASS[/]: {_text(folder)}: {len(report.checked)} constraint families hold "
-            f"({_text(', '.join(report.checked))}); line items add up to ${report.recomputed_cost_usd_per_year:,.2f}/yr."
-        )
-        return
-    err.print(f"[bold red]FAIL[/]: {_text(folder)}: {len(report.violations)} violation(s):")
-    for v in report.violations:
-        err.print(f"  • {_clean(v, newlines=True)}", markup=False, highlight=False)
-    raise typer.Exit(EXIT_CHECK_FAILED)
+    console.print(
+        f"[green]PASS[/]: {_text(folder)}: {len(report.checked)} constraint families hold "
+        f"({_text(', '.join(report.checked))}); line items add up to ${report.recomputed_cost_usd_per_year:,.2f}/yr."
+    )
 
 
 def _plan_layers(folder: Path):

@@ -154,11 +154,49 @@ def write_plan_folder(plan: Plan, scenario: Scenario, out_dir: str | Path, verif
         pd.DataFrame([j.model_dump() for j in plan.jobs], columns=list(JobPlacement.model_fields)).to_csv(tmp / "jobs.csv", index=False)
         write_scenario(scenario, tmp / "inputs")
         (tmp / "inputs" / "provenance.json").write_text(json.dumps(plan.provenance, indent=2, sort_keys=True))
+        write_manifest(tmp, plan.scenario_hash)  # the last file: it lists every other one
         if verify is not None:
             verify(tmp)
     return check_destination(out_dir, "plan")
 
 
+MANIFEST_NAME = "manifest.json"
+MANIFEST_FORMAT_VERSION = 1
+
+
+def write_manifest(folder: str | Path, scenario_hash: str) -> dict[str, Any]:
+    """Write `folder`/manifest.json: every file of the plan folder (path relative to the
+    folder, '/'-separated) with its SHA-256 and size, `inputs_sha256` (SHA-256 of the sorted
+    lines "<path relative to inputs/> <sha256>\\n" over the files in inputs/), the scenario
+    hash and the format version (docs/plan-format.md). manifest.json itself and the folder
+    marker (models.outputs.MARKER, written at the move into place) are not listed."""
+    import hashlib
+
+    from dcplace.models.outputs import MARKER
+
+    folder = Path(folder)
+    files: dict[str, dict[str, Any]] = {}
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        rel = path.relative_to(folder).as_posix()
+        if rel in (MANIFEST_NAME, MARKER):
+            continue
+        data = path.read_bytes()
+        files[rel] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
+    inputs = sorted((rel.removeprefix("inputs/"), v["sha256"]) for rel, v in files.items() if rel.startswith("inputs/"))
+    doc = {
+        "format_version": MANIFEST_FORMAT_VERSION,
+        "algorithm": "sha256",
+        "scenario_hash": scenario_hash,
+        "inputs_sha256": hashlib.sha256("".join(f"{rel} {digest}\n" for rel, digest in inputs).encode("utf-8")).hexdigest(),
+        "files": files,
+    }
+    (folder / MANIFEST_NAME).write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    return doc
+
+
 def read_plan(folder: str | Path) -> Plan:
     """The Plan record of a plan folder."""
     return Plan.model_validate_json((Path(folder) / "plan.json").read_text())
+
+
+HAS_PLAN = frozenset({"optimal", "feasible"})  # SolveRecord statuses that come with a plan

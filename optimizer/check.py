@@ -1,9 +1,13 @@
 """The independent plan checker.
 
 It re-reads a plan folder (plan.json and the resolved tables in inputs/) with nothing but
-pandas, yaml, json and networkx, and verifies every hard constraint and every cost line
-from first principles. It deliberately shares no code with the formulation, the index
-sets, the cost coefficients or the latency model: a bug there cannot hide itself here.
+pandas, yaml, json, hashlib and networkx, and verifies every hard constraint and every cost
+line from first principles, then every figure the folder reports (site figures, KPIs, the
+solve status against its gap and bound, the flat CSV views) and the folder's integrity
+(manifest.json: every file's SHA-256, no file added or missing, one scenario hash). It
+deliberately shares no code with the formulation, the index sets, the cost coefficients,
+the extraction of the plan or the latency model: a bug there cannot hide itself here. Every
+formula it uses is written down in docs/plan-format.md.
 
     report = check_plan_folder("plan/")
     report.ok, report.violations
@@ -11,6 +15,7 @@ sets, the cost coefficients or the latency model: a bug there cannot hide itself
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections import defaultdict
@@ -23,6 +28,20 @@ import yaml
 
 REL_TOL = 1e-6
 ABS_TOL = 1e-6
+GAP_TOL = 1e-9  # on the relative gap: status "optimal" needs gap <= mip_gap + GAP_TOL
+MANIFEST = "manifest.json"
+MARKER = ".dcplace-folder.json"  # written by dcplace at the move into place (models/outputs.py)
+LATER_SUBFOLDERS = ("report", "export")  # written into a plan folder later by other commands
+REQUIRED_FILES = (
+    "plan.json", "sites.csv", "assignments.csv", "jobs.csv", "inputs/scenario.yaml", "inputs/provenance.json",
+    "inputs/sites.csv", "inputs/regions.csv", "inputs/jobs.csv",
+    *(f"inputs/catalog/{t}.csv" for t in ("chips", "rack_configs", "cooling", "fabrics", "workloads", "throughput")),
+)
+OPTIONAL_FILES = ("inputs/pair_costs.csv", "inputs/backbone.csv")
+SECONDS_PER_HOUR = 3600.0
+# Columns of the input tables read as text whatever they hold (an id "1" stays "1").
+TEXT_COLUMNS = ("id", "name", "country", "chip", "workload", "region", "site", "from", "to",
+                "cooling_allowed", "allowed_countries", "eligible_chips")
 
 
 @dataclass(frozen=True)
@@ -65,23 +84,34 @@ class _Inputs:
 
     def __init__(self, folder: Path):
         spec = yaml.safe_load((folder / "scenario.yaml").read_text())
+        self.name = spec.get("name")
         self.economics = spec["economics"]
         self.latency = spec["latency"]
         self.policies = spec["policies"]
-        read = lambda name: pd.read_csv(folder / name, keep_default_na=False, na_values=[""])  # noqa: E731
-        self.sites = {r["id"]: r for r in read("sites.csv").to_dict("records")}
-        self.regions = {r["id"]: r for r in read("regions.csv").to_dict("records")}
-        self.jobs = {r["id"]: r for r in read("jobs.csv").to_dict("records")}
-        self.chips = {r["id"]: r for r in read("catalog/chips.csv").to_dict("records")}
-        self.racks = {r["id"]: r for r in read("catalog/rack_configs.csv").to_dict("records")}
-        self.cooling = {r["id"]: r for r in read("catalog/cooling.csv").to_dict("records")}
-        self.fabrics = {r["id"]: r for r in read("catalog/fabrics.csv").to_dict("records")}
-        self.workloads = {r["id"]: r for r in read("catalog/workloads.csv").to_dict("records")}
-        self.tok_s = {(r["chip"], r["workload"]): r["tok_s_per_gpu"] for r in read("catalog/throughput.csv").to_dict("records")}
-        self.backbone = read("backbone.csv") if (folder / "backbone.csv").exists() else None
+
+        def path(name: str) -> Path:
+            target = (folder / name).resolve()
+            if folder.resolve() not in target.parents:
+                raise ValueError(f"inputs/scenario.yaml names {name!r}, outside inputs/")
+            return target
+
+        def read(name: str) -> pd.DataFrame:
+            return pd.read_csv(path(name), keep_default_na=False, na_values=[""], dtype={c: str for c in TEXT_COLUMNS})
+
+        catalog = spec.get("catalog") or "catalog"
+        self.sites = {r["id"]: r for r in read(spec["sites"]).to_dict("records")}
+        self.regions = {r["id"]: r for r in read(spec["regions"]).to_dict("records")}
+        self.jobs = {r["id"]: r for r in read(spec["jobs"]).to_dict("records")} if spec.get("jobs") else {}
+        self.chips = {r["id"]: r for r in read(f"{catalog}/chips.csv").to_dict("records")}
+        self.racks = {r["id"]: r for r in read(f"{catalog}/rack_configs.csv").to_dict("records")}
+        self.cooling = {r["id"]: r for r in read(f"{catalog}/cooling.csv").to_dict("records")}
+        self.fabrics = {r["id"]: r for r in read(f"{catalog}/fabrics.csv").to_dict("records")}
+        self.workloads = {r["id"]: r for r in read(f"{catalog}/workloads.csv").to_dict("records")}
+        self.tok_s = {(r["chip"], r["workload"]): r["tok_s_per_gpu"] for r in read(f"{catalog}/throughput.csv").to_dict("records")}
+        self.backbone = read(self.latency["backbone"]) if self.latency.get("backbone") else None
         self.pair_costs = {}
-        if (folder / "pair_costs.csv").exists():
-            self.pair_costs = {(r["region"], r["workload"], r["site"]): r["usd_per_year"] for r in read("pair_costs.csv").to_dict("records")}
+        if spec.get("pair_costs"):
+            self.pair_costs = {(r["region"], r["workload"], r["site"]): r["usd_per_year"] for r in read(spec["pair_costs"]).to_dict("records")}
 
     def gpus_per_rack(self, k: str) -> int:
         rack = self.racks[k]
@@ -105,15 +135,51 @@ def _haversine_km(lat1, lon1, lat2, lon2) -> float:
     return 2 * 6371.0088 * math.asin(min(1.0, math.sqrt(a)))
 
 
+def _sha256_file(path: Path) -> tuple[str, int]:
+    data = path.read_bytes()
+    return hashlib.sha256(data).hexdigest(), len(data)
+
+
+def inputs_digest(folder: str | Path) -> str:
+    """SHA-256 of the sorted lines "<path relative to inputs/> <sha256 of the file>\\n" over
+    every file under `folder`/inputs (the manifest's `inputs_sha256`; docs/plan-format.md)."""
+    inputs = Path(folder) / "inputs"
+    rows = sorted((p.relative_to(inputs).as_posix(), _sha256_file(p)[0]) for p in inputs.rglob("*") if p.is_file())
+    return hashlib.sha256("".join(f"{rel} {digest}\n" for rel, digest in rows).encode("utf-8")).hexdigest()
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 class PlanChecker:
     """Each `check_*` method verifies one family of constraints."""
 
     def __init__(self, folder: str | Path):
         self.folder = Path(folder)
-        self.plan = json.loads((self.folder / "plan.json").read_text())
-        self.inp = _Inputs(self.folder / "inputs")
         self.report = CheckReport(str(self.folder))
         self._paths = None
+        self.plan = self._read_json("plan.json", "plan")
+        if self.plan is not None and not isinstance(self.plan, dict):
+            self.fail("plan", "plan.json is not a JSON object.")
+            self.plan = None
+        self.manifest = self._read_json(MANIFEST, "manifest") if (self.folder / MANIFEST).is_file() else None
+        try:
+            self.inp = _Inputs(self.folder / "inputs")
+        except Exception as exc:  # a missing or unreadable table: reported, never raised
+            self.inp = None
+            self.fail("inputs", f"inputs/ cannot be read as a scenario ({type(exc).__name__}: {exc}); the checker "
+                      "needs every resolved table. Re-run `dcplace solve` to write a complete folder.")
+
+    def _read_json(self, name: str, family: str):
+        path = self.folder / name
+        try:
+            return json.loads(path.read_text())
+        except FileNotFoundError:
+            self.fail(family, f"{name} is missing from {self.folder}.")
+        except (OSError, ValueError) as exc:
+            self.fail(family, f"{name} cannot be read as JSON ({type(exc).__name__}: {exc}).")
+        return None
 
     def fail(self, family: str, message: str) -> None:
         self.report.violations.append(Violation(family, message))
@@ -122,6 +188,56 @@ class PlanChecker:
         for site in self.plan["sites"]:
             for line in site["racks"]:
                 yield site, line
+
+    # ------------------------------------------------------------------ recomputed figures
+
+    def _annuity(self, years: float) -> float:
+        r = self.inp.economics["discount_rate"]
+        return 1 / years if r == 0 else r / (1 - (1 + r) ** -years)
+
+    def _line(self, s: str, ln: dict) -> dict:
+        """Everything one rack line is, costs and emits, from the inputs and its rack count."""
+        eco = self.inp.economics
+        n = ln["racks"]
+        kw = n * self.inp.kw_per_rack(ln["config"])
+        site = self.inp.sites[s]
+        chip, cool = self.inp.chips[ln["chip"]], self.inp.cooling[ln["cooling"]]
+        gpus = n * self.inp.gpus_per_rack(ln["config"])
+        facility_kw = kw * self.inp.pue(s, ln["cooling"])
+        mwh = facility_kw * eco["hours_per_year"] * self._load_factor(ln) / 1000
+        emissions = mwh * site["grid_carbon_g_per_kwh"] / 1000
+        cost = {
+            "chips": gpus * chip["capex_usd_per_gpu"] * self._annuity(chip["life_years"]),
+            "cooling_capex": kw * cool["capex_usd_per_kw"] * self._annuity(cool["life_years"]),
+            "energy": mwh * site["power_price_usd_per_mwh"],
+            "colocation": kw * site["colocation_usd_per_kw_month"] * 12,
+            "carbon": emissions * eco["carbon_price_usd_per_t"],
+            "fabric": 0.0,
+        }
+        upfront = gpus * chip["capex_usd_per_gpu"] + kw * cool["capex_usd_per_kw"]
+        if ln.get("fabric"):
+            fab = self.inp.fabrics[ln["fabric"]]
+            cost["fabric"] = gpus * fab["cost_usd_per_gpu"] * self._annuity(fab["life_years"])
+            upfront += gpus * fab["cost_usd_per_gpu"]
+        return {"gpus": gpus, "it_kw": kw, "facility_kw": facility_kw, "mwh": mwh, "emissions": emissions,
+                "upfront": upfront, "cost": cost}
+
+    def _served(self, a: dict) -> float:
+        return a["share"] * self.inp.demand(a["region"], a["workload"])
+
+    def _transport(self, a: dict) -> float:
+        eco = self.inp.economics
+        out = 0.0
+        if eco["transport_usd_per_tok_s_1000km_year"]:
+            region, site = self.inp.regions[a["region"]], self.inp.sites[a["site"]]
+            km = _haversine_km(region["lat"], region["lon"], site["lat"], site["lon"])  # great circle, even with a backbone
+            out += self._served(a) * km / 1000 * eco["transport_usd_per_tok_s_1000km_year"]
+        return out + a["share"] * self.inp.pair_costs.get((a["region"], a["workload"], a["site"]), 0.0)
+
+    def _compare(self, family: str, where: str, field: str, reported, expected: float, abs_: float = ABS_TOL,
+                 source: str = "recomputed") -> None:
+        if not _is_number(reported) or not _close(float(reported), expected, abs_=abs_):
+            self.fail(family, f"{where}: {field} is {reported!r} in plan.json, {source} {expected!r}.")
 
     # ------------------------------------------------------------------ families
 
@@ -279,17 +395,11 @@ class PlanChecker:
             for site in self.plan["sites"]:
                 if len({ln["purpose"] for ln in site["racks"]}) > 1:
                     self.fail("policy", f"site {site['id']} hosts both training and inference under single_purpose_sites.")
-        hours = self.inp.economics["hours_per_year"]
         emitted = capex = 0.0
         for site, ln in self.lines():
-            s = site["id"]
-            lf = self._load_factor(ln)
-            mwh = ln["racks"] * self.inp.kw_per_rack(ln["config"]) * self.inp.pue(s, ln["cooling"]) * hours * lf / 1000
-            emitted += mwh * self.inp.sites[s]["grid_carbon_g_per_kwh"] / 1000
-            capex += ln["gpus"] * self.inp.chips[ln["chip"]]["capex_usd_per_gpu"]
-            capex += ln["racks"] * self.inp.kw_per_rack(ln["config"]) * self.inp.cooling[ln["cooling"]]["capex_usd_per_kw"]
-            if ln["fabric"]:
-                capex += ln["gpus"] * self.inp.fabrics[ln["fabric"]]["cost_usd_per_gpu"]
+            line = self._line(site["id"], ln)
+            emitted += line["emissions"]
+            capex += line["upfront"]
         if pol.get("carbon_cap_t_per_year") is not None and emitted > pol["carbon_cap_t_per_year"] * (1 + REL_TOL):
             self.fail("policy", f"emissions {emitted:,.0f} t/yr exceed the carbon cap {pol['carbon_cap_t_per_year']:,.0f} t/yr.")
         if pol.get("capex_budget_usd") is not None and capex > pol["capex_budget_usd"] * (1 + REL_TOL):
@@ -302,12 +412,6 @@ class PlanChecker:
 
     def check_cost(self) -> None:
         """Recompute every line item from the inputs; their sum must equal the objective."""
-        eco = self.inp.economics
-        r = eco["discount_rate"]
-
-        def annuity(years: float) -> float:
-            return 1 / years if r == 0 else r / (1 - (1 + r) ** -years)
-
         by_category = defaultdict(float)
         for site in self.plan["sites"]:
             s = site["id"]
@@ -318,26 +422,20 @@ class PlanChecker:
             for c in site["zones"]:
                 mine["cooling_zones"] += self.inp.cooling[c]["zone_fixed_usd_per_year"]
             for ln in site["racks"]:
-                kw = ln["racks"] * self.inp.kw_per_rack(ln["config"])
-                chip, cool = self.inp.chips[ln["chip"]], self.inp.cooling[ln["cooling"]]
-                mwh = kw * self.inp.pue(s, ln["cooling"]) * eco["hours_per_year"] * self._load_factor(ln) / 1000
-                mine["chips"] += ln["gpus"] * chip["capex_usd_per_gpu"] * annuity(chip["life_years"])
-                mine["cooling_capex"] += kw * cool["capex_usd_per_kw"] * annuity(cool["life_years"])
-                mine["energy"] += mwh * inp["power_price_usd_per_mwh"]
-                mine["colocation"] += kw * inp["colocation_usd_per_kw_month"] * 12
-                mine["carbon"] += mwh * inp["grid_carbon_g_per_kwh"] / 1000 * eco["carbon_price_usd_per_t"]
-                if ln["fabric"]:
-                    fab = self.inp.fabrics[ln["fabric"]]
-                    mine["fabric"] += ln["gpus"] * fab["cost_usd_per_gpu"] * annuity(fab["life_years"])
+                cost = self._line(s, ln)["cost"]
+                for cat in sorted(set(cost) | set(ln["cost_usd_per_year"])):
+                    if cat not in cost:
+                        self.fail("cost", f"site {s}: {ln['config']} line lists an unknown cost category '{cat}'.")
+                        continue
+                    mine[cat] += cost[cat]
+                    if not _close(cost[cat], ln["cost_usd_per_year"].get(cat, 0.0), abs_=1e-3):
+                        self.fail("cost", f"site {s}: {ln['config']} ({ln['purpose']}) line {cat}: plan says "
+                                  f"${ln['cost_usd_per_year'].get(cat, 0.0):,.2f}, recomputed ${cost[cat]:,.2f}.")
             for a in self.plan["assignments"]:
-                if a["site"] != s:
-                    continue
-                if eco["transport_usd_per_tok_s_1000km_year"]:
-                    region = self.inp.regions[a["region"]]
-                    km = _haversine_km(region["lat"], region["lon"], inp["lat"], inp["lon"])
-                    mine["transport"] += a["share"] * self.inp.demand(a["region"], a["workload"]) * km / 1000 * eco["transport_usd_per_tok_s_1000km_year"]
-                mine["transport"] += a["share"] * self.inp.pair_costs.get((a["region"], a["workload"], s), 0.0)
-            for cat, value in mine.items():
+                if a["site"] == s:
+                    mine["transport"] += self._transport(a)
+            for cat in sorted(set(mine) | set(site["cost_usd_per_year"])):
+                value = mine.get(cat, 0.0)
                 by_category[cat] += value
                 if not _close(value, site["cost_usd_per_year"].get(cat, 0.0), abs_=1e-3):
                     self.fail("cost", f"site {s} {cat}: plan says ${site['cost_usd_per_year'].get(cat, 0.0):,.2f}, recomputed ${value:,.2f}.")
@@ -345,23 +443,337 @@ class PlanChecker:
         self.report.recomputed_cost_usd_per_year = total
         if not _close(total, self.plan["objective_usd_per_year"]):
             self.fail("cost", f"line items add up to ${total:,.2f}, the plan's objective is ${self.plan['objective_usd_per_year']:,.2f}.")
-        for cat, value in self.plan["cost_breakdown_usd_per_year"].items():
-            if not _close(value, by_category.get(cat, 0.0), abs_=1e-3):
-                self.fail("cost", f"breakdown {cat}: plan says ${value:,.2f}, recomputed ${by_category.get(cat, 0.0):,.2f}.")
+        breakdown = self.plan["cost_breakdown_usd_per_year"]
+        for cat in sorted(set(breakdown) | set(by_category)):
+            if not _close(breakdown.get(cat, 0.0), by_category.get(cat, 0.0), abs_=1e-3):
+                self.fail("cost", f"breakdown {cat}: plan says ${breakdown.get(cat, 0.0):,.2f}, recomputed ${by_category.get(cat, 0.0):,.2f}.")
         solver_objective = self.plan["solve"]["objective_usd_per_year"]
         if solver_objective is not None and not _close(total, solver_objective, rel=1e-6, abs_=1.0):
             self.fail("cost", f"line items add up to ${total:,.2f}, the solver's objective was ${solver_objective:,.2f}.")
 
+    # ------------------------------------------------------------------ the folder and what it reports
+
+    def check_manifest(self) -> None:
+        """manifest.json lists every file with its SHA-256 and size; nothing missing, changed or added."""
+        if not (self.folder / MANIFEST).is_file():
+            self.fail("manifest", f"{self.folder} has no {MANIFEST}: it was written before plan folders carried a manifest "
+                      "(or the manifest was removed), so its files cannot be verified. Re-run `dcplace solve` "
+                      "(the command is in inputs/provenance.json, `rerun`) to write a checked folder.")
+            return
+        doc = self.manifest
+        if not isinstance(doc, dict) or not isinstance(doc.get("files"), dict):
+            self.fail("manifest", f"{MANIFEST} is not a manifest (a JSON object with a 'files' mapping).")
+            return
+        if doc.get("format_version") != 1 or doc.get("algorithm", "sha256") != "sha256":
+            self.fail("manifest", f"{MANIFEST}: format_version {doc.get('format_version')!r} / algorithm "
+                      f"{doc.get('algorithm')!r} is not the documented 1 / sha256.")
+        listed = doc["files"]
+        root = self.folder.resolve()
+        for rel, entry in sorted(listed.items()):
+            path = (self.folder / rel).resolve()
+            if rel in (MANIFEST, MARKER) or root not in path.parents:
+                self.fail("manifest", f"{MANIFEST} lists '{rel}', which cannot be a file of the plan.")
+                continue
+            if not path.is_file():
+                self.fail("manifest", f"{rel} is listed in {MANIFEST} but missing from the folder.")
+                continue
+            digest, size = _sha256_file(path)
+            if not isinstance(entry, dict) or entry.get("sha256") != digest or entry.get("bytes") != size:
+                self.fail("manifest", f"{rel} was changed after the plan was written: its SHA-256 {digest[:12]}… "
+                          f"({size} bytes) differs from the manifest's.")
+        for path in sorted(self.folder.rglob("*")):
+            rel = path.relative_to(self.folder).as_posix()
+            if not path.is_file() or rel in (MANIFEST, MARKER) or rel.split("/")[0] in LATER_SUBFOLDERS:
+                continue
+            if rel not in listed:
+                self.fail("manifest", f"{rel} is in the folder but not in {MANIFEST}: it was added after the plan was written.")
+            elif rel not in REQUIRED_FILES and rel not in OPTIONAL_FILES:
+                self.fail("manifest", f"{rel} is not a file of a plan folder (docs/plan-format.md lists them).")
+        for rel in REQUIRED_FILES:
+            if rel not in listed and not (self.folder / rel).is_file():
+                self.fail("manifest", f"{rel}, which every plan folder holds, is missing and unlisted.")
+        if (self.folder / "inputs").is_dir():
+            digest = inputs_digest(self.folder)
+            if doc.get("inputs_sha256") != digest:
+                self.fail("manifest", f"inputs_sha256 in {MANIFEST} is {str(doc.get('inputs_sha256'))[:12]}…, "
+                          f"the files in inputs/ give {digest[:12]}…: the inputs are not the ones the plan was solved on.")
+
+    def check_provenance(self) -> None:
+        """One scenario: plan.json, its provenance, inputs/provenance.json and the manifest agree."""
+        plan = self.plan
+        if plan.get("format_version") != 1:
+            self.fail("provenance", f"plan.json format_version is {plan.get('format_version')!r}; this checker reads 1.")
+        hashes = {"plan.json scenario_hash": plan.get("scenario_hash"),
+                  "plan.json provenance.scenario_hash": (plan.get("provenance") or {}).get("scenario_hash")}
+        try:
+            stored = json.loads((self.folder / "inputs" / "provenance.json").read_text())
+        except (OSError, ValueError) as exc:
+            self.fail("provenance", f"inputs/provenance.json cannot be read ({type(exc).__name__}).")
+            stored = None
+        if isinstance(stored, dict):
+            hashes["inputs/provenance.json scenario_hash"] = stored.get("scenario_hash")
+            if stored != plan.get("provenance"):
+                differ = sorted(k for k in set(stored) | set(plan.get("provenance") or {})
+                                if stored.get(k) != (plan.get("provenance") or {}).get(k))
+                self.fail("provenance", f"plan.json provenance differs from inputs/provenance.json in: {', '.join(differ)}.")
+        if isinstance(self.manifest, dict):
+            hashes[f"{MANIFEST} scenario_hash"] = self.manifest.get("scenario_hash")
+        if len(set(hashes.values())) != 1:
+            shown = "; ".join(f"{k} {str(v)[:12]}…" for k, v in hashes.items())
+            self.fail("provenance", f"the scenario hashes disagree ({shown}): plan.json was not solved on these inputs.")
+        names = {"plan.json scenario": plan.get("scenario"), "inputs/scenario.yaml name": self.inp.name}
+        if isinstance(stored, dict):
+            names["inputs/provenance.json scenario_name"] = stored.get("scenario_name")
+        if len({str(v) for v in names.values()}) != 1:
+            self.fail("provenance", "the scenario names disagree: " + "; ".join(f"{k} {v!r}" for k, v in names.items()) + ".")
+
+    def check_sites(self) -> None:
+        """plan.json lists each site of inputs/sites.csv (but the forbidden ones) once, with its input fields and every figure recomputed."""
+        ids = [s["id"] for s in self.plan["sites"]]
+        for s in sorted({i for i in ids if ids.count(i) > 1}):
+            self.fail("sites", f"site {s} appears {ids.count(s)} times in plan.json.")
+        forbidden = set(self.inp.policies.get("forbidden_sites") or [])  # they get no variables and no entry
+        for s in sorted(set(self.inp.sites) - set(ids) - forbidden):
+            self.fail("sites", f"inputs/sites.csv lists site {s}, which plan.json never mentions.")
+        for s in sorted(set(ids) & forbidden):
+            self.fail("sites", f"plan.json lists site {s}, which policies.forbidden_sites excludes from the plan.")
+        for s in sorted(set(ids) - set(self.inp.sites)):
+            self.fail("sites", f"plan.json lists site {s}, which is not in inputs/sites.csv.")
+        served = defaultdict(lambda: defaultdict(float))
+        for a in self.plan["assignments"]:
+            if a["site"] in self.inp.sites and a["region"] in self.inp.regions:
+                served[a["site"]][a["workload"]] += self._served(a)
+        for site in self.plan["sites"]:
+            s = site["id"]
+            if s not in self.inp.sites:
+                continue
+            where = f"site {s}"
+            inp = self.inp.sites[s]
+            for key in ("name", "country"):
+                if str(site[key]) != str(inp[key]):
+                    self.fail("sites", f"{where}: {key} is {site[key]!r} in plan.json, {inp[key]!r} in inputs/sites.csv.")
+            for key in ("lat", "lon", "power_limit_kw", "floor_racks"):
+                self._compare("sites", where, key, site[key], float(inp[key]), source="inputs/sites.csv says")
+            lines = [self._line(s, ln) for ln in site["racks"]]
+            for ln, line in zip(site["racks"], lines):
+                self._compare("sites", f"{where} {ln['config']} ({ln['purpose']}) line", "facility_kw", ln["facility_kw"], line["facility_kw"])
+            self._compare("sites", where, "racks_total", site["racks_total"], float(sum(ln["racks"] for ln in site["racks"])))
+            self._compare("sites", where, "gpus", site["gpus"], float(sum(x["gpus"] for x in lines)))
+            self._compare("sites", where, "it_kw", site["it_kw"], sum(x["it_kw"] for x in lines))
+            self._compare("sites", where, "facility_kw", site["facility_kw"], sum(x["facility_kw"] for x in lines))
+            self._compare("sites", where, "emissions_t_per_year", site["emissions_t_per_year"], sum(x["emissions"] for x in lines))
+            self._compare("sites", where, "upfront_capex_usd", site["upfront_capex_usd"], sum(x["upfront"] for x in lines), abs_=1e-3)
+            costs = site["cost_usd_per_year"]
+            self._compare("sites", where, "total_cost_usd_per_year", site["total_cost_usd_per_year"], sum(costs.values()), abs_=1e-3)
+            expected_served = {w: v for w, v in served[s].items() if v > 0}
+            for w in sorted(set(expected_served) | set(site["served_tok_s"])):
+                self._compare("sites", where, f"served_tok_s[{w}]", site["served_tok_s"].get(w, 0.0), expected_served.get(w, 0.0), abs_=1e-3)
+            purposes = {ln["purpose"] for ln in site["racks"]}
+            role = "closed" if not site["open"] else "idle" if not purposes else "mixed" if len(purposes) == 2 else next(iter(purposes))
+            if site["role"] != role:
+                self.fail("sites", f"{where}: role is '{site['role']}' in plan.json; its open flag and rack lines make it '{role}'.")
+            fabrics = sorted({ln["fabric"] for ln in site["racks"] if ln.get("fabric")})
+            if list(site["fabrics"]) != fabrics:
+                self.fail("sites", f"{where}: fabrics are {site['fabrics']} in plan.json, its training lines use {fabrics}.")
+
+    def check_kpis(self) -> None:
+        """Every KPI recomputed from the inputs and the decisions (racks, shares, placements)."""
+        eco = self.inp.economics
+        hours = eco["hours_per_year"]
+        by_purpose = defaultdict(float)
+        it_kw, gpus = defaultdict(float), defaultdict(float)
+        facility_kw = emissions = upfront = 0.0
+        for site, ln in self.lines():
+            line = self._line(site["id"], ln)
+            by_purpose[ln["purpose"]] += sum(line["cost"].values())
+            it_kw[ln["purpose"]] += line["it_kw"]
+            gpus[ln["purpose"]] += line["gpus"]
+            facility_kw += line["facility_kw"]
+            emissions += line["emissions"]
+            upfront += line["upfront"]
+        shared = 0.0
+        for site in self.plan["sites"]:
+            if site["open"]:
+                shared += self.inp.sites[site["id"]]["fixed_cost_usd_per_year"]
+            shared += sum(self.inp.cooling[c]["zone_fixed_usd_per_year"] for c in site["zones"])
+        transport = sum(self._transport(a) for a in self.plan["assignments"])
+        inference = by_purpose["inference"] + transport
+        total = inference + by_purpose["training"] + shared
+        peak = tokens = within = rtt_weighted = 0.0
+        for a in self.plan["assignments"]:
+            served = self._served(a)
+            rtt = self._rtt_ms(a["region"], a["site"])
+            peak += served
+            tokens += served * self.inp.workloads[a["workload"]]["load_factor"] * hours * SECONDS_PER_HOUR
+            rtt_weighted += served * rtt
+            if rtt <= self.inp.regions[a["region"]][f"rtt_budget_{a['workload']}_ms"] + 1e-9:
+                within += served
+        demand = sum(self.inp.demand(r, w) for r in self.inp.regions for w in self.inp.workloads)
+        expected = {
+            "total_cost_usd_per_year": total,
+            "inference_cost_usd_per_year": inference,
+            "training_cost_usd_per_year": by_purpose["training"],
+            "shared_cost_usd_per_year": shared,
+            "usd_per_m_tokens": inference / (tokens / 1e6) if tokens else 0.0,
+            "tokens_per_s_served_peak": peak,
+            "tokens_per_year": tokens,
+            "demand_within_budget_share": within / demand if demand else 1.0,
+            "mean_rtt_ms": rtt_weighted / peak if peak else 0.0,
+            "sites_open": float(sum(1 for s in self.plan["sites"] if s["open"])),
+            "it_mw_inference": it_kw["inference"] / 1000,
+            "it_mw_training": it_kw["training"] / 1000,
+            "facility_mw": facility_kw / 1000,
+            "gpus_inference": gpus["inference"],
+            "gpus_training": gpus["training"],
+            "emissions_t_per_year": emissions,
+            "upfront_capex_usd": upfront,
+            "training_jobs_placed": float(len(self.plan["jobs"])),
+        }
+        kpis = self.plan["kpis"]
+        for key in sorted(set(kpis) - set(expected)):
+            self.fail("kpis", f"plan.json kpis has '{key}', which is not a documented KPI.")
+        for key, value in expected.items():
+            if key not in kpis:
+                self.fail("kpis", f"plan.json kpis lacks '{key}'.")
+                continue
+            abs_ = 1e-3 if key.endswith("_usd_per_year") or key == "upfront_capex_usd" else 1e-9
+            if not _is_number(kpis[key]) or not _close(float(kpis[key]), value, abs_=abs_):
+                self.fail("kpis", f"KPI {key}: plan.json says {kpis[key]!r}, recomputed {value!r}.")
+
+    def check_assignments(self) -> None:
+        """Each assignment names a known region, class and site once; its fields mirror the inputs."""
+        seen = set()
+        for i, a in enumerate(self.plan["assignments"]):
+            key = (a["region"], a["workload"], a["site"])
+            where = f"assignment {i} ({a['region']} '{a['workload']}' from {a['site']})"
+            if key in seen:
+                self.fail("assignments", f"{where} appears more than once.")
+            seen.add(key)
+            if a["region"] not in self.inp.regions or a["site"] not in self.inp.sites or a["workload"] not in self.inp.workloads:
+                self.fail("assignments", f"{where}: region, class or site is not in inputs/.")
+                continue
+            region = self.inp.regions[a["region"]]
+            if str(a["region_name"]) != str(region["name"]):
+                self.fail("assignments", f"{where}: region_name is {a['region_name']!r}, inputs/regions.csv says {region['name']!r}.")
+            self._compare("assignments", where, "rtt_budget_ms", a["rtt_budget_ms"], float(region[f"rtt_budget_{a['workload']}_ms"]),
+                          source="inputs/regions.csv says")
+            self._compare("assignments", where, "served_tok_s", a["served_tok_s"], self._served(a), abs_=1e-3)
+            self._compare("assignments", where, "rtt_ms", a["rtt_ms"], self._rtt_ms(a["region"], a["site"]))
+
+    def check_jobs(self) -> None:
+        """Each placement names a known job, site, fabric and chip; its fields mirror inputs/jobs.csv."""
+        for p in self.plan["jobs"]:
+            where = f"job {p['job']}"
+            job = self.inp.jobs.get(p["job"])
+            if job is None or p["site"] not in self.inp.sites or p["fabric"] not in self.inp.fabrics or p["chip"] not in self.inp.chips:
+                self.fail("jobs", f"{where}: job, site ({p['site']}), fabric ({p['fabric']}) or chip ({p['chip']}) is not in inputs/.")
+                continue
+            if str(p["name"]) != str(job["name"]):
+                self.fail("jobs", f"{where}: name is {p['name']!r}, inputs/jobs.csv says {job['name']!r}.")
+            self._compare("jobs", where, "gpus_h100_equiv", p["gpus_h100_equiv"], float(job["gpus_h100_equiv"]), source="inputs/jobs.csv says")
+
+    def check_status(self) -> None:
+        """`optimal` only within options.mip_gap; gap = (objective - bound) / |objective|; bound <= objective."""
+        solve = self.plan["solve"]
+        status, gap = solve["status"], solve.get("gap")
+        objective, bound = solve.get("objective_usd_per_year"), solve.get("best_bound_usd_per_year")
+        mip_gap = (solve.get("options") or {}).get("mip_gap")
+        if not _is_number(mip_gap):
+            self.fail("status", f"solve.options.mip_gap is {mip_gap!r}, not a number.")
+            mip_gap = 0.0
+        if objective is not None and bound is not None:
+            if bound > objective + max(ABS_TOL, REL_TOL * abs(objective)):
+                self.fail("status", f"best bound ${bound:,.2f} exceeds the objective ${objective:,.2f}: impossible when minimizing.")
+            expected = abs(objective - bound) / max(abs(objective), 1e-9)
+            if gap is None or not _is_number(gap) or abs(gap - expected) > GAP_TOL + REL_TOL * expected:
+                self.fail("status", f"gap is {gap!r}; (objective - bound) / |objective| = {expected:.6g}.")
+        elif gap is not None:
+            self.fail("status", f"gap {gap!r} is given without both an objective and a bound.")
+        if status == "optimal":
+            absolute = abs(objective - bound) if objective is not None and bound is not None else math.inf
+            if gap is None or not _is_number(gap):
+                self.fail("status", "status is 'optimal' without a gap: nothing proves it.")
+            elif gap > mip_gap + GAP_TOL and absolute > ABS_TOL:
+                self.fail("status", f"status is 'optimal' with gap {gap:.6g} above options.mip_gap {mip_gap:g}; it is 'feasible'.")
+
+    def check_tables(self) -> None:
+        """sites.csv, assignments.csv and jobs.csv mirror plan.json row by row, column by column."""
+        sites = self.plan["sites"]
+        served = sorted({w for s in sites for w in s["served_tok_s"]})
+        categories = sorted({c for s in sites for c in s["cost_usd_per_year"]})
+        site_rows = []
+        for s in sites:
+            row = {"id": s["id"], "name": s["name"], "lat": s["lat"], "lon": s["lon"], "country": s["country"], "open": s["open"],
+                   "role": s["role"], "zones": ";".join(s["zones"]), "fabrics": ";".join(s["fabrics"]), "racks": s["racks_total"],
+                   "gpus": s["gpus"], "it_kw": s["it_kw"], "facility_kw": s["facility_kw"], "power_limit_kw": s["power_limit_kw"],
+                   "floor_racks": s["floor_racks"], "emissions_t_per_year": s["emissions_t_per_year"],
+                   "upfront_capex_usd": s["upfront_capex_usd"], "total_cost_usd_per_year": s["total_cost_usd_per_year"]}
+            row.update({f"served_{w}_tok_s": s["served_tok_s"].get(w) for w in served})
+            row.update({f"cost_{c}_usd_per_year": s["cost_usd_per_year"].get(c) for c in categories})
+            site_rows.append(row)
+        self._compare_table("sites.csv", "id", site_rows)
+        fields = ("region", "region_name", "workload", "site", "share", "served_tok_s", "rtt_ms", "rtt_budget_ms")
+        self._compare_table("assignments.csv", "region", [{k: a.get(k) for k in fields} for a in self.plan["assignments"]], fields)
+        fields = ("job", "name", "site", "fabric", "chip", "gpus_h100_equiv")
+        self._compare_table("jobs.csv", "job", [{k: p.get(k) for k in fields} for p in self.plan["jobs"]], fields)
+
+    def _compare_table(self, name: str, key: str, rows: list[dict], columns=None) -> None:
+        columns = list(columns or (rows[0] if rows else []))
+        try:
+            frame = pd.read_csv(self.folder / name, dtype=str, keep_default_na=False)
+        except FileNotFoundError:
+            self.fail("tables", f"{name} is missing; it is the flat view of plan.json.")
+            return
+        except (OSError, ValueError) as exc:
+            self.fail("tables", f"{name} cannot be read ({type(exc).__name__}: {exc}).")
+            return
+        if rows and set(frame.columns) != set(columns):
+            extra, missing = sorted(set(frame.columns) - set(columns)), sorted(set(columns) - set(frame.columns))
+            self.fail("tables", f"{name} does not have plan.json's columns (extra: {extra or 'none'}; missing: {missing or 'none'}).")
+            return
+        if len(frame) != len(rows):
+            self.fail("tables", f"{name} has {len(frame)} rows, plan.json has {len(rows)}.")
+            return
+        for i, (cells, row) in enumerate(zip(frame.to_dict("records"), rows)):
+            for col in columns:
+                value, cell = row[col], cells[col]
+                if value is None:
+                    ok = cell == ""
+                elif isinstance(value, (bool, str)):
+                    ok = cell == str(value)
+                else:
+                    try:
+                        ok = _close(float(cell), float(value), rel=1e-9, abs_=1e-9)
+                    except ValueError:
+                        ok = False
+                if not ok:
+                    self.fail("tables", f"{name} row {i + 2} ({key} {row[key]}): {col} is {cell!r}, plan.json says {value!r}.")
+
     def run(self) -> CheckReport:
-        self.report.status = self.plan["solve"]["status"]
+        """Every check_* family; a family that cannot read what it needs reports it as a violation."""
+        solve = self.plan.get("solve") if isinstance(self.plan, dict) else None
+        self.report.status = str(solve.get("status", "")) if isinstance(solve, dict) else ""
+        self._run("check_manifest")
+        if self.plan is None or self.inp is None:
+            return self.report  # reported by __init__: nothing to recompute from
         if self.report.status not in ("optimal", "feasible"):
             return self.report  # no plan to check: the folder records why (plan.json "diagnosis")
-        for name in sorted(n for n in dir(self) if n.startswith("check_")):
-            getattr(self, name)()
-            self.report.checked.append(name.removeprefix("check_"))
+        for name in sorted(n for n in dir(self) if n.startswith("check_") and n != "check_manifest"):
+            self._run(name)
         return self.report
+
+    def _run(self, name: str) -> None:
+        try:
+            getattr(self, name)()
+        except Exception as exc:  # a damaged or tampered folder: a violation, never a traceback
+            family = name.removeprefix("check_")
+            what = (f"plan.json names {exc} where inputs/ has no such id, or a record lacks the field {exc}"
+                    if isinstance(exc, KeyError) else f"{type(exc).__name__}: {exc}")
+            self.fail(family, f"this check could not read what it needs ({what}); the folder is damaged or was edited by hand.")
+        self.report.checked.append(name.removeprefix("check_"))
 
 
 def check_plan_folder(folder: str | Path) -> CheckReport:
-    """Verify a plan folder; the report lists every violation found."""
+    """Verify a plan folder; the report lists every violation found (it never raises on a
+    damaged folder: a missing or unreadable file is a violation too)."""
     return PlanChecker(folder).run()
