@@ -360,8 +360,13 @@ def _loaded_tables(spec: ScenarioFile) -> set[str]:
 
 
 def scenario_hash(scenario: Scenario) -> str:
-    """SHA-256 of the resolved content (not of file bytes): the same model, the same hash."""
-    payload = scenario.model_dump(mode="json", exclude={"source_path", "content_hash", "files"})
+    """SHA-256 of the resolved content (not of file bytes): the same model, the same hash.
+
+    Where the files were (source_path, files, the backbone's file name) is not content: the
+    backbone's edges are, so a plan's inputs/ (which renames the backbone file to
+    backbone.csv) re-load to the same hash."""
+    payload = scenario.model_dump(mode="json", exclude={"source_path": True, "content_hash": True, "files": True,
+                                                        "latency": {"backbone"}})
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 

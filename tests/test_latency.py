@@ -63,3 +63,19 @@ def test_backbone_bad_distance(tmp_path):
         load_scenario(path)
     [problem] = info.value.problems
     assert (problem.file, problem.row, problem.field) == ("backbone.csv", 2, "km")
+
+
+def test_a_plans_inputs_reload_to_the_same_hash_whatever_the_backbone_file_was_called(tmp_path):
+    """inputs/ renames the backbone to backbone.csv; the hash is of content, so it must not change."""
+    from dcplace.optimizer.check import check_plan_folder
+    from dcplace.optimizer.solving.pipeline import solve_to_folder
+    from dcplace.optimizer.solving.solve import SolveOptions
+
+    path = make_scenario(tmp_path / "in", [site("near", 0, 1)], [region("r", 0, 0)], latency={"backbone": "my_fibre_map.csv"})
+    write_csv(tmp_path / "in" / "my_fibre_map.csv", [{"from": "r", "to": "near", "km": 120}])
+    scenario = load_scenario(path)
+    plan, report = solve_to_folder(scenario, tmp_path / "plan", SolveOptions(mip_gap=0, time_limit_s=60))
+    assert report.ok, report.violations
+    again = load_scenario(tmp_path / "plan" / "inputs" / "scenario.yaml")
+    assert again.content_hash == scenario.content_hash == plan.scenario_hash
+    assert check_plan_folder(tmp_path / "plan").ok
