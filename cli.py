@@ -21,7 +21,6 @@ import re
 import sys
 import tempfile
 import traceback
-from importlib import metadata
 from pathlib import Path
 from typing import Optional
 
@@ -34,6 +33,7 @@ from rich.table import Table
 from dcplace.models import ScenarioError, export_default, load_scenario, scenario_warnings
 from dcplace.models.outputs import OutputRefused, check_destination
 from dcplace.models.plan import HAS_PLAN, Plan, read_plan
+from dcplace.models.versions import package_versions
 from dcplace.optimizer.solvers.backends import CAPABILITIES
 from dcplace.optimizer.check import check_plan_folder
 from dcplace.optimizer.model.index import MAX_FULL_PAIRS
@@ -231,6 +231,10 @@ def check(folder: Path = typer.Argument(..., help="A plan folder written by `dcp
     except (KeyError, ValueError, OSError) as exc:
         err.print(f"[red]{_text(folder)}: the plan folder is damaged[/] ({type(exc).__name__}: {_text(exc, newlines=True)}). "
                   "Fix: re-run `dcplace solve`.")
+        raise typer.Exit(EXIT_BAD_INPUT)
+    if report.violations and all(v.family == "manifest" and "has no manifest.json" in v.message for v in report.violations):
+        err.print(f"[red]{_text(folder)}: written before plan folders carried a manifest[/], so it cannot be verified. "
+                  "Fix: re-run `dcplace solve` (its command is in inputs/provenance.json, `rerun`).")
         raise typer.Exit(EXIT_BAD_INPUT)
     if not report.ok:
         err.print(f"[bold red]FAIL[/]: {_text(folder)}: {len(report.violations)} violation(s):")
@@ -504,10 +508,7 @@ _USER_OS_ERRORS = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.E
 
 
 def _package_version() -> str:
-    try:
-        return metadata.version("dcplace")
-    except metadata.PackageNotFoundError:
-        return "unknown"
+    return package_versions(("dcplace",))["dcplace"]
 
 
 def _internal_error(exc: BaseException) -> None:

@@ -31,6 +31,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator
 
+from dcplace.models.versions import package_versions
+
 MARKER = ".dcplace-folder.json"
 KINDS = ("plan", "batch", "report", "export", "compare", "pareto")
 _HOST = re.sub(r"[^A-Za-z0-9]", "", socket.gethostname())[:40] or "host"
@@ -54,15 +56,29 @@ def read_marker(folder: Path) -> dict | None:
     return doc if isinstance(doc, dict) and doc.get("kind") in KINDS else None
 
 
-def write_marker(folder: Path, kind: str) -> None:
-    from importlib import metadata
-
-    try:
-        version = metadata.version("dcplace")
-    except metadata.PackageNotFoundError:
-        version = "unknown"
-    doc = {"kind": kind, "written_by": f"dcplace {version}", "created_utc": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+def write_marker(folder: Path, kind: str, files: list[str] | None = None) -> None:
+    """Mark `folder` as a `kind` folder dcplace wrote; `files` (relative paths) lists what a
+    folder replaced whole holds, so that a later replacement can tell a user's own files."""
+    doc = {"kind": kind, "written_by": f"dcplace {package_versions(('dcplace',))['dcplace']}",
+           "created_utc": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    if files is not None:
+        doc["files"] = sorted(files)
     (Path(folder) / MARKER).write_text(json.dumps(doc, indent=2) + "\n")
+
+
+def _users_files(out_dir: Path, marker: dict) -> list[str]:
+    """Files in a folder dcplace replaces whole that it did not write there: not in the
+    marker's list and not inside a subfolder that carries its own dcplace marker."""
+    written = set(marker.get("files", []))
+    found = []
+    for path in sorted(out_dir.rglob("*")):
+        rel = path.relative_to(out_dir)
+        if path.is_dir() or rel.as_posix() in written or rel.name == MARKER:
+            continue
+        if any(read_marker(out_dir / Path(*rel.parts[:i])) for i in range(1, len(rel.parts))):
+            continue  # a report, export or other dcplace output written into the folder later
+        found.append(rel.as_posix())
+    return found
 
 
 def _not_under_a_file(out_dir: Path) -> None:
@@ -87,6 +103,9 @@ def check_destination(out_dir: str | Path, kind: str) -> Path:
         raise ValueError(f"unknown output kind {kind!r}")
     out_dir = Path(os.path.abspath(out_dir))
     _not_under_a_file(out_dir)
+    if out_dir.is_symlink():
+        raise OutputRefused(out_dir, "is a symbolic link; dcplace will not replace a link or write through it.",
+                            "give the real folder's path, or a new folder name, as --out.")
     if out_dir.exists():
         if not out_dir.is_dir():
             raise OutputRefused(out_dir, "is a file; dcplace writes a folder there and will not replace a file it did not write.",
@@ -100,8 +119,14 @@ def check_destination(out_dir: str | Path, kind: str) -> Path:
                     out_dir, f"already holds files dcplace did not write ({shown}); dcplace only replaces folders it wrote "
                     f"(they hold {MARKER}).", "choose a new or empty folder for --out.")
         elif marker["kind"] != kind:
-            raise OutputRefused(out_dir, f"is a {marker['kind']} folder written by dcplace, not a {kind} folder.",
+            article = "an" if kind[0] in "aeiou" else "a"
+            raise OutputRefused(out_dir, f"is a {marker['kind']} folder written by dcplace, not {article} {kind} folder.",
                                 f"choose another folder for the {kind}.")
+        elif "files" in marker and (extra := _users_files(out_dir, marker)):
+            shown = ", ".join(extra[:4]) + (f" and {len(extra) - 4} more" if len(extra) > 4 else "")
+            raise OutputRefused(out_dir, f"is a {kind} folder dcplace wrote, but it now also holds files dcplace did not "
+                                f"write ({shown}); replacing the folder would delete them.",
+                                "move those files elsewhere, or choose a new folder for --out.")
     existing = next(p for p in [out_dir, *out_dir.parents] if p.exists())
     if not os.access(existing, os.W_OK | os.X_OK):
         raise OutputRefused(out_dir, f"cannot be written: {existing} is not writable by this user.", "choose a folder you can write to.")
@@ -166,7 +191,7 @@ def staged_folder(out_dir: str | Path, kind: str) -> Iterator[Path]:
     stage = new_stage(out_dir)
     try:
         yield stage
-        write_marker(stage, kind)
+        write_marker(stage, kind, [p.relative_to(stage).as_posix() for p in stage.rglob("*") if p.is_file()])
         check_destination(out_dir, kind)  # the destination may have changed while we worked
         if out_dir.exists():
             old = _sibling(out_dir, "old")

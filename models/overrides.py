@@ -36,7 +36,11 @@ _ARITHMETIC = re.compile(r"^\s*(?P<op>[*+-])\s*(?P<number>[0-9.eE+-]+)\s*$")
 
 
 class OverrideError(ValueError):
-    """An override path or value that cannot apply; the message says what would fix it."""
+    """An override path or value that cannot apply: `message` says what, `fix` what would fix it."""
+
+    def __init__(self, message: str, fix: str = ""):
+        self.message, self.fix = message, fix
+        super().__init__(f"{message} Fix: {fix}" if fix else message)
 
 
 @dataclass(frozen=True)
@@ -57,11 +61,11 @@ class Override:
             return self.value
         symbol, number = op
         if current is None or current == "":
-            raise OverrideError(f"the value is empty, so it cannot be changed by '{self.value}'. Fix: set a number instead.")
+            raise OverrideError(f"the value is empty, so it cannot be changed by '{self.value}'.", "set a number instead.")
         try:
             base = float(current)
         except (TypeError, ValueError):
-            raise OverrideError(f"'{current}' is not a number, so '{self.value}' cannot apply. Fix: set the value instead.") from None
+            raise OverrideError(f"'{current}' is not a number, so '{self.value}' cannot apply.", "set the value instead.") from None
         return base * number if symbol == "*" else base + number if symbol == "+" else base - number
 
 
@@ -91,8 +95,9 @@ def parse_override(path: str, value: Any) -> Override:
         close = difflib.get_close_matches(head.split("[")[0], [*SECTIONS, *TABLES, *TOP_LEVEL], n=1)
         hint = f"did you mean '{close[0]}'? " if close else ""
         raise OverrideError(
-            f"override path '{path}' is not understood. Fix: {hint}use economics.KEY, latency.KEY, policies.KEY, name, "
-            "description, TABLE.COLUMN or TABLE[ID or column=value].COLUMN with TABLE one of " + ", ".join(TABLES) + "."
+            f"override path '{path}' is not understood.",
+            f"{hint}use economics.KEY, latency.KEY, policies.KEY, name, description, TABLE.COLUMN or "
+            "TABLE[ID or column=value].COLUMN with TABLE one of " + ", ".join(TABLES) + ".",
         )
     selector = None
     if match["selector"]:
@@ -122,10 +127,10 @@ def apply_to_rows(rows: list[dict[str, Any]], columns: list[str], override: Over
         if override.key not in known_columns:
             close = difflib.get_close_matches(override.key, sorted(known_columns | set(columns)), n=1)
             hint = f"did you mean '{close[0]}'?" if close else "use a column of the table."
-            raise OverrideError(f"table {override.target} has no column '{override.key}'. Fix: {hint}")
+            raise OverrideError(f"table {override.target} has no column '{override.key}'.", hint)
         columns.append(override.key)
     if override.selector is not None and override.selector[0] not in columns:
-        raise OverrideError(f"table {override.target} has no column '{override.selector[0]}' to select rows by. Fix: select by id or an existing column.")
+        raise OverrideError(f"table {override.target} has no column '{override.selector[0]}' to select rows by.", "select by id or an existing column.")
     changed = 0
     for row in rows:
         if override.selector is not None and str(row.get(override.selector[0]) or "") != override.selector[1]:
@@ -133,5 +138,5 @@ def apply_to_rows(rows: list[dict[str, Any]], columns: list[str], override: Over
         row[override.key] = override.apply_to(row.get(override.key))
         changed += 1
     if changed == 0:
-        raise OverrideError(f"no row of {override.target} has {override.selector[0]} = '{override.selector[1]}'. Fix: check the id or value.")
+        raise OverrideError(f"no row of {override.target} has {override.selector[0]} = '{override.selector[1]}'.", "check the id or value.")
     return changed

@@ -303,14 +303,14 @@ def _apply_spec_overrides(spec: ScenarioFile, label: str, log: ProblemLog, origi
                 model = section_models[override.target]
                 if override.key not in model.model_fields:
                     close = difflib.get_close_matches(override.key, list(model.model_fields), n=1)
-                    raise OverrideError(f"{override.target} has no key '{override.key}'. Fix: " + (f"did you mean '{close[0]}'?" if close else f"known keys: {', '.join(model.model_fields)}."))
+                    raise OverrideError(f"{override.target} has no key '{override.key}'.",
+                                        f"did you mean '{close[0]}'?" if close else f"known keys: {', '.join(model.model_fields)}.")
                 current = update.get(override.target, getattr(spec, override.target))
                 update[override.target] = apply_to_section(current, override, model.model_fields[override.key].default)
             else:
                 table_overrides.append(override)
         except OverrideError as exc:
-            message, _, fix = str(exc).partition(" Fix: ")
-            log.add(_origin_label(label, path, origins), None, f"overrides.{path}", message, fix)
+            log.add(_origin_label(label, path, origins), None, f"overrides.{path}", exc.message, exc.fix)
     return spec.model_copy(update=update), table_overrides
 
 
@@ -333,8 +333,7 @@ def _overridden(table: Table | None, name: str, overrides: list[Override], known
         try:
             apply_to_rows(table.rows, table.columns, override, known)
         except OverrideError as exc:
-            message, _, fix = str(exc).partition(" Fix: ")
-            log.add(_origin_label(label, override.path, origins), None, f"overrides.{override.path}", message, fix)
+            log.add(_origin_label(label, override.path, origins), None, f"overrides.{override.path}", exc.message, exc.fix)
             continue
         for row_number, old, new in zip(table.row_numbers, before, table.rows):
             if old.get(override.key) != new.get(override.key):

@@ -71,6 +71,9 @@ class Sweep:
     source: Path | None = None
 
 
+RESERVED_NAMES = {"batch.json", "batch.csv"}  # the batch folder's own index files
+
+
 def member_slug(text: str) -> str:
     """A folder-safe name: '*' becomes 'x', anything else unsafe becomes '_'."""
     return _UNSAFE.sub("_", text.replace("*", "x")).strip("._") or "member"
@@ -140,13 +143,15 @@ def sweep_from(name: str, base: Path, scenarios: dict[str, dict[str, Any]], grid
     for member in members:
         if member.name in seen:
             problems.append(InputProblem(label, None, f"scenarios.{member.name}", "two members have the same folder name.", "rename one of them."))
+        if member.name.lower() in RESERVED_NAMES:
+            problems.append(InputProblem(label, None, f"scenarios.{member.name}", f"'{member.name}' is a file the batch folder "
+                                         "itself holds, so it cannot name a member's folder.", "rename the member."))
         seen.add(member.name)
         for override_path, value in member.overrides.items():
             try:
                 parse_override(override_path, value)
             except OverrideError as exc:
-                message, _, fix = str(exc).partition(" Fix: ")
-                problems.append(InputProblem(label, None, f"{member.name}.{override_path}", message, fix))
+                problems.append(InputProblem(label, None, f"{member.name}.{override_path}", exc.message, exc.fix))
     if problems:
         raise ScenarioError(problems)
     return Sweep(name, base, members, dict(options or {}), source)

@@ -47,8 +47,22 @@ def _records_frame(records, columns=None) -> pd.DataFrame:
 
 
 def write_scenario(scenario: Scenario, folder: str | Path) -> Path:
-    """Write `scenario` as a loadable scenario folder (YAML + CSV tables in dcplace units)."""
-    folder = Path(folder)
+    """Write `scenario` as a loadable scenario folder (YAML + CSV tables in dcplace units).
+
+    The folder must be new or empty (OutputRefused otherwise: a scenario folder becomes the
+    user's, so dcplace never writes over one); it is written beside its place and renamed
+    into it whole. Returns the YAML path."""
+    folder = check_new_folder(folder)
+    stage = new_stage(folder)
+    try:
+        _write_tables(scenario, stage)
+        os.rename(stage, folder)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    return folder / "scenario.yaml"
+
+
+def _write_tables(scenario: Scenario, folder: Path) -> None:
     (folder / "catalog").mkdir(parents=True, exist_ok=True)
     for name in CATALOG_TABLES:
         cols = list(CATALOG_TABLES[name].model_fields)
@@ -84,4 +98,3 @@ def write_scenario(scenario: Scenario, folder: str | Path) -> Path:
         "policies": policies,
     }
     (folder / "scenario.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
-    return folder / "scenario.yaml"

@@ -31,7 +31,7 @@ ABS_TOL = 1e-6
 GAP_TOL = 1e-9  # on the relative gap: status "optimal" needs gap <= mip_gap + GAP_TOL
 MANIFEST = "manifest.json"
 MARKER = ".dcplace-folder.json"  # written by dcplace at the move into place (models/outputs.py)
-LATER_SUBFOLDERS = ("report", "export")  # written into a plan folder later by other commands
+LATER_KINDS = ("report", "export", "compare", "pareto")  # outputs other commands may write into a plan folder later
 REQUIRED_FILES = (
     "plan.json", "sites.csv", "assignments.csv", "jobs.csv", "inputs/scenario.yaml", "inputs/provenance.json",
     "inputs/sites.csv", "inputs/regions.csv", "inputs/jobs.csv",
@@ -483,7 +483,7 @@ class PlanChecker:
                           f"({size} bytes) differs from the manifest's.")
         for path in sorted(self.folder.rglob("*")):
             rel = path.relative_to(self.folder).as_posix()
-            if not path.is_file() or rel in (MANIFEST, MARKER) or rel.split("/")[0] in LATER_SUBFOLDERS:
+            if not path.is_file() or rel in (MANIFEST, MARKER) or self._later_output(rel):
                 continue
             if rel not in listed:
                 self.fail("manifest", f"{rel} is in the folder but not in {MANIFEST}: it was added after the plan was written.")
@@ -497,6 +497,19 @@ class PlanChecker:
             if doc.get("inputs_sha256") != digest:
                 self.fail("manifest", f"inputs_sha256 in {MANIFEST} is {str(doc.get('inputs_sha256'))[:12]}…, "
                           f"the files in inputs/ give {digest[:12]}…: the inputs are not the ones the plan was solved on.")
+
+    def _later_output(self, rel: str) -> bool:
+        """Whether `rel` lies in a subfolder that another dcplace command wrote into the plan
+        folder later (it carries the marker of a report, export, ... folder): not plan data."""
+        parts = rel.split("/")
+        for i in range(1, len(parts)):
+            try:
+                doc = json.loads((self.folder.joinpath(*parts[:i]) / MARKER).read_text())
+            except (OSError, ValueError):
+                continue
+            if isinstance(doc, dict) and doc.get("kind") in LATER_KINDS:
+                return True
+        return False
 
     def check_provenance(self) -> None:
         """One scenario: plan.json, its provenance, inputs/provenance.json and the manifest agree."""

@@ -67,6 +67,8 @@ def imports(source: str) -> list[tuple[int, str]]:
             return
         if isinstance(node, ast.Import):
             found.extend((node.lineno, a.name) for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level > 0:
+            found.append((node.lineno, "." * node.level + (node.module or "")))  # relative: reported, dcplace imports absolutely
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             found.append((node.lineno, node.module))
             if node.module == "dcplace" or node.module.startswith("dcplace."):
@@ -85,6 +87,9 @@ def layer_violations(modules: dict[str, str]) -> list[str]:
     graph: dict[str, set[str]] = {m: set() for m in modules}
     for module, source in modules.items():
         for line, target in imports(source):
+            if target.startswith("."):
+                out.append(f"{module}:{line} imports '{target}' relatively: write the absolute 'dcplace.' import")
+                continue
             top = target.split(".")[0]
             if top in (*PACKAGES, "cli"):
                 out.append(f"{module}:{line} imports '{target}': import it as 'dcplace.{target}'")
@@ -146,6 +151,7 @@ def test_the_package_imports_one_way_without_cycles():
     ("dcplace.models.plan", "def f():\n    from dcplace.reports import export\n", "higher layer"),
     ("dcplace.optimizer.check", "import dcplace.models", "independent checker"),
     ("dcplace.optimizer.solving.solve", "from models import load_scenario", "import it as 'dcplace.models'"),
+    ("dcplace.models.plan", "from ..reports import export", "relatively"),
 ])
 def test_a_deliberate_violation_is_caught(module, source, expected):
     modules = sources()

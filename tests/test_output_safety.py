@@ -181,3 +181,62 @@ def test_folders_and_files_honour_the_umask(solved, tmp_path, umask, folder_mode
         assert stat.S_IMODE(path.stat().st_mode) == folder_mode, path
     for path in [tmp_path / "plan" / "plan.json", tmp_path / "plan" / "inputs" / "sites.csv"]:
         assert stat.S_IMODE(path.stat().st_mode) == file_mode, path
+
+
+def test_a_users_files_inside_a_plan_folder_stop_its_replacement(solved, tmp_path):
+    root, scenario = solved
+    out = tmp_path / "plan"
+    assert runner.invoke(app, ["solve", str(scenario), "--out", str(out), *FAST]).exit_code == 0
+    (out / "my-notes.txt").write_text("mine\n")
+    (out / "analysis").mkdir()
+    (out / "analysis" / "work.ipynb").write_text("{}")
+    result = runner.invoke(app, ["solve", str(scenario), "--out", str(out), *FAST])
+    assert result.exit_code == 2, result.output
+    assert "my-notes.txt" in result.output and "analysis/work.ipynb" in result.output
+    assert (out / "my-notes.txt").read_text() == "mine\n" and (out / "analysis" / "work.ipynb").is_file()
+    (out / "my-notes.txt").unlink()
+    import shutil
+
+    shutil.rmtree(out / "analysis")
+    # dcplace's own later outputs inside the folder (a report, maps in a folder of the user's naming) are not the user's
+    assert runner.invoke(app, ["map", str(out), "--png", "--out", str(out / "maps")]).exit_code == 0
+    assert runner.invoke(app, ["check", str(out)]).exit_code == 0
+    assert runner.invoke(app, ["solve", str(scenario), "--out", str(out), *FAST]).exit_code == 0
+
+
+def test_write_scenario_never_writes_over_a_folder(solved, users_folder):
+    from dcplace.models import load_scenario, write_scenario
+
+    root, scenario = solved
+    before = _digests(users_folder)
+    with pytest.raises(OutputRefused, match="not empty"):
+        write_scenario(load_scenario(scenario), users_folder)
+    assert _digests(users_folder) == before
+
+
+def test_a_symlinked_out_is_refused(solved, tmp_path):
+    root, scenario = solved
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    result = runner.invoke(app, ["solve", str(scenario), "--out", str(tmp_path / "link"), *FAST])
+    assert result.exit_code == 2 and "symbolic link" in result.output
+    assert (tmp_path / "link").is_symlink() and not any(real.iterdir())
+
+
+def test_a_member_may_not_be_named_like_the_batch_index(solved, tmp_path):
+    root, scenario = solved
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(yaml.safe_dump({"name": "s", "base": str(scenario), "scenarios": {"batch.json": {}}}))
+    result = runner.invoke(app, ["batch", str(sweep), "--out", str(tmp_path / "runs")])
+    assert result.exit_code == 2 and "batch.json" in result.output
+
+
+def test_a_plan_folder_without_a_manifest_asks_for_a_re_solve(solved, tmp_path):
+    import shutil
+
+    root, _ = solved
+    shutil.copytree(root / "plan", tmp_path / "old")
+    (tmp_path / "old" / "manifest.json").unlink()
+    result = runner.invoke(app, ["check", str(tmp_path / "old")])
+    assert result.exit_code == 2 and "re-run `dcplace solve`" in result.output
