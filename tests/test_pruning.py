@@ -154,12 +154,14 @@ def _random_instance(folder, seed: int):
         site(f"s{i}", 0, i * 0.5, floor_racks=floor, power_limit_kw=round(floor * rng.uniform(30, 70)),
              power_price_usd_per_mwh=rng.choice([30, 60, 120]), grid_carbon_g_per_kwh=rng.choice([20, 300, 700]),
              fixed_cost_usd_per_year=rng.choice([0, 5000, 50000]), cooling_allowed=rng.choice(["air;liquid", "air;liquid", "liquid", "air"]),
-             pue_climate_factor=rng.choice([0.5, 1.0]))
+             pue_climate_factor=rng.choice([0.5, 1.0]), country=rng.choice(["US", "US", "CA"]))
         for i, floor in enumerate(floors)
     ]
     regions = [region(f"r{i}", 0, rng.uniform(0, 1), chat=rng.choice([0, 400, 1500]), budget=rng.choice([3, 8, 50])) for i in range(2)]
-    jobs = [job(f"j{i}", round(rng.choice(floors) * rng.uniform(12, 34)), min_fabric_tier=rng.choice([0, 2]))
-            for i in range(rng.randint(1, 2))]
+    jobs = [job(f"j{i}", round(rng.choice(floors) * rng.uniform(12, 34)), min_fabric_tier=rng.choice([0, 2]),
+                allowed_countries=rng.choice(["", "", "US"])) for i in range(rng.randint(1, 2))]
+    if rng.random() < 0.25:
+        regions[0]["allowed_countries"] = "US"
     policies = {}
     if rng.random() < 0.6:
         policies["capex_budget_usd"] = round(sum(j["gpus_h100_equiv"] for j in jobs) * rng.uniform(11_500, 14_000) + 100_000)
@@ -171,6 +173,12 @@ def _random_instance(folder, seed: int):
         policies["single_purpose_sites"] = True
     if rng.random() < 0.25:
         policies["max_share_per_site"] = 0.5
+    if rng.random() < 0.2 and "max_sites" not in policies:
+        policies["min_sites"] = 2
+    if rng.random() < 0.2:
+        policies["forced_sites"] = ["s1"]
+    if rng.random() < 0.2 and policies.get("min_sites", 0) < 2:
+        policies["forbidden_sites"] = ["s2"]
     return make_scenario(folder, sites, regions, jobs=jobs, catalog=catalog, policies=policies,
                          economics={"discount_rate": rng.choice([0.0, 0.08])})
 
@@ -183,7 +191,9 @@ def _outcome(scenario, pruning: PruningRules):
 
 
 def test_no_pruning_rule_changes_the_optimum(tmp_path):
-    """40 random instances, each solved with all rules, with none, and with each rule off."""
+    """40 random instances, each solved with all rules, with none, and with each rule off; the
+    generator switches on, at random, every policy the model carries (capex budget, carbon cap,
+    site counts, forced and forbidden sites, single purpose, max share, allowed countries)."""
     differing, solved = [], 0
     for seed in range(40):
         scenario = load_scenario(_random_instance(tmp_path / str(seed), seed))
