@@ -12,26 +12,68 @@ of the run and the column values of the best plan (None when there is none):
   default) and continuous variables such as demand shares kept at that precision; see
   docs/solvers.md for the measurements that made SCIP the `ortools` default.
 
-`CAPABILITIES` tells which options a back-end honours, so option handling and tests read
-one table instead of branching on names.
+`REGISTRY` holds one `Backend` per `--solver` name: its capabilities (which options it
+honours) and its runner. Dispatch (`run_backend`) reads the registry and never branches on
+a solver's name; an option a back-end does not honour is refused (ValueError) or, where
+the solve can go on without it, noted in words in the result (`RunResult.notes`, which
+the plan records in `solve.termination`). `CAPABILITIES` is the same table, capabilities
+only. Every runner returns a `RunResult` and the column values of its best plan.
 """
 
 from __future__ import annotations
 
+import math
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import highspy
 import numpy as np
 
+from dcplace.models.plan import HAS_PLAN
 from dcplace.optimizer.model.index import IndexSets
 from dcplace.optimizer.model.linear import LinearModel
-from dcplace.optimizer.solvers.highs_model import to_highs
+from dcplace.optimizer.solvers.highs_model import GRACE_S, HighsAbandoned, run_until, to_highs
 from dcplace.optimizer.solvers.pyomo_model import pyomo_values, to_pyomo
-from dcplace.optimizer.solvers.warmstart import offer_rounded_lp_start, set_deadline
+from dcplace.optimizer.solvers.warmstart import _solution, offer_rounded_lp_start
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What one back-end run returns (besides the column values of its plan)."""
+
+    solver: str
+    solver_version: str
+    status: str  # one of models.plan.SolveRecord's statuses
+    termination: str
+    objective_usd_per_year: float | None = None
+    best_bound_usd_per_year: float | None = None
+    gap: float | None = None
+    solve_time_s: float = 0.0
+    warm_start: str = "off"
+    notes: tuple[str, ...] = ()  # options not honoured, deadline events: recorded in the plan's termination
+
+    def __getitem__(self, key: str) -> Any:  # the dict this replaced was read as facts["status"]
+        return getattr(self, key)
+
+    @property
+    def has_plan(self) -> bool:
+        return self.status in HAS_PLAN
+
+    def record(self) -> dict[str, Any]:
+        """The SolveRecord fields of this run (notes appended to the termination)."""
+        termination = "; ".join([self.termination, *self.notes])
+        return dict(solver=self.solver, solver_version=self.solver_version, status=self.status, termination=termination,
+                    objective_usd_per_year=self.objective_usd_per_year, best_bound_usd_per_year=self.best_bound_usd_per_year,
+                    gap=self.gap, solve_time_s=self.solve_time_s, warm_start=self.warm_start)
+
+
+def relative_gap(objective: float | None, bound: float | None) -> float | None:
+    if objective is None or bound is None or not np.isfinite(bound):
+        return None
+    return abs(objective - bound) / max(abs(objective), 1e-9)
 
 
 @dataclass(frozen=True)
@@ -43,13 +85,58 @@ class Capabilities:
     mip_bound: bool
     warm_start: bool
     infeasible_subset: bool
+    exact_continuous: bool = True  # continuous columns kept as floating point (CP-SAT scales them to integers)
+    deadline_watchdog: bool = False  # returns at the deadline even where the engine does not check its clock
 
 
-CAPABILITIES: dict[str, Capabilities] = {
-    "highs": Capabilities(time_limit=True, mip_gap=True, threads=True, seed=True, mip_bound=True, warm_start=True, infeasible_subset=True),
-    "ortools": Capabilities(time_limit=True, mip_gap=True, threads=True, seed=True, mip_bound=True, warm_start=False, infeasible_subset=False),
-    "ortools-sat": Capabilities(time_limit=True, mip_gap=True, threads=True, seed=True, mip_bound=True, warm_start=False, infeasible_subset=False),
+Runner = Callable[..., tuple[RunResult, "np.ndarray | None"]]
+
+
+@dataclass(frozen=True)
+class Backend:
+    """One `--solver` choice: what it is, what it honours, and how to run it."""
+
+    name: str
+    engine: str
+    capabilities: Capabilities
+    runner: Runner
+    module: str  # the Python package it needs
+    notes: tuple[str, ...] = field(default=())
+
+    def available(self) -> bool:
+        import importlib.util
+
+        return importlib.util.find_spec(self.module) is not None
+
+
+# option -> (capability, is it asked for?, "refuse" or "warn")
+_OPTION_NEEDS: dict[str, tuple[str, Callable[[Any], bool], str]] = {
+    "time_limit_s": ("time_limit", lambda o: math.isfinite(o.time_limit_s), "refuse"),
+    "mip_gap": ("mip_gap", lambda o: o.mip_gap > 0, "refuse"),
+    "threads": ("threads", lambda o: o.threads > 1, "warn"),
+    "seed": ("seed", lambda o: o.seed != 0, "warn"),
+    "warm_start": ("warm_start", lambda o: o.warm_start, "warn"),
 }
+
+
+def get_backend(name: str) -> Backend:
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"unknown solver '{name}': choose one of {', '.join(REGISTRY)}") from None
+
+
+def unhonoured(backend: Backend, options) -> list[str]:
+    """Words for each option `backend` cannot honour and the solve can go on without;
+    ValueError for one it cannot go on without."""
+    notes = []
+    for option, (capability, asked, action) in _OPTION_NEEDS.items():
+        if getattr(backend.capabilities, capability) or not asked(options):
+            continue
+        if action == "refuse":
+            raise ValueError(f"solver '{backend.name}' cannot honour {option}={getattr(options, option)!r}")
+        notes.append(f"{option}={getattr(options, option)!r} is not honoured by '{backend.name}': solved without it")
+    return notes
 
 
 def _ortools_parameters(engine: str, mip_gap: float, threads: int, seed: int) -> str:
@@ -58,8 +145,10 @@ def _ortools_parameters(engine: str, mip_gap: float, threads: int, seed: int) ->
     return f"relative_gap_limit:{mip_gap},num_workers:{max(threads, 1)},random_seed:{seed}"
 
 
-def run_ortools(lm: LinearModel, options, engine: str = "scip") -> tuple[dict[str, Any], np.ndarray | None]:
-    """Solve `lm` with OR-Tools (SCIP or CP-SAT), by way of its Pyomo model written as MPS."""
+def run_ortools(lm: LinearModel, ix: IndexSets | None, options, relaxation=None, good_enough_usd=None,
+                engine: str = "scip") -> tuple[RunResult, np.ndarray | None]:
+    """Solve `lm` with OR-Tools (SCIP or CP-SAT), by way of its Pyomo model written as MPS.
+    `relaxation` and `good_enough_usd` are not used (no warm start)."""
     from ortools import __version__ as ortools_version
     from ortools.linear_solver.python import model_builder as mb
 
@@ -84,28 +173,19 @@ def run_ortools(lm: LinearModel, options, engine: str = "scip") -> tuple[dict[st
         mb.SolveStatus.INFEASIBLE: "infeasible",
         mb.SolveStatus.UNBOUNDED: "unbounded",
     }.get(result, "no_solution")
-    objective = bound = gap = None
-    if status in ("optimal", "feasible"):
+    objective = bound = None
+    if status in HAS_PLAN:
         objective = solver.objective_value
         bound = solver.best_objective_bound
-        gap = abs(objective - bound) / max(abs(objective), 1e-9)
         for i in range(model.num_variables):
             var = model.var_from_index(i)
             target = symbols.get(var.name)
             if target is not None and not target.fixed:
                 target.set_value(solver.value(var), skip_validation=True)
     x = pyomo_values(m) if objective is not None else None
-    return {
-        "solver": f"ortools-{engine}",
-        "solver_version": ortools_version,
-        "status": status,
-        "termination": result.name,
-        "objective_usd_per_year": objective,
-        "best_bound_usd_per_year": bound,
-        "gap": gap,
-        "solve_time_s": elapsed,
-        "warm_start": "off",
-    }, x
+    return RunResult(solver=f"ortools-{engine}", solver_version=ortools_version, status=status, termination=result.name,
+                     objective_usd_per_year=objective, best_bound_usd_per_year=bound, gap=relative_gap(objective, bound),
+                     solve_time_s=elapsed), x
 
 
 _STATUS = {
@@ -117,48 +197,84 @@ _STATUS = {
 
 
 def run_highs(lm: LinearModel, options, ix: IndexSets | None = None, relaxation: tuple[np.ndarray, float] | None = None,
-              good_enough_usd: float | None = None) -> tuple[dict[str, Any], np.ndarray | None]:
+              good_enough_usd: float | None = None) -> tuple[RunResult, np.ndarray | None]:
     """Solve `lm` with HiGHS. `options.time_limit_s` bounds the hand-off, the warm start and
-    the MIP together; `relaxation` is an LP solution the caller already has, for the warm
-    start. A warm start that is feasible and costs at most `good_enough_usd` (the caller's
-    bound plus its gap) is returned without a search, which could only confirm it."""
+    the MIP together, and every HiGHS run returns by it plus highs_model.GRACE_S whatever
+    phase HiGHS is in (highs_model.run_until); `relaxation` is an LP solution the caller
+    already has, for the warm start. A warm start that is feasible and costs at most
+    `good_enough_usd` (the caller's bound plus its gap) is returned without a search,
+    which could only confirm it."""
     started = time.perf_counter()
     deadline = started + options.time_limit_s
     h = to_highs(lm, options.threads)
+    version = h.version()
     h.setOptionValue("random_seed", options.seed)
     warm_start, start = "off", None
+
+    def result(status, termination, x=None, objective=None, bound=None, notes=()) -> tuple[RunResult, np.ndarray | None]:
+        return RunResult(solver="highs", solver_version=version, status=status, termination=termination,
+                         objective_usd_per_year=objective, best_bound_usd_per_year=bound, gap=relative_gap(objective, bound),
+                         solve_time_s=time.perf_counter() - started, warm_start=warm_start, notes=tuple(notes)), x
+
+    def abandoned(exc: HighsAbandoned, phase: str) -> tuple[RunResult, np.ndarray | None]:
+        # HiGHS is still busy in its thread: the best plan seen (its callbacks' or the warm
+        # start's) is the answer. In the search, the dual bound its callbacks last stated
+        # bounds the model; a bound from the warm start's restricted MIP bounds nothing.
+        note = f"time limit: HiGHS did not stop at the deadline ({phase}); its run was abandoned"
+        bound = max(exc.dual_bound if phase == "search" else -math.inf, getattr(h, "relaxation_bound", -math.inf))
+        bound = bound if np.isfinite(bound) else None
+        candidates = [exc.best[0]] if exc.best is not None else []
+        candidates += [start] if start is not None else []
+        plans = [np.asarray(x, dtype=float) for x in candidates]
+        plans = [x for x in plans if x.shape == (lm.n_cols,) and lm.is_feasible(x)]
+        if not plans:
+            return result("no_solution", note)
+        x = min(plans, key=lambda x: float(lm.objective() @ x))
+        objective = float(lm.objective() @ x)
+        return result("feasible", note, x, objective, min(bound, objective) if bound is not None else None)
+
     if options.warm_start and ix is not None:
-        warm_start, start = offer_rounded_lp_start(h, lm, ix, deadline - time.perf_counter(), options.mip_gap, relaxation)
+        try:
+            warm_start, start = offer_rounded_lp_start(h, lm, ix, deadline - time.perf_counter(), options.mip_gap, relaxation)
+        except HighsAbandoned as exc:
+            # the instance stays with its thread; the search goes on in a fresh one, from the best plan seen
+            if deadline - time.perf_counter() < 2 * GRACE_S:
+                warm_start = "none: HiGHS did not stop at the warm start's deadline"
+                return abandoned(exc, "warm start")
+            relaxation_bound = getattr(h, "relaxation_bound", -math.inf)
+            h = to_highs(lm, options.threads)
+            h.setOptionValue("random_seed", options.seed)
+            h.relaxation_bound = relaxation_bound
+            best = exc.best[0] if exc.best is not None else None
+            if best is not None and np.shape(best) == (lm.n_cols,) and lm.is_feasible(np.asarray(best)):
+                start = np.asarray(best, dtype=float)
+                h.setSolution(_solution(start))
+                warm_start = "best plan of the warm start (left behind at its deadline) offered to a fresh HiGHS instance"
+            else:
+                warm_start = "none: HiGHS did not stop at the warm start's deadline; search on a fresh instance"
     if start is not None and good_enough_usd is not None and lm.objective() @ start <= good_enough_usd and lm.is_feasible(start):
-        return {
-            "solver": "highs", "solver_version": h.version(), "status": "feasible",
-            "termination": "warm start within the gap of the caller's bound; search skipped",
-            "objective_usd_per_year": float(lm.objective() @ start), "best_bound_usd_per_year": None, "gap": None,
-            "solve_time_s": time.perf_counter() - started, "warm_start": warm_start,
-        }, start
+        return result("feasible", "warm start within the gap of the caller's bound; search skipped", start,
+                      float(lm.objective() @ start))
     if warm_start == "none: the LP relaxation did not finish in time":
         # The search would begin with that same LP: it cannot reach a plan in the time left,
         # and HiGHS's presolve of a model this large overran the limit by minutes when tried.
-        return {
-            "solver": "highs", "solver_version": h.version(), "status": "no_solution",
-            "termination": "time limit: the LP relaxation did not finish", "objective_usd_per_year": None,
-            "best_bound_usd_per_year": None, "gap": None, "solve_time_s": time.perf_counter() - started, "warm_start": warm_start,
-        }, None
+        return result("no_solution", "time limit: the LP relaxation did not finish")
     h.setOptionValue("mip_rel_gap", options.mip_gap)
-    set_deadline(h, deadline)
-    h.run()
-    model_status = h.getModelStatus()
-    retried = ""
-    if model_status == highspy.HighsModelStatus.kSolveError and time.perf_counter() < deadline:
-        # HiGHS's presolve can postsolve to a point that breaks a row by more than its
-        # tolerance and then gives up ("untransformed violations"; seen on tiny models in
-        # tests/test_pruning.py). The model is fine: solve it again without presolve.
-        h.setOptionValue("presolve", "off")
-        h.clearSolver()
-        set_deadline(h, deadline)
-        h.run()
+    try:
+        run_until(h, deadline)
         model_status = h.getModelStatus()
-        retried = " (after HiGHS's presolve failed, re-solved without presolve)"
+        retried = ""
+        if model_status == highspy.HighsModelStatus.kSolveError and time.perf_counter() < deadline:
+            # HiGHS's presolve can postsolve to a point that breaks a row by more than its
+            # tolerance and then gives up ("untransformed violations"; seen on tiny models in
+            # tests/test_pruning.py). The model is fine: solve it again without presolve.
+            h.setOptionValue("presolve", "off")
+            h.clearSolver()
+            run_until(h, deadline)
+            model_status = h.getModelStatus()
+            retried = " (after HiGHS's presolve failed, re-solved without presolve)"
+    except HighsAbandoned as exc:
+        return abandoned(exc, "search")
     info = h.getInfo()
     has_solution = info.primal_solution_status == 2  # kSolutionStatusFeasible
     status = _STATUS.get(model_status)
@@ -166,28 +282,45 @@ def run_highs(lm: LinearModel, options, ix: IndexSets | None = None, relaxation:
         status = "feasible" if has_solution else "no_solution"
     objective = info.objective_function_value if has_solution else None
     bound = info.mip_dual_bound if lm.integer_columns().size else objective
-    gap = None
-    if objective is not None and bound is not None and np.isfinite(bound):
-        gap = abs(objective - bound) / max(abs(objective), 1e-9)
-    else:
-        bound = None
-    facts = {
-        "solver": "highs",
-        "solver_version": h.version(),
-        "status": status,
-        "termination": h.modelStatusToString(model_status) + retried,
-        "objective_usd_per_year": objective,
-        "best_bound_usd_per_year": bound,
-        "gap": gap,
-        "solve_time_s": time.perf_counter() - started,
-        "warm_start": warm_start,
-    }
-    return facts, (np.array(h.getSolution().col_value) if has_solution else None)
+    termination = h.modelStatusToString(model_status) + retried
+    if model_status == highspy.HighsModelStatus.kInterrupt and time.perf_counter() >= deadline:
+        termination = "time limit (HiGHS interrupted at the deadline by its callback)" + retried
+    return result(status, termination,
+                  np.array(h.getSolution().col_value) if has_solution else None, objective,
+                  bound if bound is not None and np.isfinite(bound) else None)
+
+
+def _run_highs(lm, ix, options, relaxation=None, good_enough_usd=None):
+    return run_highs(lm, options, ix, relaxation, good_enough_usd)
+
+
+def _run_scip(lm, ix, options, relaxation=None, good_enough_usd=None):
+    return run_ortools(lm, ix, options, engine="scip")
+
+
+def _run_cp_sat(lm, ix, options, relaxation=None, good_enough_usd=None):
+    return run_ortools(lm, ix, options, engine="sat")
+
+
+_LP_SOLVER = Capabilities(time_limit=True, mip_gap=True, threads=True, seed=True, mip_bound=True, warm_start=False,
+                          infeasible_subset=False)
+
+REGISTRY: dict[str, Backend] = {
+    "highs": Backend("highs", "HiGHS (highspy), the matrix handed over directly", replace(
+        _LP_SOLVER, warm_start=True, infeasible_subset=True, deadline_watchdog=True), _run_highs, "highspy"),
+    "ortools": Backend("ortools", "SCIP as bundled with OR-Tools, by way of Pyomo's MPS", _LP_SOLVER, _run_scip, "ortools"),
+    "ortools-sat": Backend("ortools-sat", "OR-Tools CP-SAT, by way of Pyomo's MPS (coefficients scaled to integers)",
+                           replace(_LP_SOLVER, exact_continuous=False), _run_cp_sat, "ortools"),
+}
+
+CAPABILITIES: dict[str, Capabilities] = {name: backend.capabilities for name, backend in REGISTRY.items()}  # cli.py reads this
 
 
 def run_backend(lm: LinearModel, ix: IndexSets, options, relaxation=None, good_enough_usd=None
-                ) -> tuple[dict[str, Any], np.ndarray | None]:
-    """Solve `lm` with the back-end `options.solver` names: (facts, column values or None)."""
-    if options.solver == "highs":
-        return run_highs(lm, options, ix, relaxation, good_enough_usd)
-    return run_ortools(lm, options, engine="sat" if options.solver == "ortools-sat" else "scip")
+                ) -> tuple[RunResult, np.ndarray | None]:
+    """Solve `lm` with the back-end `options.solver` names (looked up in REGISTRY):
+    (result, column values or None). Options it does not honour are refused or noted."""
+    backend = get_backend(options.solver)
+    notes = unhonoured(backend, options)
+    result, x = backend.runner(lm, ix, options, relaxation, good_enough_usd)
+    return (replace(result, notes=result.notes + tuple(notes)) if notes else result), x

@@ -1,38 +1,109 @@
-"""The LinearModel handed to highspy as one sparse matrix (the default path)."""
+"""The LinearModel handed to highspy as one sparse matrix (the default path), and HiGHS
+runs that end at a deadline whatever HiGHS is doing.
+
+HiGHS compares its `time_limit` with its clock only at certain points. Between them it can
+run for minutes: on the world default with a carbon cap at 60 % of the uncapped plan's
+emissions, the root node's line-search rounding heuristic
+(HighsPrimalHeuristics::linesearchRounding, seen with gdb) ran 100-190 s without a check,
+so a 20 s limit ended after 107-199 s. `run_until` therefore runs HiGHS in a worker
+thread: the interrupt callbacks (simplex, IPM, MIP) stop it at the deadline at any point
+HiGHS checks, every improving MIP plan is copied as it is found, and if HiGHS has not
+returned GRACE_S after the deadline the run is left to finish in its (daemon) thread and
+`HighsAbandoned` is raised with the best plan seen. An abandoned instance is never used
+again; it stops at its next check (its callbacks interrupt it) and is then freed.
+"""
 
 from __future__ import annotations
+
+import atexit
+import math
+import threading
+import time
 
 import highspy
 import numpy as np
 
 from dcplace.optimizer.model.linear import LinearModel
 
+GRACE_S = 1.0  # after the deadline, how long a HiGHS run may take to reach its next check
+
+
+class HighsAbandoned(Exception):
+    """HiGHS did not return by its deadline plus GRACE_S; `best` is the best plan its
+    callbacks saw: (column values, objective, dual bound), or None; `dual_bound` the
+    best MIP dual bound its callbacks stated."""
+
+    def __init__(self, best: tuple[np.ndarray, float, float] | None, seconds_over: float, dual_bound: float = -math.inf):
+        self.best = best
+        self.dual_bound = dual_bound  # the run's best MIP dual bound seen (-inf: none)
+        super().__init__(f"HiGHS did not stop within {seconds_over:.1f} s of its deadline; left running in the background")
+
+
 class QuietHighs(highspy.Highs):
     """highspy.Highs without the banner its constructor prints: the constructor's first
     HiGHS call (enabling callbacks) already logs unless output is off before it."""
+
+    deadline: float = math.inf  # time.perf_counter() value at which the interrupt callbacks stop the run
+    best: tuple[np.ndarray, float, float] | None = None  # last improving MIP plan of the current run
+    dual_bound: float = -math.inf  # the current run's MIP dual bound, as its last MIP callback stated it
+    relaxation_bound: float = -math.inf  # the LP relaxation's optimum, when the warm start solved it
+    _watched: bool = False
 
     def enableCallbacks(self):
         self.setOptionValue("output_flag", False)
         return super().enableCallbacks()
 
+    def watch(self) -> None:
+        """Subscribe the deadline interrupt and the incumbent copy (once per instance)."""
+        if self._watched:
+            return
+        self._watched = True
+        for callback in (self.cbSimplexInterrupt, self.cbIpmInterrupt, self.cbMipInterrupt):
+            callback.subscribe(_interrupt_at_deadline, self)
+        self.cbMipInterrupt.subscribe(_keep_dual_bound, self)
+        self.cbMipImprovingSolution.subscribe(_keep_incumbent, self)
+
+
+def _interrupt_at_deadline(e) -> None:
+    # set both ways: HiGHS keeps the flag between runs of an instance, so an interrupt of
+    # the warm start's polish at its own deadline would otherwise stop the search at once
+    e.interrupt(time.perf_counter() >= e.user_data.deadline)
+
+
+def _keep_dual_bound(e) -> None:
+    bound = float(e.data_out.mip_dual_bound)
+    if math.isfinite(bound):
+        e.user_data.dual_bound = max(e.user_data.dual_bound, bound)
+
+
+def _keep_incumbent(e) -> None:
+    out = e.data_out
+    e.user_data.best = (np.array(out.mip_solution, dtype=float), float(out.objective_function_value), float(out.mip_dual_bound))
+    _keep_dual_bound(e)
+
 
 _scheduler_threads: int | None = None
 
 
-def use_threads(threads: int) -> None:
+def use_threads(threads: int) -> int:
     """HiGHS sizes its task scheduler once per process thread and then rejects any other
     `threads` value (HiGHS issue #715, HiGHS.jl #130); reset it when the count changes, and
     on first use, since a notebook may already have run highspy with its default count (the
-    solve then ended with status 'Not Set' and no plan)."""
+    solve then ended with status 'Not Set' and no plan). Returns the count to use: while a
+    run left behind at its deadline (run_until) is still going, the scheduler under it is
+    not reset (waiting for it could take minutes) and the count it was sized for is kept."""
     global _scheduler_threads
     if _scheduler_threads != threads:
+        if _scheduler_threads is not None and abandoned_runs():
+            return _scheduler_threads
         highspy.Highs.resetGlobalScheduler(True)
     _scheduler_threads = threads
+    return threads
 
 
 def to_highs(lm: LinearModel, threads: int = 1) -> highspy.Highs:
     """A silent highspy instance holding the model (integrality included)."""
-    use_threads(threads)
+    threads = use_threads(threads)
     h = QuietHighs()
     h.setOptionValue("threads", threads)  # the first run sizes HiGHS's thread pool
     lp = highspy.HighsLp()
@@ -53,3 +124,68 @@ def to_highs(lm: LinearModel, threads: int = 1) -> highspy.Highs:
     return h
 
 
+
+
+def set_deadline(h: highspy.Highs, deadline: float) -> None:
+    """Make HiGHS stop at `deadline` (a time.perf_counter() value) where it checks its clock.
+
+    HiGHS's time_limit is compared with the instance's cumulative run time (getRunTime),
+    which keeps counting across runs of the same instance: a second run given the time
+    left would lose what the first one used a second time.
+    """
+    h.setOptionValue("time_limit", h.getRunTime() + max(deadline - time.perf_counter(), 1e-3))
+    if isinstance(h, QuietHighs):
+        h.deadline = deadline
+
+
+def run_until(h: highspy.Highs, deadline: float) -> None:
+    """h.run(), returning by `deadline` + GRACE_S (see the module docstring); raises
+    HighsAbandoned when HiGHS did not stop in time. `h.best` holds the run's last improving
+    MIP plan (column values, objective, dual bound) when `h` is a QuietHighs."""
+    set_deadline(h, deadline)
+    if isinstance(h, QuietHighs):
+        h.best, h.dual_bound = None, -math.inf
+        h.watch()
+    done = threading.Event()
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            h.run()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            failure.append(exc)
+        finally:
+            done.set()
+
+    _abandoned[:] = [(a, t) for a, t in _abandoned if t.is_alive()]  # finished ones are freed
+    worker = threading.Thread(target=target, name="highs-run", daemon=True)
+    worker.start()
+    if not done.wait(max(deadline - time.perf_counter(), 0.0) + GRACE_S):
+        _abandoned.append((h, worker))  # keeps the instance alive until its thread lets go of it
+        raise HighsAbandoned(getattr(h, "best", None), time.perf_counter() - deadline, getattr(h, "dual_bound", -math.inf))
+    if failure:
+        raise failure[0]
+
+
+_abandoned: list[tuple[highspy.Highs, threading.Thread]] = []
+
+
+def abandoned_runs() -> int:
+    """HiGHS runs left behind at their deadline that have not stopped yet."""
+    return sum(t.is_alive() for _, t in _abandoned)
+
+
+@atexit.register
+def _quiet_abandoned_runs() -> None:
+    """At interpreter exit, a run left behind must not call back into Python: a thread
+    that asks for the GIL during finalization is ended by pthread_exit, which inside HiGHS
+    aborts the process ("terminate called without an active exception", seen on 200 x 1000
+    at 10 s). Its callbacks are switched off (a flag HiGHS reads before each call); its own
+    time_limit, long past, stops it at its next check, or the process's exit does."""
+    for h, worker in _abandoned:
+        if worker.is_alive():
+            for kind in (highspy.cb.HighsCallbackType.kCallbackSimplexInterrupt, highspy.cb.HighsCallbackType.kCallbackIpmInterrupt,
+                         highspy.cb.HighsCallbackType.kCallbackMipInterrupt, highspy.cb.HighsCallbackType.kCallbackMipImprovingSolution):
+                highspy.Highs.stopCallback(h, kind)  # the C++ method: flips HiGHS's flag, nothing more
+    for _, worker in _abandoned:
+        worker.join(0.5)

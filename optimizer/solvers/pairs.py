@@ -43,8 +43,7 @@ import numpy as np
 
 from dcplace.optimizer.model.candidates import REGION_CHUNK, _demand, _keep_smallest, _pair_cost_matrix
 from dcplace.optimizer.model.costs import transport_usd_per_year
-from dcplace.optimizer.solvers.highs_model import to_highs
-from dcplace.optimizer.solvers.warmstart import set_deadline
+from dcplace.optimizer.solvers.highs_model import HighsAbandoned, run_until, to_highs
 
 if TYPE_CHECKING:
     from dcplace.optimizer.model.index import IndexSets
@@ -187,11 +186,14 @@ def solve_priced_lp(ix: IndexSets, build, deadline: float, threads: int, bound_t
     site_ids = [site.id for site in ix.scenario.sites]
     rounds = 0
     while True:
-        set_deadline(h, deadline)
         lp_started = time.perf_counter()
-        h.run()
+        try:
+            run_until(h, deadline)  # returns by the deadline (+ GRACE_S) whatever HiGHS is doing
+            optimal = h.getModelStatus() == highspy.HighsModelStatus.kOptimal
+        except HighsAbandoned:
+            optimal = False  # the instance stays with its thread; the candidate model is returned without an LP
         rounds += 1
-        if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        if not optimal:
             return lm, PricedLP(x=None, objective=None, full_lp_bound=None, converged=False, rounds=rounds,
                                 pairs_in_model=len(ix.serve), pairs_eligible=ix.eligible_pairs(),
                                 seconds=time.perf_counter() - started, build_s=build_s)

@@ -45,6 +45,7 @@ import numpy as np
 
 from dcplace.optimizer.model.index import IndexSets
 from dcplace.optimizer.model.linear import LinearModel
+from dcplace.optimizer.solvers.highs_model import HighsAbandoned, run_until, set_deadline  # noqa: F401 - set_deadline re-exported
 
 
 KEEP_OPEN_AT = 0.5  # a site the LP opens at least this much is kept for the restricted re-solve
@@ -162,15 +163,18 @@ def round_lp(
     return start
 
 
-def solve_relaxation(h: highspy.Highs, integer_cols: np.ndarray, closed_cols: list[int]) -> tuple[np.ndarray, float] | None:
-    """LP relaxation with `closed_cols` fixed at 0: (values, objective); the model is restored afterwards."""
+def solve_relaxation(h: highspy.Highs, integer_cols: np.ndarray, closed_cols: list[int], deadline: float = math.inf
+                     ) -> tuple[np.ndarray, float] | None:
+    """LP relaxation with `closed_cols` fixed at 0, until `deadline`: (values, objective);
+    the model is restored afterwards. Raises HighsAbandoned if HiGHS does not stop in time
+    (the instance is then lost to its worker thread)."""
     n = len(integer_cols)
     lp = h.getLp()
     old_upper = [lp.col_upper_[i] for i in closed_cols]
     h.changeColsIntegrality(n, integer_cols, np.full(n, highspy.HighsVarType.kContinuous))
     if closed_cols:
         h.changeColsBounds(len(closed_cols), np.array(closed_cols, dtype=np.int32), np.zeros(len(closed_cols)), np.zeros(len(closed_cols)))
-    h.run()
+    run_until(h, deadline)
     optimal = h.getModelStatus() == highspy.HighsModelStatus.kOptimal
     values = (np.array(h.getSolution().col_value), h.getInfo().objective_function_value) if optimal else None
     if closed_cols:
@@ -234,18 +238,17 @@ def offer_rounded_lp_start(h: highspy.Highs, lm: LinearModel, ix: IndexSets, tim
         return "none: the model has no integer columns", None
     deadline = time.perf_counter() + time_limit_s  # the LPs and the polish share the caller's remaining time
     if relaxation is None:
-        set_deadline(h, deadline)
-        relaxation = solve_relaxation(h, integer_cols, [])
+        relaxation = solve_relaxation(h, integer_cols, [], deadline)
     if relaxation is None:
         if time.perf_counter() >= deadline - 1e-3:
             return "none: the LP relaxation did not finish in time", None
         return "none: the LP relaxation has no optimal solution", None
     first, lp_bound = relaxation
+    h.relaxation_bound = lp_bound  # a bound for the MIP held by h, should its search have to be abandoned
     keep = _sites_to_keep(first, lm, ix)
     closed = [lm.col("open", s) for s in ix.sites if s not in keep]
-    set_deadline(h, deadline)
     with _headroom(h, lm, ix):
-        second = (solve_relaxation(h, integer_cols, closed) or (first, lp_bound))[0]
+        second = (solve_relaxation(h, integer_cols, closed, deadline) or (first, lp_bound))[0]
     broken: set[str] = set()
     start = round_lp(second, lm, ix, broken=broken)
     if start is None and broken:
@@ -259,7 +262,12 @@ def offer_rounded_lp_start(h: highspy.Highs, lm: LinearModel, ix: IndexSets, tim
         polish_s = 0.0  # the restricted MIP would be nearly the whole MIP: leave the search to HiGHS
     # Good enough to stop polishing: within the asked gap of the LP bound (HiGHS will stop at its root).
     target = lp_bound + mip_gap * abs(lp_bound)
-    polished = _restricted_mip(h, closed, col_value, time.perf_counter() + polish_s, target) if polish_s > 0.5 else None
+    try:
+        polished = _restricted_mip(h, closed, col_value, time.perf_counter() + polish_s, target) if polish_s > 0.5 else None
+    except HighsAbandoned as exc:
+        if exc.best is None and col_value is not None:  # the rounded plan is still a plan
+            exc.best = (col_value, float(lm.objective() @ col_value), math.nan)
+        raise
     if polished is not None:
         col_value, objective = polished
         how = f"{'rounded LP relaxation polished' if start else 'found'} by the MIP on the {len(keep)} kept sites (${objective:,.0f}/yr) offered"
@@ -278,16 +286,6 @@ def _solution(col_value: list[float]) -> highspy.HighsSolution:
     return solution
 
 
-def set_deadline(h: highspy.Highs, deadline: float) -> None:
-    """Make HiGHS stop at `deadline` (a time.perf_counter() value).
-
-    HiGHS's time_limit is compared with the instance's cumulative run time (getRunTime),
-    which keeps counting across runs of the same instance: a second run given the time
-    left would lose what the first one used a second time.
-    """
-    h.setOptionValue("time_limit", h.getRunTime() + max(deadline - time.perf_counter(), 1e-3))
-
-
 def _restricted_mip(h: highspy.Highs, closed_cols: list[int], start: np.ndarray | None, deadline: float,
                     objective_target: float) -> tuple[np.ndarray, float] | None:
     """The MIP with `closed_cols` fixed at 0, from `start` if there is one, until `deadline`,
@@ -301,10 +299,9 @@ def _restricted_mip(h: highspy.Highs, closed_cols: list[int], start: np.ndarray 
         h.changeColsBounds(len(index), index, np.zeros(len(index)), np.zeros(len(index)))
     if start is not None:
         h.setSolution(_solution(start))
-    set_deadline(h, deadline)
     h.setOptionValue("mip_rel_gap", POLISH_GAP)
     h.setOptionValue("objective_target", objective_target)
-    h.run()
+    run_until(h, deadline)
     h.setOptionValue("objective_target", -highspy.kHighsInf)
     info = h.getInfo()
     found = info.primal_solution_status == 2  # kSolutionStatusFeasible

@@ -4,9 +4,14 @@
     from dcplace.optimizer import solve, SolveOptions
     plan = solve(load_scenario(), SolveOptions(time_limit_s=60))
 
-The time limit covers the whole solve (model build, warm start, branch and bound); a
-time-limited solve returns its incumbent with status "feasible" and the gap it reached,
-never "optimal". An infeasible scenario raises InfeasibleScenario; inputs that the
+The time limit covers the whole solve (model build, warm start, branch and bound, and the
+diagnosis of an infeasible scenario, which gets only the time left); a time-limited solve
+returns its incumbent with status "feasible" and the gap it reached, never "optimal".
+solve() returns within deadline_margin_s(limit) = max(3 s, 5 %) of the limit: HiGHS runs
+in a worker thread that is left behind if it does not stop at the deadline
+(optimizer.solvers.highs_model.run_until). Not covered: the index and model build, which
+are checked only between phases (seconds at 500 x 3,000), and the OR-Tools back-ends'
+Pyomo/MPS hand-off. An infeasible scenario raises InfeasibleScenario; inputs that the
 prechecks can already tell will not work raise ScenarioError before any model is built.
 """
 
@@ -14,22 +19,37 @@ from __future__ import annotations
 
 import platform
 import sys
+import threading
 import time
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from importlib import metadata
 
 from dcplace.models import Scenario
-from dcplace.models.plan import Plan, SolveRecord
+from dcplace.models.plan import HAS_PLAN, Plan, SolveRecord
 from dcplace.optimizer.solving.extract import extract
 from dcplace.optimizer.model.formulation import build_model
-from dcplace.optimizer.solvers.backends import CAPABILITIES, run_backend
+from dcplace.optimizer.solvers.backends import RunResult, get_backend, run_backend
 from dcplace.optimizer.solving.diagnose import diagnose
 from dcplace.optimizer.model.index import MAX_FULL_PAIRS, PruningRules
 from dcplace.optimizer.solvers.pairs import PricedLP, solve_priced_lp
 from dcplace.optimizer.solving.precheck import checked_index
 
 PRICING_SHARE = 0.5  # of the time limit, at most, for pricing in serving pairs (optimizer.pairs)
+# The deadline guarantee: solve() returns within max(DEADLINE_MARGIN_S, DEADLINE_MARGIN_SHARE x limit) of the
+# limit, whatever phase it is in (tests/test_deadlines.py, benchmarks/deadlines.py).
+DEADLINE_MARGIN_S = 3.0
+DEADLINE_MARGIN_SHARE = 0.05
+POST_SOLVE_RESERVE_S = 1.5  # at most, of the time left, kept back from the back-end for extraction and the record
+POST_SOLVE_RESERVE_SHARE = 0.02  # of the limit
+DIAGNOSIS_MIN_S = 1.0  # less time left than this after an infeasible search: the diagnosis is not started
+NO_DIAGNOSIS = "infeasible; the diagnosis did not run in the time limit"
+UNFINISHED_DIAGNOSIS = "infeasible; the diagnosis did not finish in the time limit"
+
+
+def deadline_margin_s(time_limit_s: float) -> float:
+    """How far past its time limit a solve may return: the stated margin."""
+    return max(DEADLINE_MARGIN_S, DEADLINE_MARGIN_SHARE * time_limit_s)
 PACKAGES = ("dcplace", "pyomo", "highspy", "ortools", "geopandas", "shapely", "networkx", "pandas", "numpy", "pydantic")
 
 
@@ -47,8 +67,7 @@ class SolveOptions:
     pruning: PruningRules = PruningRules()  # switchable only to test that each rule keeps the optimum
 
     def __post_init__(self) -> None:
-        if self.solver not in CAPABILITIES:
-            raise ValueError(f"unknown solver '{self.solver}': choose one of {', '.join(CAPABILITIES)}")
+        get_backend(self.solver)  # ValueError listing the registry
         if self.time_limit_s <= 0 or self.mip_gap < 0 or self.threads < 1 or self.max_full_pairs < 0:
             raise ValueError("time_limit_s > 0, mip_gap >= 0, threads >= 1 and max_full_pairs >= 0 are required")
 
@@ -144,15 +163,17 @@ def solve(scenario: Scenario, options: SolveOptions | None = None) -> Plan:
         raise NoPlanFound(scenario, _plan(scenario, options, record, None, []))
     relaxation = (priced.x, priced.objective) if priced and priced.x is not None else None
     good_enough = priced.full_lp_bound * (1 + options.mip_gap) if relaxation else None
-    facts, x = run_backend(lm, ix, replace(options, time_limit_s=remaining_s), relaxation, good_enough)
+    # the back-end stops a little early: extraction and the plan record come after it
+    remaining_s = max(remaining_s - min(POST_SOLVE_RESERVE_S, POST_SOLVE_RESERVE_SHARE * options.time_limit_s), 1e-3)
+    result, x = run_backend(lm, ix, replace(options, time_limit_s=remaining_s), relaxation, good_enough)
     if len(ix.serve) < ix.eligible_pairs():
-        facts = _against_full_bound(facts, priced, options.mip_gap)
-    record_args = dict(facts, build_time_s=build_time, options=asdict(options), model=lm.size(),
+        result = _against_full_bound(result, priced, options.mip_gap)
+    record_args = dict(result.record(), build_time_s=build_time, options=asdict(options), model=lm.size(),
                        pairs=priced.record() if priced else {})
-    if facts["status"] in ("infeasible", "unbounded"):
-        plan = _plan(scenario, options, SolveRecord(**record_args), None, diagnose(ix, lm, options))
+    if result.status in ("infeasible", "unbounded"):
+        plan = _plan(scenario, options, SolveRecord(**record_args), None, _diagnosis(ix, lm, options, deadline))
         raise InfeasibleScenario(scenario, plan)
-    if facts["status"] in ("no_solution", "error") or x is None:
+    if not result.has_plan or x is None:
         raise NoPlanFound(scenario, _plan(scenario, options, SolveRecord(**record_args), None, []))
     extract_start = time.perf_counter()
     parts = extract(x, lm, ix)
@@ -160,19 +181,43 @@ def solve(scenario: Scenario, options: SolveOptions | None = None) -> Plan:
     return _plan(scenario, options, record, parts, [])
 
 
-def _against_full_bound(facts: dict, priced: PricedLP, mip_gap: float) -> dict:
+def _diagnosis(ix, lm, options: SolveOptions, deadline: float) -> list[str]:
+    """diagnose() given only the time left to the deadline: it is not started when less
+    than DIAGNOSIS_MIN_S is left, and left behind (in a daemon thread) if it has not
+    returned by the deadline."""
+    left = deadline - time.perf_counter()
+    if left < DIAGNOSIS_MIN_S:
+        return [NO_DIAGNOSIS]
+    found: list[list[str]] = []
+    failed: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            # its solver gets the time left less a second for the model build and the IIS
+            found.append(diagnose(ix, lm, replace(options, time_limit_s=max(left - 1.0, 0.5 * left))))
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            failed.append(exc)
+
+    worker = threading.Thread(target=target, name="diagnose", daemon=True)
+    worker.start()
+    worker.join(max(deadline - time.perf_counter(), 0.0) + 0.5)
+    if failed:
+        raise failed[0]
+    return found[0] if found else [UNFINISHED_DIAGNOSIS]
+
+
+def _against_full_bound(result: RunResult, priced: PricedLP, mip_gap: float) -> RunResult:
     """A MIP over candidate pairs proves nothing about the full model by its own bound; the
     full model's LP bound from pricing does. Status and gap are restated against it, and
     without it (pricing's first LP did not finish) there is no gap to state."""
-    facts = dict(facts, solve_time_s=facts["solve_time_s"] + priced.seconds - priced.build_s)
-    objective = facts["objective_usd_per_year"]
-    if facts["status"] not in ("optimal", "feasible") or objective is None:
-        return facts
+    result = replace(result, solve_time_s=result.solve_time_s + priced.seconds - priced.build_s)
+    objective = result.objective_usd_per_year
+    if result.status not in HAS_PLAN or objective is None:
+        return result
     if priced.full_lp_bound is None:
-        return dict(facts, best_bound_usd_per_year=None, gap=None, status="feasible",
-                    termination=f"{facts['termination']}; no bound for the full model (pricing's LP did not finish)")
+        return replace(result, best_bound_usd_per_year=None, gap=None, status="feasible",
+                       termination=f"{result.termination}; no bound for the full model (pricing's LP did not finish)")
     bound = priced.full_lp_bound
     gap = max(0.0, objective - bound) / max(abs(objective), 1e-9)
-    facts.update(best_bound_usd_per_year=bound, gap=gap, status="optimal" if gap <= mip_gap + 1e-12 else "feasible",
-                 termination=f"{facts['termination']}; gap against the full model's LP bound")
-    return facts
+    return replace(result, best_bound_usd_per_year=bound, gap=gap, status="optimal" if gap <= mip_gap + 1e-12 else "feasible",
+                   termination=f"{result.termination}; gap against the full model's LP bound")
