@@ -367,7 +367,7 @@ def batch(
             state = f"done {p.done - p.failed} (skipped {p.skipped}) · running {p.running} · failed {p.failed}"
             bar.update(task, completed=p.done, state=state, eta=eta)
             if p.last is not None:
-                colour = "red" if p.last.status not in ("optimal", "feasible") else "green"
+                colour = "red" if p.last.status not in HAS_PLAN else "green"
                 note = " (already solved)" if p.last.skipped else ""
                 detail = f": {p.last.message[:200]}" if p.last.message else ""
                 bar.console.print(f"  [{colour}]{_text(p.last.status)}[/] " + _text(f"{p.last.name}{note}{detail}"), highlight=False)

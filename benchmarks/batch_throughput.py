@@ -26,6 +26,7 @@ from dcplace.models import write_scenario  # noqa: E402
 from dcplace.models.sweep import grid_members, Sweep  # noqa: E402
 from dcplace.models.synthetic import synthetic_scenario  # noqa: E402
 from dcplace.optimizer.studies.batch import run_batch  # noqa: E402
+from dcplace.models.plan import HAS_PLAN
 
 
 def measure(members: int, n_sites: int, n_regions: int, worker_counts: list[int]) -> list[dict]:
@@ -41,7 +42,7 @@ def measure(members: int, n_sites: int, n_regions: int, worker_counts: list[int]
             started = time.perf_counter()
             result = run_batch(sweep, Path(tmp) / f"runs-{workers}", workers=workers)
             wall = time.perf_counter() - started
-            solved = [r for r in result.results if r.status in ("optimal", "feasible")]
+            solved = [r for r in result.results if r.status in HAS_PLAN]
             now = {r.name: r.objective_usd_per_year for r in result.results}
             same = objectives is None or all(abs(now[k] - v) <= 1e-6 * abs(v) for k, v in objectives.items())
             objectives = objectives or now

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dcplace.models.plan import Plan, read_plan
+from dcplace.models.plan import HAS_PLAN, Plan, read_plan
 from dcplace.reports.charts import figure_data_uri, stacked_cost_figure
 from dcplace.reports.layers import NotAPlanFolder
 from dcplace.reports.mpl import plt  # the one place that picks matplotlib's backend
@@ -86,7 +86,7 @@ def comparison_table(plans: list[NamedPlan], baseline: str) -> pd.DataFrame:
     for p in plans:
         row: dict[str, object] = {"plan": p.label, "baseline": p.label == baseline, "status": p.plan.solve.status,
                                   "gap": p.plan.solve.gap}
-        feasible = p.plan.solve.status in ("optimal", "feasible")
+        feasible = p.plan.solve.status in HAS_PLAN
         for key, column, scale, _ in KPIS:
             row[column] = p.plan.kpis.get(key, np.nan) * scale if feasible else np.nan
         cost = p.plan.objective_usd_per_year if feasible else None
@@ -102,7 +102,7 @@ def comparison_table(plans: list[NamedPlan], baseline: str) -> pd.DataFrame:
 
 
 def _cost_figure(plans: list[NamedPlan]):
-    feasible = [p for p in plans if p.plan.solve.status in ("optimal", "feasible")]
+    feasible = [p for p in plans if p.plan.solve.status in HAS_PLAN]
     bars = [(p.label, p.plan.cost_breakdown_usd_per_year) for p in feasible]
     return stacked_cost_figure(bars, list(CATEGORY_COLOURS), "Annual cost by category")
 

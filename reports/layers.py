@@ -16,7 +16,7 @@ import pandas as pd
 from shapely.geometry import LineString, Point
 
 from dcplace.models import ScenarioError, load_scenario
-from dcplace.models.plan import Plan, read_plan
+from dcplace.models.plan import HAS_PLAN, Plan, read_plan
 from dcplace.models.records import Scenario
 
 CRS = "EPSG:4326"
@@ -63,7 +63,7 @@ def load_plan_layers(folder: str | Path) -> PlanLayers:
         scenario = load_scenario(folder / "inputs" / "scenario.yaml")
     except (ValueError, ScenarioError) as exc:
         raise NotAPlanFolder(f"{folder}: the plan folder is damaged ({exc}). Fix: re-run `dcplace solve`.") from exc
-    if plan.solve.status not in ("optimal", "feasible"):
+    if plan.solve.status not in HAS_PLAN:
         reasons = "; ".join(plan.diagnosis) or "no diagnosis recorded"
         raise NoPlanToReport(
             f"{folder}: the scenario was {plan.solve.status}, so there is no plan to draw ({reasons}). "

@@ -240,12 +240,21 @@ def test_missing_plan_json_is_a_violation_not_an_exception(plan_dir):
 
 
 def test_later_report_and_export_subfolders_are_allowed(plan_dir):
-    for sub in ("report", "export"):
+    """Outputs other commands write into a plan folder carry their own marker of their kind."""
+    for sub, kind in (("report", "report"), ("export", "export"), ("maps-for-the-board", "report")):
         (plan_dir / sub).mkdir()
         (plan_dir / sub / "file.html").write_text("<p>later</p>")
-        (plan_dir / sub / ".dcplace-folder.json").write_text("{}")
+        (plan_dir / sub / ".dcplace-folder.json").write_text(json.dumps({"kind": kind}))
     report = check_plan_folder(plan_dir)
     assert report.ok, report.violations
+    # a folder without a marker, or one claiming to be a plan, does not hide what it holds
+    (plan_dir / "notes").mkdir()
+    (plan_dir / "notes" / "added.txt").write_text("x")
+    (plan_dir / "fake").mkdir()
+    (plan_dir / "fake" / "added.csv").write_text("x")
+    (plan_dir / "fake" / ".dcplace-folder.json").write_text(json.dumps({"kind": "plan"}))
+    found = {v.message.split(" ")[0] for v in check_plan_folder(plan_dir).violations if v.family == "manifest"}
+    assert {"notes/added.txt", "fake/added.csv"} <= found
 
 
 def test_manifest_follows_the_documented_format(plan_dir):

@@ -171,3 +171,24 @@ def test_a_point_that_fails_is_named_and_the_command_exits_5(tradeoff_scenario, 
     table = pd.read_csv(tmp_path / "pareto.csv")
     assert table.set_index("name").loc["cap-02", "status"] == "error"
     assert table.set_index("name").loc[["least-cost", "least-carbon"], "cost_usd_per_year"].notna().all()  # both ends drawn
+
+
+def test_solve_offers_a_callers_start_plan(tmp_path):
+    """The hook a trade-off point uses: a solved plan, mapped onto the model, is HiGHS's first incumbent."""
+    from dataclasses import replace
+
+    from helpers import job, make_scenario, region, site
+
+    from dcplace.models import load_scenario
+    from dcplace.optimizer.solving.solve import SolveOptions, solve
+    from dcplace.optimizer.studies.batch import start_columns
+
+    scenario = load_scenario(make_scenario(tmp_path, [site("a", 0, 0), site("b", 0, 1, power_price_usd_per_mwh=30)],
+                                           [region("town", 0, 0.5, chat=2000)], jobs=[job("pretrain", 48)]))
+    exact = SolveOptions(mip_gap=0.0, time_limit_s=60, warm_start=False)
+    first = solve(scenario, exact)
+    again = solve(scenario, exact, start=lambda lm, ix: start_columns(first, lm, ix))
+    assert again.solve.warm_start.startswith("the caller's start plan offered")
+    assert again.objective_usd_per_year == pytest.approx(first.objective_usd_per_year, rel=1e-9)
+    ignored = solve(scenario, exact, start=lambda lm, ix: None)
+    assert ignored.solve.warm_start == "off"

@@ -197,13 +197,15 @@ _STATUS = {
 
 
 def run_highs(lm: LinearModel, options, ix: IndexSets | None = None, relaxation: tuple[np.ndarray, float] | None = None,
-              good_enough_usd: float | None = None) -> tuple[RunResult, np.ndarray | None]:
+              good_enough_usd: float | None = None, incumbent: np.ndarray | None = None) -> tuple[RunResult, np.ndarray | None]:
     """Solve `lm` with HiGHS. `options.time_limit_s` bounds the hand-off, the warm start and
     the MIP together, and every HiGHS run returns by it plus highs_model.GRACE_S whatever
     phase HiGHS is in (highs_model.run_until); `relaxation` is an LP solution the caller
     already has, for the warm start. A warm start that is feasible and costs at most
     `good_enough_usd` (the caller's bound plus its gap) is returned without a search,
-    which could only confirm it."""
+    which could only confirm it. `incumbent` is a plan the caller already has (column values,
+    e.g. a solved plan that meets this scenario's limits): offered to HiGHS when it is
+    feasible and cheaper than the warm start, so the search never ends with less."""
     started = time.perf_counter()
     deadline = started + options.time_limit_s
     h = to_highs(lm, options.threads)
@@ -252,6 +254,12 @@ def run_highs(lm: LinearModel, options, ix: IndexSets | None = None, relaxation:
                 warm_start = "best plan of the warm start (left behind at its deadline) offered to a fresh HiGHS instance"
             else:
                 warm_start = "none: HiGHS did not stop at the warm start's deadline; search on a fresh instance"
+    if incumbent is not None and np.shape(incumbent) == (lm.n_cols,) and lm.is_feasible(np.asarray(incumbent, dtype=float)):
+        incumbent = np.asarray(incumbent, dtype=float)
+        if start is None or lm.objective() @ incumbent < lm.objective() @ start:
+            start = incumbent
+            h.setSolution(_solution(start))
+            warm_start = f"the caller's start plan offered (${float(lm.objective() @ start):,.0f}/yr); {warm_start}"
     if start is not None and good_enough_usd is not None and lm.objective() @ start <= good_enough_usd and lm.is_feasible(start):
         return result("feasible", "warm start within the gap of the caller's bound; search skipped", start,
                       float(lm.objective() @ start))
@@ -290,15 +298,15 @@ def run_highs(lm: LinearModel, options, ix: IndexSets | None = None, relaxation:
                   bound if bound is not None and np.isfinite(bound) else None)
 
 
-def _run_highs(lm, ix, options, relaxation=None, good_enough_usd=None):
-    return run_highs(lm, options, ix, relaxation, good_enough_usd)
+def _run_highs(lm, ix, options, relaxation=None, good_enough_usd=None, incumbent=None):
+    return run_highs(lm, options, ix, relaxation, good_enough_usd, incumbent)
 
 
-def _run_scip(lm, ix, options, relaxation=None, good_enough_usd=None):
+def _run_scip(lm, ix, options, relaxation=None, good_enough_usd=None, incumbent=None):
     return run_ortools(lm, ix, options, engine="scip")
 
 
-def _run_cp_sat(lm, ix, options, relaxation=None, good_enough_usd=None):
+def _run_cp_sat(lm, ix, options, relaxation=None, good_enough_usd=None, incumbent=None):
     return run_ortools(lm, ix, options, engine="sat")
 
 
@@ -316,11 +324,14 @@ REGISTRY: dict[str, Backend] = {
 CAPABILITIES: dict[str, Capabilities] = {name: backend.capabilities for name, backend in REGISTRY.items()}  # cli.py reads this
 
 
-def run_backend(lm: LinearModel, ix: IndexSets, options, relaxation=None, good_enough_usd=None
+def run_backend(lm: LinearModel, ix: IndexSets, options, relaxation=None, good_enough_usd=None, incumbent=None
                 ) -> tuple[RunResult, np.ndarray | None]:
     """Solve `lm` with the back-end `options.solver` names (looked up in REGISTRY):
-    (result, column values or None). Options it does not honour are refused or noted."""
+    (result, column values or None). Options it does not honour are refused or noted; a
+    back-end without warm starts ignores `incumbent` (and says so)."""
     backend = get_backend(options.solver)
     notes = unhonoured(backend, options)
-    result, x = backend.runner(lm, ix, options, relaxation, good_enough_usd)
+    if incumbent is not None and not backend.capabilities.warm_start:
+        notes = [*notes, f"the start plan was not offered: '{backend.name}' takes no warm start"]
+    result, x = backend.runner(lm, ix, options, relaxation, good_enough_usd, incumbent)
     return (replace(result, notes=result.notes + tuple(notes)) if notes else result), x

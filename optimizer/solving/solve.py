@@ -23,15 +23,19 @@ import threading
 import time
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
-from importlib import metadata
+from typing import Callable
+
+import numpy as np
 
 from dcplace.models import Scenario
 from dcplace.models.plan import HAS_PLAN, Plan, SolveRecord
+from dcplace.models.versions import package_versions
 from dcplace.optimizer.solving.extract import extract
 from dcplace.optimizer.model.formulation import build_model
 from dcplace.optimizer.solvers.backends import RunResult, get_backend, run_backend
 from dcplace.optimizer.solving.diagnose import diagnose
-from dcplace.optimizer.model.index import MAX_FULL_PAIRS, PruningRules
+from dcplace.optimizer.model.index import MAX_FULL_PAIRS, IndexSets, PruningRules
+from dcplace.optimizer.model.linear import LinearModel
 from dcplace.optimizer.solvers.pairs import PricedLP, solve_priced_lp
 from dcplace.optimizer.solving.precheck import checked_index
 
@@ -50,7 +54,6 @@ UNFINISHED_DIAGNOSIS = "infeasible; the diagnosis did not finish in the time lim
 def deadline_margin_s(time_limit_s: float) -> float:
     """How far past its time limit a solve may return: the stated margin."""
     return max(DEADLINE_MARGIN_S, DEADLINE_MARGIN_SHARE * time_limit_s)
-PACKAGES = ("dcplace", "pyomo", "highspy", "ortools", "geopandas", "shapely", "networkx", "pandas", "numpy", "pydantic")
 
 
 @dataclass(frozen=True)
@@ -96,17 +99,8 @@ class NoPlanFound(Exception):
         )
 
 
-def _versions() -> dict[str, str]:
-    out = {}
-    for name in PACKAGES:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            out[name] = "not installed"
-    return out
-
-
-def _plan(scenario: Scenario, options: SolveOptions, record: SolveRecord, parts: dict | None, diagnosis: list[str]) -> Plan:
+def plan_record(scenario: Scenario, options: SolveOptions, record: SolveRecord, parts: dict | None, diagnosis: list[str]) -> Plan:
+    """The Plan record of a solve: decisions (`parts`, from extract) or none, with provenance."""
     parts = parts or {"objective": None, "breakdown": {}, "kpis": {}, "sites": [], "assignments": [], "jobs": []}
     return Plan(
         scenario=scenario.name,
@@ -127,7 +121,7 @@ def _plan(scenario: Scenario, options: SolveOptions, record: SolveRecord, parts:
             "options": asdict(options),
             "seed": options.seed,
             "solver": {"name": record.solver, "version": record.solver_version},
-            "packages": _versions(),
+            "packages": package_versions(),
             "python": sys.version.split()[0],
             "platform": platform.platform(),
             "rerun": f"dcplace solve inputs/scenario.yaml --solver {options.solver} --time-limit {options.time_limit_s:g} "
@@ -136,9 +130,13 @@ def _plan(scenario: Scenario, options: SolveOptions, record: SolveRecord, parts:
     )
 
 
-def solve(scenario: Scenario, options: SolveOptions | None = None) -> Plan:
+def solve(scenario: Scenario, options: SolveOptions | None = None,
+          start: Callable[[LinearModel, IndexSets], np.ndarray | None] | None = None) -> Plan:
     """The least-cost plan for `scenario`.
 
+    `start(lm, ix)`, if given, returns column values of a plan the caller already has (or
+    None); when they meet every row of the model they are handed to the back-end as a first
+    incumbent (a trade-off curve starts each point from a solved neighbour this way).
     Raises ScenarioError (prechecks), InfeasibleScenario (with a diagnosis) or NoPlanFound.
     """
     options = options or SolveOptions()
@@ -160,25 +158,26 @@ def solve(scenario: Scenario, options: SolveOptions | None = None) -> Plan:
         record = SolveRecord(solver=options.solver, solver_version="", status="no_solution", termination="timeLimitDuringModelBuild",
                              objective_usd_per_year=None, best_bound_usd_per_year=None, gap=None, build_time_s=build_time,
                              solve_time_s=0.0, options=asdict(options), model=lm.size())
-        raise NoPlanFound(scenario, _plan(scenario, options, record, None, []))
+        raise NoPlanFound(scenario, plan_record(scenario, options, record, None, []))
     relaxation = (priced.x, priced.objective) if priced and priced.x is not None else None
     good_enough = priced.full_lp_bound * (1 + options.mip_gap) if relaxation else None
     # the back-end stops a little early: extraction and the plan record come after it
     remaining_s = max(remaining_s - min(POST_SOLVE_RESERVE_S, POST_SOLVE_RESERVE_SHARE * options.time_limit_s), 1e-3)
-    result, x = run_backend(lm, ix, replace(options, time_limit_s=remaining_s), relaxation, good_enough)
+    incumbent = start(lm, ix) if start is not None else None
+    result, x = run_backend(lm, ix, replace(options, time_limit_s=remaining_s), relaxation, good_enough, incumbent)
     if len(ix.serve) < ix.eligible_pairs():
         result = _against_full_bound(result, priced, options.mip_gap)
     record_args = dict(result.record(), build_time_s=build_time, options=asdict(options), model=lm.size(),
                        pairs=priced.record() if priced else {})
     if result.status in ("infeasible", "unbounded"):
-        plan = _plan(scenario, options, SolveRecord(**record_args), None, _diagnosis(ix, lm, options, deadline))
+        plan = plan_record(scenario, options, SolveRecord(**record_args), None, _diagnosis(ix, lm, options, deadline))
         raise InfeasibleScenario(scenario, plan)
     if not result.has_plan or x is None:
-        raise NoPlanFound(scenario, _plan(scenario, options, SolveRecord(**record_args), None, []))
+        raise NoPlanFound(scenario, plan_record(scenario, options, SolveRecord(**record_args), None, []))
     extract_start = time.perf_counter()
     parts = extract(x, lm, ix)
     record = SolveRecord(**record_args, extract_time_s=time.perf_counter() - extract_start)
-    return _plan(scenario, options, record, parts, [])
+    return plan_record(scenario, options, record, parts, [])
 
 
 def _diagnosis(ix, lm, options: SolveOptions, deadline: float) -> list[str]:

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import ctypes
 import fcntl
-import inspect
 import json
 import os
 import signal
@@ -56,7 +55,7 @@ import pandas as pd
 
 from dcplace.models import ScenarioError
 from dcplace.models.outputs import check_destination, claim_folder, process_alive, remove_stale_staging
-from dcplace.models.plan import Plan, SolveRecord, read_plan, write_plan_folder
+from dcplace.models.plan import HAS_PLAN, Plan, SolveRecord, read_plan, write_plan_folder
 from dcplace.models.sweep import Member, Sweep, load_member
 from dcplace.optimizer.check import check_plan_folder
 from dcplace.optimizer.model.formulation import build_model
@@ -64,7 +63,7 @@ from dcplace.optimizer.model.index import PruningRules
 from dcplace.optimizer.solving.extract import extract
 from dcplace.optimizer.solving.pipeline import PlanCheckFailed, solve_to_folder
 from dcplace.optimizer.solving.precheck import checked_index
-from dcplace.optimizer.solving.solve import InfeasibleScenario, NoPlanFound, SolveOptions, _plan, solve
+from dcplace.optimizer.solving.solve import InfeasibleScenario, NoPlanFound, SolveOptions, plan_record, solve
 
 FINISHED = ("optimal", "feasible", "infeasible")  # a result, to keep on resume
 FAILED = ("bad_input", "no_plan", "check_failed", "error", "crashed")  # retried on resume
@@ -241,7 +240,7 @@ def _feasible_starts(folders: list[Path], lm, ix) -> list[tuple[float, str, np.n
             plan = read_plan(folder)
         except (OSError, ValueError):
             continue
-        if plan.solve.status not in ("optimal", "feasible"):
+        if plan.solve.status not in HAS_PLAN:
             continue
         x = start_columns(plan, lm, ix)
         if x is not None and lm.is_feasible(x):
@@ -249,28 +248,19 @@ def _feasible_starts(folders: list[Path], lm, ix) -> list[tuple[float, str, np.n
     return sorted(found, key=lambda t: t[0])
 
 
-def _solve_hook_takes_start() -> bool:
-    """Whether solve() accepts `start=callable(lm, ix) -> columns or None` (a warm start for the back-end)."""
-    return "start" in inspect.signature(solve).parameters
-
-
 def solve_from_starts(scenario, folder: Path, options: SolveOptions, starts: list[Path]) -> Plan:
     """Solve `scenario` into `folder` (written whole and checked, like solve_to_folder); when
     the solve ends without a plan or with one dearer than the cheapest start that meets every
     limit of `scenario`, that start is reported instead, re-costed for `scenario`.
 
-    If solve() takes a `start` hook the back-end is also handed that plan as its first
-    incumbent; without the hook the fallback alone keeps the promise.
+    The back-end is handed the cheapest start that meets the model's rows as its first
+    incumbent; the fallback covers a start the solve's pruned model cannot express.
     """
     check_destination(folder, "plan")
     began = time.perf_counter()
     solved, failure = None, None
     try:
-        if _solve_hook_takes_start():
-            hook = lambda lm, ix: next((x for _, _, x in _feasible_starts(starts, lm, ix)), None)  # noqa: E731
-            solved = solve(scenario, options, start=hook)
-        else:
-            solved = solve(scenario, options)
+        solved = solve(scenario, options, start=lambda lm, ix: next((x for _, _, x in _feasible_starts(starts, lm, ix)), None))
     except InfeasibleScenario as exc:
         write_plan_folder(exc.plan, scenario, folder)
         raise
@@ -283,7 +273,7 @@ def solve_from_starts(scenario, folder: Path, options: SolveOptions, starts: lis
     # The start is judged on the scenario's full model (every pair, nothing pruned), so that
     # a decision the solve's model leaves out for being unneeded can still be evaluated.
     eval_started = time.perf_counter()
-    ix = checked_index(scenario, sys.maxsize, PruningRules.none())
+    ix = checked_index(scenario, options.max_full_pairs, PruningRules.none())  # no bigger than the solve's own model
     lm = build_model(ix)
     candidates = _feasible_starts(starts, lm, ix)
     if candidates and (solved is None or candidates[0][0] < solved.objective_usd_per_year * (1 - 1e-9) - 1e-6):
@@ -307,7 +297,7 @@ def solve_from_starts(scenario, folder: Path, options: SolveOptions, starts: lis
             extract_time_s=time.perf_counter() - eval_started,
             warm_start=f"start plan {Path(start_folder).name}", options=asdict(options), model=lm.size(),
         )
-        plan = _plan(scenario, options, new_record, parts, [])
+        plan = plan_record(scenario, options, new_record, parts, [])
     elif solved is not None:
         plan = solved
     else:

@@ -33,7 +33,7 @@ from typing import Any, Callable
 import pandas as pd
 
 from dcplace.models import Scenario, load_scenario
-from dcplace.models.plan import read_plan
+from dcplace.models.plan import HAS_PLAN, read_plan
 from dcplace.models.outputs import claim_folder
 from dcplace.models.sweep import Member, Sweep
 from dcplace.optimizer.studies.batch import Progress, run_batch
@@ -89,7 +89,7 @@ def trace_pareto(
         return {r.name: r for r in run_batch(sweep, runs, workers=workers, on_progress=on_progress, starts=starts).results}
 
     first = solve_members([Member("least-cost", {})])["least-cost"]
-    if first.status not in ("optimal", "feasible"):
+    if first.status not in HAS_PLAN:
         raise NoFrontier(f"the least-cost plan could not be found ({first.status}: {first.message}); fix the scenario first")
     cost0 = first.objective_usd_per_year
     ends = [(Member("least-cost", {}), "least cost", first)]
@@ -99,7 +99,7 @@ def trace_pareto(
     else:
         members, labels = _latency_members(loaded, cost0, points)
     # Every point may start from the solved end plans; each keeps only those meeting its limits.
-    end_folders = [runs / m.name for m, _, r in ends if r.status in ("optimal", "feasible")]
+    end_folders = [runs / m.name for m, _, r in ends if r.status in HAS_PLAN]
     results = solve_members(members, {m.name: end_folders for m in members})
     frontier = [_point(runs / m.name, m, labels[m.name], results[m.name], loaded, tradeoff) for m in members]
     frontier.insert(0, _point(runs / "least-cost", ends[0][0], ends[0][1], first, loaded, tradeoff))
@@ -118,7 +118,7 @@ def _carbon_members(scenario, runs: Path, cost0: float, emissions0: float, point
     base_price = scenario.economics.carbon_price_usd_per_t
     dominant_price = base_price + DOMINANT_CARBON_FACTOR * cost0 / max(emissions0, 1e-9)
     anchor = solve_members([Member("least-carbon", {"economics.carbon_price_usd_per_t": round(dominant_price, 6)})])["least-carbon"]
-    if anchor.status not in ("optimal", "feasible"):
+    if anchor.status not in HAS_PLAN:
         raise NoFrontier(f"the least-carbon plan could not be found ({anchor.status}: {anchor.message})")
     emissions_min = anchor.kpis["emissions_t_per_year"]
     anchor_end = (Member("least-carbon", {"economics.carbon_price_usd_per_t": round(dominant_price, 6)}),
@@ -148,7 +148,7 @@ def _latency_members(scenario, cost0: float, points: int):
 
 def _point(folder: Path, member: Member, label: str, result, scenario, tradeoff: str) -> FrontierPoint:
     point = FrontierPoint(member.name, label, result.status, None, None, None, folder=str(folder), message=result.message)
-    if result.status not in ("optimal", "feasible"):
+    if result.status not in HAS_PLAN:
         return point
     plan = read_plan(folder)
     cost = plan.objective_usd_per_year
