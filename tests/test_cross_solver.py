@@ -63,7 +63,7 @@ def test_dispatch_reads_the_registry_and_notes_what_a_backend_does_not_honour(mo
 
     calls = []
 
-    def fake_runner(lm, ix, options, relaxation=None, good_enough_usd=None):
+    def fake_runner(lm, ix, options, relaxation=None, good_enough_usd=None, incumbent=None):
         calls.append(options.solver)
         return RunResult(solver="fake", solver_version="0", status="no_solution", termination="fake"), None
 
