@@ -41,27 +41,26 @@ def from_spreadsheet_text(value: object) -> object:
     return value[1:] if isinstance(value, str) and _NEUTRALISED.match(value) else value
 
 
-def spreadsheet_frame(frame: pd.DataFrame) -> pd.DataFrame:
-    """A copy of `frame` whose text cells are `spreadsheet_text`; numeric, boolean and
-    geometry columns are left as they are (a negative number is a number, not a formula)."""
+def _map_text_columns(frame: pd.DataFrame, fn) -> pd.DataFrame:
+    """A copy of `frame` with `fn` applied to its text cells; numeric, boolean and geometry
+    columns are left as they are (a negative number is a number, not a formula)."""
     out = frame.copy()
     for column in out.columns:
         if out[column].dtype == object or pd.api.types.is_string_dtype(out[column].dtype):
             if column == getattr(out, "_geometry_column_name", None):
                 continue
-            out[column] = out[column].map(spreadsheet_text)
+            out[column] = out[column].map(fn)
     return out
+
+
+def spreadsheet_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """A copy of `frame` whose text cells are `spreadsheet_text`."""
+    return _map_text_columns(frame, spreadsheet_text)
 
 
 def from_spreadsheet_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """Undo `spreadsheet_frame` on a frame read back from such a CSV."""
-    out = frame.copy()
-    for column in out.columns:
-        if out[column].dtype == object or pd.api.types.is_string_dtype(out[column].dtype):
-            if column == getattr(out, "_geometry_column_name", None):
-                continue
-            out[column] = out[column].map(from_spreadsheet_text)
-    return out
+    return _map_text_columns(frame, from_spreadsheet_text)
 
 
 # Staging lives with the other rules for folders dcplace writes (models.outputs).
