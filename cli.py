@@ -13,6 +13,7 @@ or terminal control codes: see `_text`.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import os
@@ -20,15 +21,22 @@ import platform
 import re
 import sys
 import tempfile
+import time
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 import click
 import typer
+from rich.cells import cell_len
 from rich.console import Console
+from rich.live import Live
 from rich.markup import escape
+from rich.measure import Measurement
+from rich.spinner import Spinner
 from rich.table import Table
+from rich.text import Text
 
 from dcplace.models import ScenarioError, export_default, load_scenario, scenario_warnings
 from dcplace.models.outputs import OutputRefused, check_destination
@@ -39,6 +47,7 @@ from dcplace.optimizer.check import check_plan_folder
 from dcplace.optimizer.model.index import MAX_FULL_PAIRS
 from dcplace.optimizer.solving.pipeline import PlanCheckFailed, solve_to_folder
 from dcplace.optimizer.solving.precheck import checked_index
+from dcplace.optimizer.solving.progress import SolveProgress
 from dcplace.optimizer.solving.solve import InfeasibleScenario, NoPlanFound, SolveOptions
 from dcplace.reports.style import money
 
@@ -103,60 +112,226 @@ def _print_infeasible(diagnosis: list[str]) -> None:
         err.print(f"  • {_clean(line, newlines=True)}", markup=False, highlight=False)
 
 
+# ------------------------------------------------------------------ terminal layout
+
+# A money figure (`$1,234.56 M`, reports.style.money) or a unit price (`$0.123 per M tokens`):
+# kept whole on one line by _say, never split or cut.
+_MONEY_TEXT = re.compile(r"-?\$[\d,]+\.\d+(?: per M tokens| M(?:/yr)?)?")
+
+
+def _say(markup: str, to: Console | None = None) -> None:
+    """Print a paragraph wrapped at word boundaries to the console's width, never inside a
+    money figure (rich would break `$1,234.56 M` between the number and its unit)."""
+    to = to or console
+    text = Text.from_markup(markup)
+    plain = text.plain
+    protected: set[int] = set()
+    for m in _MONEY_TEXT.finditer(plain):
+        protected.update(range(m.start(), m.end()))
+    width = max(to.width, 20)
+    lines: list[Text] = []
+    start = 0
+    while cell_len(plain[start:]) > width:
+        cut = None
+        for i in range(start + 1, len(plain)):
+            if plain[i] == " " and i not in protected:
+                if cell_len(plain[start:i]) <= width:
+                    cut = i
+                else:
+                    cut = cut or i  # a word longer than the line goes on a line of its own
+                    break
+        if cut is None:
+            break
+        lines.append(text[start:cut])
+        start = cut + 1
+    lines.append(text[start:])
+    for line in lines:
+        to.print(line, soft_wrap=True, highlight=False)
+
+
+TEXT_WORD_MAX = 12  # a text column is kept at least as wide as its longest word up to this; longer words fold
+FIT_MARGIN = 2  # columns kept spare: rich's column collapse may round a text column back up past its share
+
+
+@dataclass
+class _Col:
+    header: str
+    cells: list[str]  # rich markup (user text already through _text)
+    kind: str = "text"  # "money" and "number": right-aligned, never wrapped or cut; "text": folds
+
+
+def _fit_table(title: str, columns: list[_Col], drop_order: list[str], to: Console | None = None) -> tuple[Table, list[str]]:
+    """A table as wide as the console allows: numbers (money above all) are shown whole at
+    their full width; when the table would not fit, whole columns are left out, in
+    `drop_order` (lowest priority first), rather than cutting any figure. Returns the
+    table and the headers left out."""
+    to = to or console
+    dropped: list[str] = []
+    candidates = [h for h in drop_order if any(c.header == h for c in columns)]
+    while True:
+        shown = [c for c in columns if c.header not in dropped]
+        table = Table(title=title, title_justify="left")
+        for c in shown:
+            if c.kind == "text":  # whole words where they are short enough; a longer one folds
+                words = [w for x in [c.header, *c.cells] for w in Text.from_markup(x).plain.split()]
+                table.add_column(c.header, overflow="fold", min_width=min(max(map(cell_len, words), default=1), TEXT_WORD_MAX))
+            else:
+                full = max(Text.from_markup(x).cell_len for x in [*c.header.split("\n"), *c.cells])
+                table.add_column(c.header, justify="right", no_wrap=True, min_width=full)
+        for i in range(len(columns[0].cells) if columns else 0):
+            table.add_row(*(c.cells[i] for c in shown))
+        need = Measurement.get(to, to.options.update_width(10_000), table).minimum
+        if need + FIT_MARGIN <= to.width or not candidates:
+            return table, [h.replace("\n", " ") for h in dropped]
+        dropped.append(candidates.pop(0))
+
+
+def _left_out(dropped: list[str], where: str, to: Console | None = None) -> None:
+    """Say which columns a narrow terminal left out, and where the full table is."""
+    to = to or console
+    if dropped:
+        _say(f"[dim]Left out at {to.width} columns: {_text(', '.join(dropped))}; all columns are in {_text(where)}.[/]", to)
+
+
+class _SolveLine:
+    """The live status line of `dcplace solve` (on stderr): phase, elapsed time and, during
+    the search, the best plan's cost, the bound and the gap. Fed by solve's progress callback
+    (from any thread); redrawn by rich.live about twice a second."""
+
+    def __init__(self, time_limit_s: float, to: Console):
+        self.time_limit_s = time_limit_s
+        self.to = to
+        self.started = time.perf_counter()
+        self.latest: SolveProgress | None = None
+
+    def __call__(self, progress: SolveProgress) -> None:
+        self.latest = progress  # one reference swap: safe from HiGHS's thread
+
+    def text(self) -> str:
+        p = self.latest
+        # (priority, text): on a narrow terminal whole parts are left out, least important
+        # first (the bound, then the gap, ...): a figure is never cut at the terminal's edge
+        parts = [(0, p.label if p else "starting"), (1, f"{time.perf_counter() - self.started:,.0f} s of {self.time_limit_s:g} s")]
+        if p is not None and p.incumbent_usd_per_year is not None:
+            parts.append((2, f"best {money(p.incumbent_usd_per_year)}/yr"))
+        if p is not None and p.bound_usd_per_year is not None:
+            parts.append((4, f"bound {money(p.bound_usd_per_year)}"))
+        if p is not None and p.gap is not None:
+            parts.append((3, f"gap {p.gap:.2%}"))
+        return _fit_line(parts, self.to.width)
+
+    def __rich__(self):
+        return Spinner("dots", Text(self.text(), no_wrap=True))
+
+
+def _fit_line(parts: list[tuple[int, str]], width: int) -> str:
+    """Parts joined with ' · ', leaving out whole parts (highest priority number first)
+    until the line fits `width` less the spinner's 2 cells."""
+    parts = list(parts)
+    while parts:
+        line = " · ".join(text for _, text in parts)
+        if cell_len(line) + 2 <= width or len(parts) == 1:
+            return line
+        parts.remove(max(parts, key=lambda x: x[0]))
+    return ""
+
+
+def _live(renderable, enabled: bool):
+    """A transient live display on stderr, or nothing (quiet, or stderr not a terminal).
+    stdout is routed above it only when stdout is the terminal too."""
+    if not enabled:
+        return contextlib.nullcontext()
+    return Live(renderable, console=err, refresh_per_second=2, transient=True,
+                redirect_stdout=console.is_terminal, redirect_stderr=False)
+
+
+def _progress_on(quiet: bool) -> bool:
+    return not quiet and err.is_terminal
+
+
+# Columns of the open-sites table left out on a narrow terminal, first to last; the site's
+# name and its cost are always shown.
+SITE_COLUMN_PRIORITY = ["racks", "facility\nMW", "fabric", "GPUs", "cooling", "role", "IT\nMW"]
+JOB_COLUMN_PRIORITY = ["chip", "fabric"]
+
+
 def print_plan(plan: Plan, out_dir: Path | None = None) -> None:
+    """The plan on the terminal: what was solved, the open sites, the jobs, the annual cost
+    and the KPIs. At any width every money figure is whole (`$1,234.56 M`): on a narrow
+    terminal the lowest-priority columns are left out (SITE_COLUMN_PRIORITY) and the note
+    under the tables names the plan folder's CSVs that hold them all."""
     s = plan.solve
     gap = f"{s.gap:.2%}" if s.gap is not None else "n/a"
-    console.print(
+    _say(
         f"[bold]{_text(plan.scenario)}[/]: [green]{_text(s.status)}[/] in {s.build_time_s + s.solve_time_s:.1f} s "
         f"({s.model['rows']:,} rows, {s.model['columns']:,} columns, {s.model['integers']:,} integers; gap {gap})"
     )
     if s.pairs:
-        console.print(
+        _say(
             f"Serving pairs: {s.pairs['pairs_in_model']:,} of {s.pairs['pairs_eligible']:,} eligible in the model after "
             f"{s.pairs['pricing_rounds']} pricing rounds; "
             + (f"the gap is against the full model's LP bound ({money(s.pairs['full_lp_bound_usd_per_year'])}/yr"
                f"{'' if s.pairs['converged'] else ', pricing stopped early'})."
                if s.pairs["full_lp_bound_usd_per_year"] is not None else "pricing's LP did not finish: no bound for the full model.")
         )
-    # Numbers never wrap or shrink to '…'; on a narrow terminal the text columns fold instead
-    # (a name is shown whole, over several lines, never cut).
-    table = Table(title="Open sites", title_justify="left")
-    for column in ("site", "role", "racks", "GPUs", "IT\nMW", "facility\nMW", "cooling", "fabric", "cost/yr"):
-        number = column in ("racks", "GPUs", "IT\nMW", "facility\nMW", "cost/yr")
-        table.add_column(column, justify="right" if number else "left", no_wrap=number, overflow="ellipsis" if number else "fold")
-    for site in sorted((x for x in plan.sites if x.open), key=lambda x: -x.total_cost_usd_per_year):
-        table.add_row(
-            _text(site.name), _text(site.role), f"{site.racks_total:,}", f"{site.gpus:,}", f"{site.it_kw / 1000:,.1f}",
-            f"{site.facility_kw / 1000:,.1f}", _text(", ".join(site.zones)), _text(", ".join(site.fabrics)),
-            money(site.total_cost_usd_per_year),
-        )
+    # Numbers never wrap or shrink to '…'; text columns fold (a name is shown whole, over
+    # several lines, never cut); what still does not fit is left out by priority.
+    sites = sorted((x for x in plan.sites if x.open), key=lambda x: -x.total_cost_usd_per_year)
+    columns = [
+        _Col("site", [_text(x.name) for x in sites]),
+        _Col("role", [_text(x.role) for x in sites]),
+        _Col("racks", [f"{x.racks_total:,}" for x in sites], "number"),
+        _Col("GPUs", [f"{x.gpus:,}" for x in sites], "number"),
+        _Col("IT\nMW", [f"{x.it_kw / 1000:,.1f}" for x in sites], "number"),
+        _Col("facility\nMW", [f"{x.facility_kw / 1000:,.1f}" for x in sites], "number"),
+        _Col("cooling", [_text(", ".join(x.zones)) for x in sites]),
+        _Col("fabric", [_text(", ".join(x.fabrics)) for x in sites]),
+        _Col("cost/yr", [money(x.total_cost_usd_per_year) for x in sites], "money"),
+    ]
+    table, dropped = _fit_table("Open sites", columns, SITE_COLUMN_PRIORITY)
     console.print(table)
     if plan.jobs:
-        jobs = Table(title="Training jobs", title_justify="left")
-        for column in ("job", "site", "fabric", "chip", "H100-eq GPUs"):
-            number = column == "H100-eq GPUs"
-            jobs.add_column(column, justify="right" if number else "left", no_wrap=number, overflow="ellipsis" if number else "fold")
         names = {x.id: x.name for x in plan.sites}
-        for j in plan.jobs:
-            jobs.add_row(_text(j.name), _text(names.get(j.site, j.site)), _text(j.fabric), _text(j.chip), f"{j.gpus_h100_equiv:,.0f}")
+        jobs, dropped_jobs = _fit_table("Training jobs", [
+            _Col("job", [_text(j.name) for j in plan.jobs]),
+            _Col("site", [_text(names.get(j.site, j.site)) for j in plan.jobs]),
+            _Col("fabric", [_text(j.fabric) for j in plan.jobs]),
+            _Col("chip", [_text(j.chip) for j in plan.jobs]),
+            _Col("H100-eq GPUs", [f"{j.gpus_h100_equiv:,.0f}" for j in plan.jobs], "number"),
+        ], JOB_COLUMN_PRIORITY)
         console.print(jobs)
-    costs = Table(title="Annual cost", title_justify="left")
-    costs.add_column("category", overflow="fold")
-    costs.add_column("USD/yr", justify="right", no_wrap=True)
-    for category, value in plan.cost_breakdown_usd_per_year.items():
-        if value:
-            costs.add_row(_text(category.replace("_", " ")), money(value))
-    costs.add_row("[bold]total[/]", f"[bold]{money(plan.objective_usd_per_year)}[/]")
+        dropped += [f"job {d}" for d in dropped_jobs]
+    lines = [(c, v) for c, v in plan.cost_breakdown_usd_per_year.items() if v]
+    costs, _ = _fit_table("Annual cost", [
+        _Col("category", [_text(c.replace("_", " ")) for c, _ in lines] + ["[bold]total[/]"]),
+        _Col("USD/yr", [money(v) for _, v in lines] + [f"[bold]{money(plan.objective_usd_per_year)}[/]"], "money"),
+    ], [])
     console.print(costs)
     k = plan.kpis
-    console.print(
+    _say(
         f"Inference: {k['tokens_per_s_served_peak']:,.0f} tok/s at peak, ${k['usd_per_m_tokens']:.3f} per M tokens, "
         f"mean RTT {k['mean_rtt_ms']:.1f} ms, {k['demand_within_budget_share']:.1%} within budget. "
         f"IT {k['it_mw_inference']:.1f} MW inference + {k['it_mw_training']:.1f} MW training; "
         f"{k['emissions_t_per_year']:,.0f} t CO2/yr."
     )
     if out_dir is not None:
-        console.print(f"Plan written to [bold]{_text(out_dir)}[/] and checked.")
+        if dropped:
+            _left_out(dropped, f"{out_dir / 'sites.csv'} and {out_dir / 'jobs.csv'}")
+        else:
+            _say(f"[dim]Every site, job and assignment: {_text(out_dir / 'sites.csv')}, jobs.csv, assignments.csv.[/]")
+        _say(f"Plan written to [bold]{_text(out_dir)}[/] and checked.")
+    elif dropped:
+        _left_out(dropped, "the plan folder's sites.csv and jobs.csv")
+
+
+def plan_summary(plan: Plan, out_dir: Path | None = None) -> str:
+    """One line for scripts (`--quiet`): status, cost, gap, sites, time, folder."""
+    s = plan.solve
+    gap = f"gap {s.gap:.2%}" if s.gap is not None else "no gap"
+    opened = sum(1 for x in plan.sites if x.open)
+    where = f"; plan in {out_dir} (checked)" if out_dir is not None else ""
+    return (f"{plan.scenario}: {s.status}, {money(plan.objective_usd_per_year)}/yr, {gap}, {opened} sites open, "
+            f"{s.build_time_s + s.solve_time_s:.1f} s{where}")
 
 
 @app.command()
@@ -173,6 +348,7 @@ def solve(
         help="Above this many eligible (region, class, site) pairs, start from candidate pairs and price the rest in "
         "(docs/solvers.md); the gap is then stated against the full model's LP bound.",
     ),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="For scripts: no progress, no tables; one summary line (and errors)."),
 ) -> None:
     """Solve a scenario and write its plan folder."""
     try:
@@ -184,11 +360,15 @@ def solve(
     try:
         check_destination(out, "plan")  # refuse --out before any work
         loaded = load_scenario(scenario)
-        _print_warnings(loaded)
-        # The solve can take its whole time limit: say at once what is being solved.
-        err.print(f"Solving {_text(loaded.name)} ({len(loaded.sites):,} sites, {len(loaded.regions):,} regions, "
-                  f"limit {time_limit:g} s)…", highlight=False)
-        plan, _ = solve_to_folder(loaded, out, options)
+        if not quiet:
+            _print_warnings(loaded)
+            # The solve can take its whole time limit: say at once what is being solved.
+            err.print(f"Solving {_text(loaded.name)} ({len(loaded.sites):,} sites, {len(loaded.regions):,} regions, "
+                      f"limit {time_limit:g} s)…", highlight=False)
+        line = _SolveLine(time_limit, err)
+        live = _progress_on(quiet)
+        with _live(line, live):  # phase, best plan, bound, gap and elapsed time, while it solves
+            plan, _ = solve_to_folder(loaded, out, options, progress=line if live else None)
     except ScenarioError as exc:
         _bad_input(exc)
     except InfeasibleScenario as exc:
@@ -201,7 +381,10 @@ def solve(
     except PlanCheckFailed as exc:
         err.print(f"[bold red]{_text(exc, newlines=True)}[/]")
         raise typer.Exit(EXIT_CHECK_FAILED)
-    print_plan(plan, out)
+    if quiet:
+        console.print(_clean(plan_summary(plan, out)), markup=False, highlight=False, soft_wrap=True)
+    else:
+        print_plan(plan, out)
 
 
 @app.command()
@@ -333,16 +516,85 @@ def report(
     _written(save_report(layers, out or folder / "report"))
 
 
+class _BatchLine:
+    """The live status line of `dcplace batch` and `dcplace pareto` (on stderr): members done,
+    failed and running, elapsed time, ETA, what is being solved and the last result."""
+
+    def __init__(self, name: str, to: Console):
+        self.name = name
+        self.to = to
+        self.started = time.perf_counter()
+        self.stage = ""  # pareto: the point(s) being solved
+        self.progress = None
+
+    def __call__(self, progress) -> None:
+        self.progress = progress
+
+    def text(self) -> str:
+        p = self.progress
+        parts = [(3, self.name)]
+        if self.stage:
+            parts.append((1, self.stage))
+        if p is not None:
+            parts += [(0, f"{p.done}/{p.total} done"), (0, f"{p.failed} failed"), (0, f"{p.running} running")]
+        parts.append((2, f"{time.perf_counter() - self.started:,.0f} s"))
+        if p is not None and p.eta_s is not None:
+            parts.append((4, f"ETA {p.eta_s:,.0f} s"))
+        if p is not None and p.last is not None:
+            cost = f" {money(p.last.objective_usd_per_year)}/yr" if p.last.objective_usd_per_year is not None else ""
+            parts.append((5, f"last: {_clean(p.last.name)} {p.last.status}{cost}"))
+        return _fit_line(parts, self.to.width)
+
+    def __rich__(self):
+        return Spinner("dots", Text(self.text(), no_wrap=True))
+
+
+def _member_line(r) -> None:
+    """One finished member, as it finishes."""
+    colour = "red" if r.status not in HAS_PLAN else "green"
+    note = " (already solved)" if r.skipped else ""
+    cost = f" {money(r.objective_usd_per_year)}/yr" if r.objective_usd_per_year is not None else ""
+    detail = f": {r.message[:200]}" if r.message else ""
+    _say(f"  [{colour}]{_text(r.status)}[/] " + _text(f"{r.name}{note}{cost}{detail}"))
+
+
+# Columns of the batch summary left out on a narrow terminal, first to last; the member's name,
+# its status and its cost are always shown.
+BATCH_COLUMN_PRIORITY = ["time s", "RTT ms", "$/M tok", "gap", "sites"]
+
+
+def print_batch_summary(results, index: Path) -> None:
+    """The members' results as a table: cost whole at any width (columns are left out by
+    BATCH_COLUMN_PRIORITY instead); every KPI of every member is in batch.csv."""
+    dash = "—"
+
+    def kpi(r, key: str, fmt: str) -> str:
+        value = r.kpis.get(key)
+        return fmt.format(value) if value is not None else dash
+
+    table, dropped = _fit_table("Batch", [
+        _Col("member", [_text(r.name) for r in results]),
+        _Col("status", [_text(r.status + (" (resumed)" if r.skipped else "")) for r in results]),
+        _Col("cost/yr", [money(r.objective_usd_per_year) if r.objective_usd_per_year is not None else dash for r in results], "money"),
+        _Col("gap", [f"{r.gap:.2%}" if r.gap is not None else dash for r in results], "number"),
+        _Col("$/M tok", [kpi(r, "usd_per_m_tokens", "{:.3f}") for r in results], "number"),
+        _Col("RTT ms", [kpi(r, "mean_rtt_ms", "{:.1f}") for r in results], "number"),
+        _Col("sites", [kpi(r, "sites_open", "{:,.0f}") for r in results], "number"),
+        _Col("time s", [f"{r.seconds:,.1f}" for r in results], "number"),
+    ], BATCH_COLUMN_PRIORITY)
+    console.print(table)
+    _left_out(dropped, str(index))
+
+
 @app.command()
 def batch(
     sweep_file: Path = typer.Argument(..., help="Sweep YAML: a base scenario with named members and/or a grid of overrides."),
     out: Path = typer.Option(..., "--out", "-o", help="Folder for the member plan folders, batch.json and batch.csv."),
     workers: int = typer.Option(1, "--workers", "-w", help="Members solved at once (local process pool)."),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address (tcp://host:8786) instead of local processes."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="For scripts: no progress, no tables; one summary line (and errors)."),
 ) -> None:
     """Solve every scenario of a sweep, each into its own plan folder; re-run to resume."""
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
     from dcplace.models.sweep import load_sweep
     from dcplace.optimizer.studies.batch import BatchBusy, batch_options, run_batch
 
@@ -357,28 +609,28 @@ def batch(
     if workers < 1:
         err.print("[red]--workers must be at least 1.[/]")
         raise typer.Exit(EXIT_BAD_INPUT)
-    columns = (TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-               TextColumn("{task.fields[state]}"), TimeElapsedColumn(), TextColumn("ETA {task.fields[eta]}"))
-    with Progress(*columns, console=console, transient=False) as bar:
-        task = bar.add_task(_text(sweep.name), total=len(sweep.members), state="starting", eta="?")  # a markup column
+    line = _BatchLine(_clean(sweep.name), err)
 
-        def show(p) -> None:
-            eta = f"{p.eta_s:,.0f} s" if p.eta_s is not None else "?"
-            state = f"done {p.done - p.failed} (skipped {p.skipped}) · running {p.running} · failed {p.failed}"
-            bar.update(task, completed=p.done, state=state, eta=eta)
-            if p.last is not None:
-                colour = "red" if p.last.status not in HAS_PLAN else "green"
-                note = " (already solved)" if p.last.skipped else ""
-                detail = f": {p.last.message[:200]}" if p.last.message else ""
-                bar.console.print(f"  [{colour}]{_text(p.last.status)}[/] " + _text(f"{p.last.name}{note}{detail}"), highlight=False)
+    def show(p) -> None:
+        line(p)
+        if p.last is not None and not quiet:
+            _member_line(p.last)
 
-        try:
+    try:
+        with _live(line, _progress_on(quiet)):  # members done, failed and running, while they solve
             result = run_batch(sweep, out, workers=workers, scheduler=scheduler, on_progress=show)
-        except BatchBusy as exc:
-            err.print(f"[red]{_text(exc, newlines=True)}[/]")
-            raise typer.Exit(EXIT_BAD_INPUT)
+    except BatchBusy as exc:
+        err.print(f"[red]{_text(exc, newlines=True)}[/]")
+        raise typer.Exit(EXIT_BAD_INPUT)
+    if not quiet:
+        print_batch_summary(result.results, out / "batch.csv")
+    else:
+        for r in result.results:
+            if r.status not in ("optimal", "feasible", "infeasible"):
+                err.print(_clean(f"  • {r.name}: {r.status}: {r.message[:300]}"), markup=False, highlight=False)
     counts = ", ".join(f"{n} {status}" for status, n in sorted(result.by_status().items()))
-    console.print(f"{len(result.results)} scenarios: {_text(counts)}. Index: {_text(out / 'batch.csv')}")
+    console.print(_clean(f"{len(result.results)} scenarios: {counts}. Index: {out / 'batch.csv'}"), markup=False,
+                  highlight=False, soft_wrap=quiet)
     if not result.ok:
         raise typer.Exit(EXIT_BATCH_INCOMPLETE)
 
@@ -386,31 +638,89 @@ def batch(
 @app.command()
 def compare(
     folders: list[Path] = typer.Argument(..., help="Plan folders and/or batch folders (a batch folder stands for all its members)."),
-    baseline: Optional[str] = typer.Option(None, "--baseline", "-b", help="Name (folder name) of the plan to compare against; default the first."),
-    out: Path = typer.Option(Path("compare"), "--out", "-o", help="Folder for compare.csv and compare.html."),
+    baseline: Optional[str] = typer.Option(None, "--baseline", "-b", help="Name (folder name) of the plan to compare against; default the first with a plan."),
+    out: Path = typer.Option(Path("compare"), "--out", "-o", help="Folder for compare.csv, compare_sites.csv, compare_costs.csv and compare.html."),
 ) -> None:
-    """KPIs of several plans against a baseline, which sites open or close, and charts."""
+    """Plans against a baseline: cost change split into real spend and notional charges,
+    emissions, the sites that move most, members without a plan and why; CSVs and HTML."""
     from dcplace.reports import NotAPlanFolder
-    from dcplace.reports.compare import collect_plans, save_comparison
+    from dcplace.reports.compare import build_comparison, collect_plans, write_comparison
 
     try:
         plans = collect_plans(folders)
-        paths, table = save_comparison(plans, out, baseline)
+        comparison = build_comparison(plans, baseline)
+        paths = write_comparison(comparison, out)
     except NotAPlanFolder as exc:
         err.print(_text(exc, newlines=True))
         raise typer.Exit(EXIT_BAD_INPUT)
     except ValueError as exc:
         err.print(f"[red]{_text(exc, newlines=True)}[/]")
         raise typer.Exit(EXIT_BAD_INPUT)
-    view = Table(title=f"Against {_text(baseline or plans[0].label)}", title_justify="left")
-    for column in ("plan", "status", "cost M$/yr", "change", "$/M tok", "RTT ms", "kt CO2", "sites", "opened", "closed"):
-        view.add_column(column)
-    for r in table.itertuples():
-        fmt = lambda v, f: "—" if v != v else f.format(v)  # noqa: E731 - NaN-safe
-        view.add_row(_text(r.plan), _text(r.status), fmt(r.cost_musd_per_year, "{:,.2f}"), fmt(r.cost_change_share, "{:+.1%}"),
-                     fmt(r.usd_per_m_tokens, "{:.3f}"), fmt(r.mean_rtt_ms, "{:.1f}"), fmt(r.emissions_kt_per_year, "{:,.1f}"),
-                     fmt(r.sites_open, "{:.0f}"), _text(r.sites_opened), _text(r.sites_closed))
+    rows = comparison.table.to_dict(orient="records")
+    nan = lambda v: v is None or v != v  # noqa: E731
+    fmt = lambda v, f: "—" if nan(v) else f.format(v)  # noqa: E731
+    signed = lambda v: "—" if nan(v) else ("+" if round(v, 2) > 0 else "") + money(v * 1e6).removesuffix(" M").replace("$", "")  # noqa: E731
+    # (header, priority, cells, numeric): columns are dropped lowest priority first until the
+    # table fits the terminal; numbers never wrap or shrink, so money is never cut.
+    columns = [
+        ("plan", 1, [_text(r["plan"]) for r in rows], False),
+        ("status", 1, [_text(r["status"]) for r in rows], False),
+        ("cost $M/yr", 1, [fmt(r["cost_musd_per_year"], "{:,.2f}") for r in rows], True),
+        ("change $M/yr", 1, [signed(r["cost_change_musd_per_year"]) for r in rows], True),
+        ("real $M/yr", 2, [signed(r["real_change_musd_per_year"]) for r in rows], True),
+        ("notional $M/yr", 2, [signed(r["notional_change_musd_per_year"]) for r in rows], True),
+        ("change %", 3, [fmt(r["cost_change_share"], "{:+.1%}") for r in rows], True),
+        ("CO2 change %", 3, [fmt(r["emissions_change_share"], "{:+.1%}") for r in rows], True),
+        ("$/M tok", 4, [fmt(r["usd_per_m_tokens"], "{:.3f}") for r in rows], True),
+        ("RTT ms", 5, [fmt(r["mean_rtt_ms"], "{:.1f}") for r in rows], True),
+        ("sites", 5, [fmt(r["sites_open"], "{:.0f}") for r in rows], True),
+    ]
+
+    def least(header: str, cells: list[str], numeric: bool) -> int:  # the narrowest the column may get
+        words = max(len(w) for text in (header, *cells) for w in (text.split() or [""]))
+        return words if numeric else min(10, words)
+
+    def most(header: str, cells: list[str], numeric: bool) -> int:  # header on one line, no cell wrapped
+        return min(max(len(text) for text in (header, *cells)), 10**6 if numeric else 24)
+
+    budget, used, shown = console.width, 1, []  # 1: the table's left edge; 3 per column: padding and border
+    for priority in sorted({c[1] for c in columns}):
+        group = [c for c in columns if c[1] == priority]
+        need = sum(least(c[0], c[2], c[3]) + 3 for c in group)
+        if used + need > budget and priority > 1:
+            break  # a whole priority level or nothing, and nothing of lower priority after it
+        shown.extend(group)
+        used += need
+    shown = [c for c in columns if c in shown]
+    widths = [least(c[0], c[2], c[3]) for c in shown]
+    for text_first in (True, False):  # room left: text columns first, then headers on one line
+        for i, c in enumerate(shown):
+            if (not c[3]) == text_first:
+                grow = max(0, min(most(c[0], c[2], c[3]) - widths[i], budget - used))
+                widths[i] += grow
+                used += grow
+    view = Table(title=f"Against {_text(comparison.baseline)}", title_justify="left")
+    for (header, _, cells, numeric), w in zip(shown, widths):
+        view.add_column(header, justify="right" if numeric else "left", width=w, overflow="fold")
+    for i, r in enumerate(rows):
+        view.add_row(*(cells[i] for _, _, cells, _ in shown), style="bold" if r["baseline"] else None)
     console.print(view)
+    if len(shown) < len(columns):
+        console.print(f"[dim]({len(columns) - len(shown)} columns left out at {console.width} columns; all are in compare.csv)[/]")
+    stories = comparison.stories()
+    changed = [r for r in rows if not r["baseline"] and not r["cause"]]
+    if changed:
+        console.print("\n[bold]What changes[/]")
+        for r in changed:
+            console.print(f"  [bold]{_text(r['plan'])}[/]: {_text(stories[r['plan']])}", highlight=False)
+            if r["top_movers"]:
+                console.print(f"    sites: {_text(r['top_movers'])}", highlight=False)
+    failed = [r for r in rows if r["cause"]]
+    if failed:
+        console.print(f"\n[bold red]{len(failed)} without a plan[/] (answers too: the limit or input that stops them)")
+        for r in failed:
+            overrides = f"; overrides {_text(r['overrides'])}" if r["overrides"] else ""
+            console.print(f"  [bold]{_text(r['plan'])}[/] ({_text(r['status'])}{overrides}): {_text(r['cause'])}", highlight=False)
     _written(paths)
 
 
@@ -423,6 +733,7 @@ def pareto(
     workers: int = typer.Option(1, "--workers", "-w", help="Points solved at once."),
     time_limit: float = typer.Option(300.0, "--time-limit", help="Solver time limit per point, seconds."),
     gap: float = typer.Option(5e-3, "--gap", help="Relative MIP gap per point."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="For scripts: no progress, no tables; one summary line (and errors)."),
 ) -> None:
     """Trace annual cost against emissions or mean latency and draw the frontier."""
     from dcplace.optimizer.studies.pareto import NoFrontier, TRADEOFFS, failed_points, trace_pareto
@@ -434,28 +745,44 @@ def pareto(
     options = {"time_limit_s": time_limit, "mip_gap": gap}
     try:
         loaded = load_scenario(scenario)
-        with console.status(f"Tracing cost against {tradeoff} ({points} points)…"):
-            frontier = trace_pareto(loaded, out, tradeoff, points, workers, options)
+        line = _BatchLine(f"cost against {tradeoff}", err)
+
+        def stage(names: list[str]) -> None:  # the point(s) now being solved
+            line.stage = f"point {_clean(names[0])}" if len(names) == 1 else f"points {_clean(names[0])}…{_clean(names[-1])}"
+            line.progress = None
+
+        with _live(line, _progress_on(quiet)):  # the current point, points done, failed and running
+            frontier = trace_pareto(loaded, out, tradeoff, points, workers, options, on_progress=line, on_stage=stage)
     except ScenarioError as exc:
         _bad_input(exc)
     except NoFrontier as exc:
         err.print(f"[bold red]No frontier:[/] {_text(exc, newlines=True)}")
         raise typer.Exit(EXIT_INFEASIBLE)
     paths = save_frontier(frontier, out, tradeoff, loaded.name)
-    view = Table(title=f"Cost against {tradeoff}", title_justify="left")
-    for column in ("point", "setting", "status", "cost M$/yr", "mean RTT ms", "kt CO2/yr", "efficient"):
-        view.add_column(column)
-    for p in frontier:
-        cost = f"{p.cost_usd_per_year / 1e6:,.3f}" if p.cost_usd_per_year is not None else "—"
-        rtt = f"{p.mean_rtt_ms:.2f}" if p.mean_rtt_ms is not None else "—"
-        kt = f"{p.emissions_t_per_year / 1e3:,.2f}" if p.emissions_t_per_year is not None else "—"
-        view.add_row(_text(p.name), _text(p.parameter), _text(p.status), cost, rtt, kt, "yes" if p.efficient else "no")
-    console.print(view)
-    _written(paths)
-    started_from = [p for p in frontier if p.message and p.cost_usd_per_year is not None]
-    for p in started_from:
-        console.print(f"  note: {_text(p.name)}: {_text(p.message)}", highlight=False)
     failed = failed_points(frontier)
+    if quiet:
+        costs = [p.cost_usd_per_year for p in frontier if p.cost_usd_per_year is not None]
+        console.print(_clean(f"cost against {tradeoff} for {loaded.name}: {len(frontier) - len(failed)} of {len(frontier)} points "
+                             f"solved, {sum(p.efficient for p in frontier)} efficient, {money(min(costs))} to {money(max(costs))}/yr; "
+                             f"{out / 'pareto.csv'}"), markup=False, highlight=False, soft_wrap=True)
+    else:
+        dash = "—"
+        view, dropped = _fit_table(f"Cost against {_text(tradeoff)}", [
+            _Col("point", [_text(p.name) for p in frontier]),
+            _Col("setting", [_text(p.parameter) for p in frontier]),
+            _Col("status", [_text(p.status) for p in frontier]),
+            _Col("cost/yr", [money(p.cost_usd_per_year) if p.cost_usd_per_year is not None else dash for p in frontier], "money"),
+            _Col("mean RTT ms", [f"{p.mean_rtt_ms:.2f}" if p.mean_rtt_ms is not None else dash for p in frontier], "number"),
+            _Col("kt CO2/yr", [f"{p.emissions_t_per_year / 1e3:,.2f}" if p.emissions_t_per_year is not None else dash
+                               for p in frontier], "number"),
+            _Col("efficient", ["yes" if p.efficient else "no" for p in frontier]),
+        ], ["setting", "status", "efficient", "mean RTT ms" if tradeoff == "carbon" else "kt CO2/yr"])
+        console.print(view)
+        _left_out(dropped, str(out / "pareto.csv"))
+        _written(paths)
+        started_from = [p for p in frontier if p.message and p.cost_usd_per_year is not None]
+        for p in started_from:
+            _say(f"  note: {_text(p.name)}: {_text(p.message)}")
     if failed:
         err.print(f"[bold red]{len(failed)} of {len(frontier)} points failed[/] (re-run the same command to retry them):")
         for p in failed:

@@ -80,3 +80,60 @@ def figure_data_uri(fig: Figure, fmt: str = "svg", dpi: int = 150) -> str:
     fig.savefig(buffer, format=fmt, dpi=dpi)
     mime = {"svg": "image/svg+xml", "png": "image/png"}[fmt]
     return f"data:{mime};base64,{base64.b64encode(buffer.getvalue()).decode('ascii')}"
+
+
+def cost_waterfall_figure(base: dict[str, float], plan: dict[str, float], category_order: list[str], title: str,
+                          notional: dict[str, float] | None = None, base_label: str = "baseline",
+                          plan_label: str = "plan") -> Figure:
+    """A waterfall from the baseline's annual cost to the plan's: the baseline total, one step
+    per cost category that changes (rising red, falling green; notional charges such as a
+    carbon price hatched grey), then the plan's total. `notional`: the notional part of each
+    category's change (USD/yr), drawn as its own hatched step."""
+    notional = notional or {}
+    steps: list[tuple[str, float, bool]] = []  # (label, change in USD M, notional?)
+    for category in category_order:
+        change = plan.get(category, 0.0) - base.get(category, 0.0)
+        fake = notional.get(category, 0.0)
+        real = change - fake
+        if abs(real) > 0.5:
+            steps.append((category_label(category), real / 1e6, False))
+        if abs(fake) > 0.5:
+            steps.append((f"{category_label(category)} (notional)", fake / 1e6, True))
+    # Steps too small to read as money ($0.00 M) are summed into one, so every bar shows a figure.
+    small = [s for s in steps if abs(s[1]) < 0.005 and not s[2]]
+    if len(small) > 1:
+        steps = [s for s in steps if s not in small] + [(f"{len(small)} small lines", sum(v for _, v, _ in small), False)]
+    start, end = sum(base.values()) / 1e6, sum(plan.values()) / 1e6
+    labels = [base_label] + [label for label, _, _ in steps] + [plan_label]
+    fig, ax = plt.subplots(figsize=(7.2, 0.36 * len(labels) + 1.5), dpi=100)
+    ax.barh(0, start, color="#5b6b7b")
+    level = start
+    span = max(abs(v) for _, v, _ in steps) if steps else max(start, end, 1e-9)
+    for y, (_, value, fake) in enumerate(steps, start=1):
+        colour = "#bdbdbd" if fake else ("#c0392b" if value > 0 else "#1b7a3d")
+        ax.barh(y, value, left=level, color=colour, hatch="///" if fake else None, edgecolor="#555555" if fake else colour)
+        figure = money(value * 1e6)
+        if figure.lstrip("-") == "$0.00 M":  # under $5k: say how small, with its sign
+            figure = f"{'+' if value > 0 else '-'}${abs(value) * 1e3:,.1f} k"
+        elif value > 0:
+            figure = "+" + figure
+        ax.text(max(level, level + value), y, f"  {figure}", va="center", fontsize=8, parse_math=False)
+        level += value
+    ax.barh(len(labels) - 1, end, color="#2c3e50")
+    for y, total in ((0, start), (len(labels) - 1, end)):
+        ax.text(total, y, f"  {money(total * 1e6)}", va="center", fontsize=8, fontweight="bold", parse_math=False)
+    ax.set_yticks(range(len(labels)), labels)
+    for tick in ax.get_yticklabels():
+        tick.set_parse_math(False)  # a '$' in a plan's name is text
+    ax.invert_yaxis()
+    # Zoom on the changes: the totals are long bars, the steps short; start the axis below both.
+    low = min([start, end] + [start + sum(v for _, v, _ in steps[:i + 1]) for i in range(len(steps))])
+    high = max([start, end] + [start + sum(v for _, v, _ in steps[:i + 1]) for i in range(len(steps))])
+    pad = max(span, (high - low)) * 0.6 + 1e-9
+    ax.set_xlim(max(0.0, low - pad), high + pad * 1.2)
+    ax.set_xlabel("USD M per year (axis starts above zero to show the changes)" if low - pad > 0 else "USD M per year")
+    ax.set_title(title, loc="left", fontsize=11)
+    ax.spines[["top", "right"]].set_visible(False)
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    return fig

@@ -2,9 +2,18 @@
 
 plotly.js is inlined, and the Natural Earth base map (data/geo/world_110m.json) is handed
 to it through `window.PlotlyGeoAssets` before it loads, so it never fetches its topojson
-from a CDN. Every layer is a legend entry (click to hide or show it); three buttons switch
+from a CDN. Every layer is a legend entry (click to hide or show it); a menu switches
 common layer sets. Every name from the inputs is HTML-escaped before it reaches plotly,
 whose labels understand a few tags: a site called `<b>x</b>` shows those characters.
+
+Flows are drawn as on the static map: colour by workload class, width proportional to
+tok/s served (`style.flow_scale`, in pixels, in steps of half a pixel: one trace per class
+and width), great circles (plotly draws a line between two points along the great circle
+and cuts it at the antimeridian). Hovering a flow (anywhere near its middle half: three
+invisible hover points along the layer's geometry) names region -> site, class, tok/s and
+RTT. The main open sites carry text labels, placed so that they overlap neither each other
+nor a site at the smallest supported window (800 x 600). The page fills the window
+(responsive, 100vh) and moves the legend below the map in narrow windows.
 """
 
 from __future__ import annotations
@@ -16,13 +25,28 @@ from pathlib import Path
 import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
+from pyproj import Transformer
 
-from dcplace.reports.layers import PlanLayers, plan_extent
+from dcplace.reports.layers import PlanLayers, line_ends, line_parts, plan_extent
 from dcplace.reports.output import check_destination, staged_files
-from dcplace.reports.style import CLOSED_COLOUR, LAND_COLOUR, OCEAN_COLOUR, REGION_COLOUR, ROLE_COLOURS, geo_path, money, mw_text
+from dcplace.reports.style import (
+    CLOSED_COLOUR, LAND_COLOUR, OCEAN_COLOUR, REGION_COLOUR, ROLE_COLOURS, ROLE_SYMBOLS, class_colours, flow_scale, geo_path, money,
+    mw_text, tok_s_text, workload_classes,
+)
 
 SITE_ROLES = ("training", "inference", "mixed", "idle")
 MAX_MARKER_PX = 46
+FLOW_MAX_PX, FLOW_MIN_PX, FLOW_STEP_PX = 8.0, 0.5, 0.5
+FLOW_OPACITY = 0.55
+HOVER_FRACTIONS = (0.25, 0.5, 0.75)  # where along a flow its hover points sit
+MAX_LABELS = 15
+LABEL_FONT_PX = 11
+LABEL_POSITIONS = ("middle right", "middle left", "top center", "bottom center", "top right", "top left", "bottom right", "bottom left")
+# The map box labels are placed for: the plot area of an 800 x 600 window (the smallest
+# supported) once the title and the legend below it are taken; larger windows only add room.
+LABEL_BOX_PX = (780.0, 400.0)
+NARROW_PX = 1000  # below this window width the legend goes under the map
+CONFIG = {"displaylogo": False, "scrollZoom": True, "responsive": True, "modeBarButtonsToRemove": ["select2d", "lasso2d"]}
 
 
 def esc(value: object) -> str:
@@ -31,34 +55,93 @@ def esc(value: object) -> str:
 
 
 def plan_figure(layers: PlanLayers) -> go.Figure:
-    """The plotly figure: assignment lines, regions, candidate and open sites."""
+    """The plotly figure: flows, regions, flow hover points, candidates, open sites, labels."""
     fig = go.Figure()
-    for role in SITE_ROLES:
-        _add_lines(fig, layers, role)
+    names = workload_classes(layers)
+    colours = class_colours(names)
+    scale = flow_scale(layers.assignments["served_tok_s"], FLOW_MAX_PX, FLOW_MIN_PX)
+    for cls in names:
+        _add_flows(fig, layers, cls, names[cls], colours[cls], scale)
+    _add_width_references(fig, scale)
     _add_regions(fig, layers)
+    for cls in names:
+        _add_flow_hover(fig, layers, cls, names[cls], colours[cls])
     _add_closed_sites(fig, layers)
-    mw_max = max(float(layers.sites["it_mw"].max()), 1.0)
+    mw_max = max(float(layers.sites["it_mw"].max()), 1e-9)
+    labels = site_labels(layers, mw_max)
     for role in SITE_ROLES:
-        _add_sites(fig, layers, role, mw_max)
+        _add_sites(fig, layers, role, mw_max, labels)
     _layout(fig, layers)
     return fig
 
 
-def _add_lines(fig: go.Figure, layers: PlanLayers, role: str) -> None:
-    roles = dict(zip(layers.sites["id"], layers.sites["role"]))
-    lines = layers.assignments[[roles[s] == role for s in layers.assignments["site"]]]
+def _marker_px(it_mw, mw_max: float) -> np.ndarray:
+    return np.maximum(6.0, MAX_MARKER_PX * np.sqrt(np.asarray(it_mw, dtype=float) / mw_max))
+
+
+def _add_flows(fig: go.Figure, layers: PlanLayers, cls: str, name: str, colour: str, scale) -> None:
+    lines = layers.assignments[layers.assignments["workload"] == cls]
     if lines.empty:
         return
-    lons: list[float | None] = []
-    lats: list[float | None] = []
-    for geometry in lines.geometry:
-        (lon1, lat1), (lon2, lat2) = geometry.coords
-        lons += [lon1, lon2, None]
-        lats += [lat1, lat2, None]
+    widths = np.maximum(FLOW_MIN_PX, np.round(scale.width(lines["served_tok_s"].to_numpy()) / FLOW_STEP_PX) * FLOW_STEP_PX)
+    for k, width in enumerate(sorted(set(widths))):  # thin first, so big flows draw on top
+        lons: list[float | None] = []
+        lats: list[float | None] = []
+        for geometry in lines.geometry[widths == width]:
+            (lon1, lat1), (lon2, lat2) = line_ends(geometry)
+            lons += [lon1, lon2, None]
+            lats += [lat1, lat2, None]
+        fig.add_trace(go.Scattergeo(
+            lon=lons, lat=lats, mode="lines", line={"width": float(width), "color": colour}, opacity=FLOW_OPACITY,
+            hoverinfo="skip", name=f"{esc(_short(name))} flows", legendgroup=f"flows-{cls}", showlegend=k == 0,
+            legendrank=100, meta={"layer": "assignments", "workload": cls, "width_px": float(width)},
+        ))
+
+
+def _short(text: str, limit: int = 32) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _add_width_references(fig: go.Figure, scale) -> None:
+    """Legend-only lines of the reference widths (no data on the map)."""
+    for ref in scale.references:
+        fig.add_trace(go.Scattergeo(
+            lon=[None], lat=[None], mode="lines", line={"width": float(scale.width(ref)), "color": "#555555"},
+            opacity=FLOW_OPACITY, hoverinfo="skip", name=f"{tok_s_text(ref)} (width)", legendgroup="width",
+            legendrank=200, meta={"layer": "width-reference"},
+        ))
+
+
+def _flow_text(row, name: str) -> str:
+    budget = f" (budget {row.rtt_budget_ms:.0f} ms)" if np.isfinite(row.rtt_budget_ms) else ""
+    return (
+        f"<b>{esc(row.region_name)} → {esc(row.site_name)}</b><br>{esc(name)}<br>"
+        f"{row.served_tok_s:,.0f} tok/s at peak ({row.share:.0%} of the region's class demand)<br>"
+        f"RTT {row.rtt_ms:.1f} ms{budget}, {row.distance_km:,.0f} km"
+    )
+
+
+def _hover_points(geometry) -> list[tuple[float, float]]:
+    points = [(x, y) for lons, lats in line_parts(geometry) for x, y in zip(lons, lats)]
+    return [points[min(len(points) - 1, round(f * (len(points) - 1)))] for f in HOVER_FRACTIONS]
+
+
+def _add_flow_hover(fig: go.Figure, layers: PlanLayers, cls: str, name: str, colour: str) -> None:
+    """Invisible points along each flow that carry its hover text."""
+    lines = layers.assignments[layers.assignments["workload"] == cls]
+    if lines.empty:
+        return
+    lons, lats, text = [], [], []
+    for row in lines.itertuples():
+        label = _flow_text(row, name)
+        for lon, lat in _hover_points(row.geometry):
+            lons.append(lon)
+            lats.append(lat)
+            text.append(label)
     fig.add_trace(go.Scattergeo(
-        lon=lons, lat=lats, mode="lines", line={"width": 0.7, "color": ROLE_COLOURS[role]}, opacity=0.35,
-        hoverinfo="skip", name=f"lines to {role} sites", legendgroup="lines", legendgrouptitle_text="Region → site",
-        meta={"layer": "assignments", "role": role},
+        lon=lons, lat=lats, mode="markers", marker={"size": 8, "color": colour, "opacity": 0}, text=text,
+        hovertemplate="%{text}<extra></extra>", hoverlabel={"bgcolor": colour}, name=f"{esc(name)} flows (hover)",
+        legendgroup=f"flows-{cls}", showlegend=False, meta={"layer": "flow-hover", "workload": cls},
     ))
 
 
@@ -76,7 +159,7 @@ def _add_regions(fig: go.Figure, layers: PlanLayers) -> None:
     fig.add_trace(go.Scattergeo(
         lon=regions.geometry.x, lat=regions.geometry.y, mode="markers", name="demand regions",
         marker={"size": sizes, "color": REGION_COLOUR, "opacity": 0.5, "line": {"width": 0}},
-        text=hover, hovertemplate="%{text}<extra></extra>", legendgroup="regions", legendgrouptitle_text="Demand",
+        text=hover, hovertemplate="%{text}<extra></extra>", legendgroup="regions", legendrank=50,
         meta={"layer": "regions"},
     ))
 
@@ -93,16 +176,20 @@ def _site_hover(row) -> str:
     )
 
 
-def _add_sites(fig: go.Figure, layers: PlanLayers, role: str, mw_max: float) -> None:
+def _add_sites(fig: go.Figure, layers: PlanLayers, role: str, mw_max: float, labels: dict[str, tuple[str, str]]) -> None:
     sites = layers.sites[layers.sites["role"] == role]
     if sites.empty:
         return
-    sizes = np.maximum(6.0, MAX_MARKER_PX * np.sqrt(sites["it_mw"].to_numpy() / mw_max))
+    sizes = _marker_px(sites["it_mw"].to_numpy(), mw_max)
     fig.add_trace(go.Scattergeo(
-        lon=sites.geometry.x, lat=sites.geometry.y, mode="markers", name=f"{role} sites",
-        marker={"size": sizes, "color": ROLE_COLOURS[role], "opacity": 0.9, "line": {"width": 1, "color": "white"}},
+        lon=sites.geometry.x, lat=sites.geometry.y, mode="markers+text", name=f"{role} sites (size: IT MW)",
+        texttemplate=[labels.get(i, ("", ""))[0] for i in sites["id"]],
+        textposition=[labels.get(i, ("", "middle right"))[1] for i in sites["id"]],
+        textfont={"size": LABEL_FONT_PX, "color": "#1a1a1a", "shadow": "1px 1px 2px white"},
+        marker={"size": sizes, "color": ROLE_COLOURS[role], "opacity": 0.9, "symbol": ROLE_SYMBOLS[role],
+                "line": {"width": 1, "color": "white"}},
         text=[_site_hover(r) for r in sites.itertuples()], hovertemplate="%{text}<extra></extra>",
-        customdata=list(sites["id"]), legendgroup="sites", legendgrouptitle_text="Sites (size: IT MW)",
+        customdata=list(sites["id"]), legendgroup=f"sites-{role}", legendrank=10,
         meta={"layer": "sites", "role": role},
     ))
 
@@ -113,57 +200,179 @@ def _add_closed_sites(fig: go.Figure, layers: PlanLayers) -> None:
         return
     fig.add_trace(go.Scattergeo(
         lon=closed.geometry.x, lat=closed.geometry.y, mode="markers", name="candidates not opened",
-        marker={"size": 6, "color": "rgba(0,0,0,0)", "line": {"width": 1, "color": CLOSED_COLOUR}},
-        text=[f"<b>{esc(r.name)}</b> ({esc(r.country)}) — not opened" for r in closed.itertuples()],
-        hovertemplate="%{text}<extra></extra>", legendgroup="sites", meta={"layer": "candidates"},
+        marker={"size": 7, "color": "white", "line": {"width": 1.3, "color": CLOSED_COLOUR}},
+        text=[f"<b>{esc(r.name)}</b> ({esc(r.country)}) — candidate, not opened" for r in closed.itertuples()],
+        hovertemplate="%{text}<extra></extra>", legendgroup="candidates", legendrank=40, meta={"layer": "candidates"},
     ))
+
+
+def _projection(layers: PlanLayers):
+    """(plotly geo projection settings, the same projection in pyproj, the lon/lat window or None)."""
+    window = plan_extent(layers)
+    if window is None:
+        return {"type": "equal earth"}, "+proj=eqearth +datum=WGS84", None
+    lon0, lat0 = (window[0] + window[2]) / 2, (window[1] + window[3]) / 2
+    return ({"type": "azimuthal equal area", "rotation": {"lon": lon0, "lat": lat0}},
+            f"+proj=laea +lat_0={lat0:.4f} +lon_0={lon0:.4f} +datum=WGS84", window)
+
+
+def site_labels(layers: PlanLayers, mw_max: float) -> dict[str, tuple[str, str]]:
+    """Site id -> (label, plotly textposition) for the main open sites: text labels of the main open sites, largest first, each at the first of eight positions
+    around its marker that overlaps no placed label and no other site at the smallest window
+    (`LABEL_BOX_PX`); a site with no free position is left to its hover."""
+    sites = layers.sites[layers.sites["open"]].sort_values("it_mw", ascending=False, kind="stable")
+    if sites.empty:
+        return {}
+    to_map, x0, x1, y0, y1 = _frame(layers)
+    px = min(LABEL_BOX_PX[0] / (x1 - x0), LABEL_BOX_PX[1] / (y1 - y0))  # pixels per metre
+    sx, sy = to_map.transform(sites.geometry.x.to_numpy(), sites.geometry.y.to_numpy())
+    cx, cy = (sx - x0) * px, (y1 - sy) * px  # screen: y down
+    radius = _marker_px(sites["it_mw"].to_numpy(), mw_max) / 2
+    markers = [(cx[i] - radius[i], cy[i] - radius[i], cx[i] + radius[i], cy[i] + radius[i]) for i in range(len(sites))]
+    width_px, height_px = (x1 - x0) * px, (y1 - y0) * px
+    placed: list[tuple[float, float, float, float]] = []
+    chosen, positions, texts = [], [], []
+    for i in range(min(len(sites), MAX_LABELS)):
+        text = f"{sites['name'].iat[i]} {mw_text(sites['it_mw'].iat[i])}"
+        w, h = 0.6 * LABEL_FONT_PX * len(text) + 4, LABEL_FONT_PX + 4
+        for position in LABEL_POSITIONS:
+            vertical, horizontal = position.split()
+            gap = radius[i] + 2
+            left = {"right": cx[i] + (gap if vertical == "middle" else 0), "left": cx[i] - w - (gap if vertical == "middle" else 0),
+                    "center": cx[i] - w / 2}[horizontal]
+            top = {"middle": cy[i] - h / 2, "top": cy[i] - gap - h, "bottom": cy[i] + gap}[vertical]
+            box = (left, top, left + w, top + h)
+            inside = box[0] >= 0 and box[1] >= 0 and box[2] <= width_px and box[3] <= height_px
+            if inside and not any(_overlap(box, b) for b in placed) and not any(
+                    _overlap(box, b) for j, b in enumerate(markers) if j != i):
+                placed.append(box)
+                chosen.append(i)
+                positions.append(position)
+                texts.append(esc(text))
+                break
+    return {sites["id"].iat[i]: (text, position) for i, text, position in zip(chosen, texts, positions)}
+
+
+def _aspect(layers: PlanLayers) -> float:
+    """Width / height of the drawn map (the frame of the world or of the regional window)."""
+    x0, x1, y0, y1 = _frame(layers)[1:]
+    return float((x1 - x0) / (y1 - y0))
+
+
+def _frame(layers: PlanLayers):
+    """(lon/lat -> map transformer, x0, x1, y0, y1 of the frame drawn, in projected metres)."""
+    _, proj, window = _projection(layers)
+    to_map = Transformer.from_crs("EPSG:4326", proj, always_xy=True)
+    if window is None:
+        frame_lon = np.concatenate([np.full(50, -180.0), np.full(50, 180.0)])
+        frame_lat = np.concatenate([np.linspace(-90, 90, 50)] * 2)
+    else:
+        frame_lon = np.array([window[0], window[2], window[0], window[2], (window[0] + window[2]) / 2, (window[0] + window[2]) / 2])
+        frame_lat = np.array([window[1], window[1], window[3], window[3], window[1], window[3]])
+    fx, fy = to_map.transform(frame_lon, frame_lat)
+    return to_map, np.min(fx), np.max(fx), np.min(fy), np.max(fy)
+
+
+def _overlap(a, b) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
 
 def _layout(fig: go.Figure, layers: PlanLayers) -> None:
     plan, k = layers.plan, layers.plan.kpis
-    window = plan_extent(layers)
+    projection, _, window = _projection(layers)
     geo = {
-        "projection": {"type": "equal earth"}, "showland": True, "landcolor": LAND_COLOUR, "showocean": True,
+        "projection": projection, "showland": True, "landcolor": LAND_COLOUR, "showocean": True,
         "oceancolor": OCEAN_COLOUR, "showcountries": True, "countrycolor": "white", "showcoastlines": False,
         "showframe": False, "resolution": 110,
     }
     if window is not None:
         geo["lonaxis"] = {"range": [window[0], window[2]]}
         geo["lataxis"] = {"range": [window[1], window[3]]}
-        geo["projection"] = {"type": "azimuthal equal area"}
+    aspect = _aspect(layers)
     traces = [t.meta["layer"] for t in fig.data]
-    buttons = [
+    menu = [
         ("All layers", [True] * len(traces)),
-        ("Sites and regions", [layer != "assignments" for layer in traces]),
+        ("Sites and regions", [layer not in ("assignments", "flow-hover", "width-reference") for layer in traces]),
         ("Open sites only", [layer == "sites" for layer in traces]),
     ]
+    kpis = (f"annual cost {money(plan.objective_usd_per_year)} · {int(k['sites_open'])} sites · "
+            f"${k['usd_per_m_tokens']:.3f} per M tokens · mean RTT {k['mean_rtt_ms']:.1f} ms")
+    footnote = (f"solved {plan.created_utc[:10]} with {esc(plan.solve.solver)} {esc(plan.solve.solver_version)} "
+                f"({esc(plan.solve.status)}) · scenario {plan.scenario_hash[:12]} · countries: Natural Earth 1:110m")
+    # Title, KPIs and footnote stack in the top margin, left; the modebar keeps the top right.
+    top_lines = [
+        {"text": kpis, "yshift": 20, "font": {"size": 12, "color": "#2a3f5f"}, "name": "kpis"},
+        {"text": footnote, "yshift": 4, "font": {"size": 10, "color": "#666"}, "name": "footnote"},
+    ]
     fig.update_layout(
-        title={"text": f"<b>{esc(plan.scenario)}</b> — annual cost {money(plan.objective_usd_per_year)}, "
-               f"{int(k['sites_open'])} sites, ${k['usd_per_m_tokens']:.3f} per M tokens, mean RTT {k['mean_rtt_ms']:.1f} ms",
-               "x": 0.01, "font": {"size": 16}},
-        geo=geo, margin={"l": 0, "r": 0, "t": 50, "b": 0}, height=720,
-        legend={"title": {"text": "Layers (click to show or hide)"}, "groupclick": "toggleitem", "itemsizing": "constant", "x": 0.0, "y": 0.02,
-                "yanchor": "bottom", "bgcolor": "rgba(255,255,255,0.85)"},
-        updatemenus=[{"type": "buttons", "direction": "right", "x": 0.99, "xanchor": "right", "y": 1.0, "yanchor": "bottom",
-                      "buttons": [{"label": label, "method": "restyle", "args": [{"visible": visible}]} for label, visible in buttons]}],
-        annotations=[{
-            "text": f"Solved {plan.created_utc[:10]} with {esc(plan.solve.solver)} {esc(plan.solve.solver_version)} "
-                    f"({esc(plan.solve.status)}) · scenario {plan.scenario_hash[:12]} · countries: Natural Earth 1:110m",
-            "x": 0.99, "y": 0.0, "xref": "paper", "yref": "paper", "xanchor": "right", "showarrow": False,
-            "font": {"size": 10, "color": "#666"},
-        }],
-        paper_bgcolor="white",
+        title={"text": f"<b>{esc(plan.scenario)}</b>", "x": 0.0, "xanchor": "left", "xref": "container", "y": 1.0,
+               "yanchor": "top", "yref": "container", "pad": {"t": 8, "l": 8}, "font": {"size": 16}},
+        annotations=[line | {"x": 0.0, "y": 1.0, "xref": "paper", "yref": "paper", "xanchor": "left", "yanchor": "bottom",
+                             "showarrow": False, "align": "left"} for line in top_lines],
+        geo=geo, margin={"l": 4, "r": LEGEND_COLUMN_PX, "t": TITLE_PX, "b": 4, "autoexpand": False}, autosize=True,
+        legend={"title": {"text": "Layers (click to hide or show)"}, "groupclick": "togglegroup", "orientation": "v",
+                "x": 1.005, "xanchor": "left", "y": 1.0, "yanchor": "top", "itemsizing": "trace", "bgcolor": "rgba(255,255,255,0.85)",
+                "font": {"size": 11}, "tracegroupgap": 2},
+        meta={"aspect": aspect},
+        updatemenus=[{"type": "dropdown", "direction": "down", "x": 0.0, "xanchor": "left", "y": 1.0, "yanchor": "top",
+                      "showactive": True, "bgcolor": "white", "font": {"size": 11},
+                      "buttons": [{"label": label, "method": "restyle", "args": [{"visible": visible}]} for label, visible in menu]}],
+        paper_bgcolor="white", hoverlabel={"font": {"size": 12}},
     )
 
 
+TITLE_PX = 74  # the title, the KPI line and the footnote
+LEGEND_COLUMN_PX = 290  # the legend beside the map in a wide window
+# Runs after plotly drew the figure. The div fills the window (100vh) and plotly's
+# `responsive` config redraws it on resize; this picks where the legend goes so the map is
+# as large as it can be: in a column beside the map, or in rows under it (measured, not
+# guessed: the horizontal legend is drawn once to learn its height). Margins are fixed,
+# so nothing is pushed out of the window.
+_FIT_SCRIPT = """
+(function () {
+  var gd = document.getElementById('{plot_id}');
+  var aspect = %(aspect).4f, top = %(top)d, column = %(column)d, busy = false, lastSize = '';
+  function side() {
+    return {'margin.r': column, 'margin.b': 4, 'legend.orientation': 'v', 'legend.x': 1.005, 'legend.xanchor': 'left',
+            'legend.y': 1, 'legend.yanchor': 'top', 'legend.entrywidth': 0, 'legend.title.side': 'top'};
+  }
+  function below(height) {
+    return {'margin.r': 4, 'margin.b': height + 6, 'legend.orientation': 'h', 'legend.x': 0, 'legend.xanchor': 'left',
+            'legend.y': 0, 'legend.yanchor': 'top', 'legend.entrywidthmode': 'fraction',
+            'legend.entrywidth': window.innerWidth < 720 ? 0.48 : 0.32, 'legend.title.side': 'top'};
+  }
+  function fit() {
+    var W = window.innerWidth, H = window.innerHeight, size = W + 'x' + H;
+    if (busy || size === lastSize) { return; }
+    busy = true; lastSize = size;
+    Plotly.relayout(gd, below(0)).then(function () {
+      var legend = gd.querySelector('.legend');
+      var height = legend ? legend.getBoundingClientRect().height : 0;
+      var mapBeside = Math.min(W - column - 4, (H - top - 8) * aspect);
+      var mapBelow = Math.min(W - 8, (H - top - height - 14) * aspect);
+      gd.dataset.legend = mapBeside > mapBelow ? 'side' : 'below';
+      return Plotly.relayout(gd, mapBeside > mapBelow ? side() : below(height));
+    }).then(function () { busy = false; gd.dataset.fitted = size; }, function () { busy = false; });
+  }
+  fit();
+  window.addEventListener('resize', function () { setTimeout(fit, 50); });
+})();
+"""
+_PAGE_STYLE = "<style>html,body{margin:0;padding:0;height:100%;overflow:hidden;background:white}</style>"
+
+
 def offline_html(fig: go.Figure, title: str) -> str:
-    """A complete HTML page: plotly.js inlined, the base map embedded, no network needed."""
-    page = pio.to_html(fig, include_plotlyjs=True, full_html=True, config={"displaylogo": False, "scrollZoom": True})
+    """A complete HTML page: plotly.js inlined, the base map embedded, no network needed;
+    the figure fills the window."""
+    aspect = (fig.layout.meta or {}).get("aspect", 2.0)
+    script = _FIT_SCRIPT % {"aspect": aspect, "top": TITLE_PX, "column": LEGEND_COLUMN_PX}
+    page = pio.to_html(fig, include_plotlyjs=True, full_html=True, config=CONFIG, default_width="100%",
+                       default_height="100vh", post_script=script)
     topojson = json.loads(geo_path("world_110m.json").read_text())
     # The base map must exist before plotly.js runs; "<\\/" keeps any "</" from closing the script tag.
     base_map = json.dumps(topojson, separators=(",", ":")).replace("</", "<\\/")
     assets = f"<script>window.PlotlyGeoAssets = {{topojson: {{world_110m: {base_map}}}}};</script>"
-    head = f'<meta charset="utf-8" /><title>{esc(title)}</title>{assets}'
+    head = f'<meta charset="utf-8" /><meta name="viewport" content="width=device-width, initial-scale=1" /><title>{esc(title)}</title>{_PAGE_STYLE}{assets}'
     if "<head>" not in page:
         raise RuntimeError("plotly's page has no <head>; cannot embed the base map")
     return page.replace("<head>", f"<head>{head}", 1)

@@ -3,17 +3,27 @@
 Every report (exports, maps, the executive report) starts from `load_plan_layers`, so
 the three layers are built in one place and every output shows the same numbers. Only
 the plan folder is read: plan.json and the resolved scenario in inputs/.
+
+Sites carry, beside what the plan decided, the inputs that drove the decision (prices,
+grid carbon, colocation, power and floor limits, fixed cost, climate factor) as they are
+in inputs/sites.csv; regions carry demand, service and RTT per workload class; assignment
+lines are geodesics on WGS84 (about one vertex per 100 km), split at the antimeridian into
+a MultiLineString so that no segment crosses the whole map. `FIELDS` gives the unit and
+meaning of every column (the GeoPackage stores it as its `dcplace_fields` table).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
 import geopandas as gpd
 import numpy as np
 import pandas as pd
-from shapely.geometry import LineString, Point
+from pyproj import Geod
+from shapely.geometry import LineString, MultiLineString, Point
+from shapely.geometry.base import BaseGeometry
 
 from dcplace.models import ScenarioError, load_scenario
 from dcplace.models.plan import HAS_PLAN, Plan, read_plan
@@ -22,6 +32,18 @@ from dcplace.models.records import Scenario
 CRS = "EPSG:4326"
 ROLES = ("training", "inference", "mixed", "idle", "closed")
 REGIONAL_MAX_SPAN_DEG = (100.0, 60.0)  # lon, lat spans under which a plan is drawn as a region
+
+GEOD = Geod(ellps="WGS84")
+LINE_STEP_KM = 100.0  # about one vertex of an assignment line per 100 km ...
+LINE_MIN_POINTS = 8  # ... and never fewer than 8, so a short line is still a curve where it bends
+
+# The site inputs (inputs/sites.csv, in dcplace units) that drive where the plan builds.
+SITE_INPUTS = ("power_price_usd_per_mwh", "grid_carbon_g_per_kwh", "colocation_usd_per_kw_month", "power_limit_kw",
+               "floor_racks", "fixed_cost_usd_per_year", "pue_climate_factor")
+# A plan folder keeps the resolved inputs but not the per-cell provenance of the source
+# tables (the loader drops their source/rule/assumption columns), so every input is
+# labelled with the only kind the folder can vouch for.
+INPUT_PROVENANCE_AS_GIVEN = "as given"
 
 
 class NotAPlanFolder(ValueError):
@@ -69,15 +91,18 @@ def load_plan_layers(folder: str | Path) -> PlanLayers:
             f"{folder}: the scenario was {plan.solve.status}, so there is no plan to draw ({reasons}). "
             "Fix: loosen the limits named, re-solve, then report on the new folder."
         )
-    return PlanLayers(folder, plan, scenario, site_layer(plan), region_layer(plan, scenario), assignment_layer(plan, scenario))
+    return PlanLayers(folder, plan, scenario, site_layer(plan, scenario), region_layer(plan, scenario), assignment_layer(plan, scenario))
 
 
-def site_layer(plan: Plan) -> gpd.GeoDataFrame:
-    """One point per candidate site: role, racks, GPUs, MW, cost, chips, cooling, fabric."""
+def site_layer(plan: Plan, scenario: Scenario | None = None) -> gpd.GeoDataFrame:
+    """One point per candidate site: role, racks, GPUs, MW, cost, chips, cooling, fabric,
+    tok/s served per class and (given the scenario) the site inputs of `SITE_INPUTS`."""
+    classes = _classes(scenario) if scenario is not None else sorted({c for s in plan.sites for c in s.served_tok_s})
+    inputs = {s.id: s for s in scenario.sites} if scenario is not None else {}
     rows = []
     for s in plan.sites:
         chips = sorted({line.chip for line in s.racks})
-        rows.append({
+        row = {
             "id": s.id, "name": s.name, "country": s.country, "role": s.role, "open": s.open,
             "racks": s.racks_total, "gpus": s.gpus, "chips": ";".join(chips), "cooling": ";".join(s.zones),
             "fabrics": ";".join(s.fabrics), "it_mw": s.it_kw / 1000, "facility_mw": s.facility_kw / 1000,
@@ -86,50 +111,197 @@ def site_layer(plan: Plan) -> gpd.GeoDataFrame:
             "training_jobs": ";".join(j.name for j in plan.jobs if j.site == s.id),
             "emissions_t_per_year": s.emissions_t_per_year, "upfront_capex_usd": s.upfront_capex_usd,
             "cost_usd_per_year": s.total_cost_usd_per_year,
-            "geometry": Point(s.lon, s.lat),
-        })
+        }
+        for c in classes:
+            row[f"served_{c}_tok_s"] = float(s.served_tok_s.get(c, 0.0))
+        if scenario is not None:
+            given = inputs[s.id]
+            for column in SITE_INPUTS:
+                row[column] = getattr(given, column)
+            row["input_provenance"] = INPUT_PROVENANCE_AS_GIVEN
+        row["geometry"] = Point(s.lon, s.lat)
+        rows.append(row)
     return gpd.GeoDataFrame(rows, geometry="geometry", crs=CRS)
 
 
+def _classes(scenario: Scenario) -> list[str]:
+    """Workload classes in catalog order, then any other class a region names."""
+    classes = [w.id for w in scenario.catalog.workloads]
+    for r in scenario.regions:
+        classes += [c for c in r.demand_tok_s if c not in classes]
+    return classes
+
+
 def region_layer(plan: Plan, scenario: Scenario) -> gpd.GeoDataFrame:
-    """One point per demand region: demand, who serves it, demand-weighted RTT."""
+    """One point per demand region: demand, who serves it, demand-weighted RTT, in total and
+    per workload class (`demand_<class>_tok_s`, `served_<class>_tok_s`, `mean_rtt_<class>_ms`,
+    `rtt_budget_<class>_ms`; a class the region has no demand for has 0 tok/s and no RTT)."""
     by_region: dict[str, list] = {}
     for a in plan.assignments:
         by_region.setdefault(a.region, []).append(a)
     site_names = {s.id: s.name for s in plan.sites}
+    classes = _classes(scenario)
     rows = []
     for r in scenario.regions:
         lines = by_region.get(r.id, [])
         served = sum(a.served_tok_s for a in lines)
         demand = sum(r.demand_tok_s.values())
-        weighted_rtt = sum(a.served_tok_s * a.rtt_ms for a in lines)
-        rows.append({
+        row = {
             "id": r.id, "name": r.name, "country": r.country, "population": r.population,
             "demand_tok_s": demand, "served_tok_s": served,
-            "mean_rtt_ms": weighted_rtt / served if served > 0 else float("nan"),
+            "mean_rtt_ms": _weighted_rtt(lines),
             "max_rtt_ms": max((a.rtt_ms for a in lines), default=float("nan")),
             "served_by": ";".join(sorted({site_names[a.site] for a in lines})),
-            "geometry": Point(r.lon, r.lat),
-        })
+        }
+        for c in classes:
+            of_class = [a for a in lines if a.workload == c]
+            row[f"demand_{c}_tok_s"] = float(r.demand_tok_s.get(c, 0.0))
+            row[f"served_{c}_tok_s"] = float(sum(a.served_tok_s for a in of_class))
+            row[f"mean_rtt_{c}_ms"] = _weighted_rtt(of_class)
+            row[f"rtt_budget_{c}_ms"] = float(r.rtt_budget_ms.get(c, float("nan")))
+        row["geometry"] = Point(r.lon, r.lat)
+        rows.append(row)
     return gpd.GeoDataFrame(rows, geometry="geometry", crs=CRS)
 
 
+def _weighted_rtt(lines: list) -> float:
+    served = sum(a.served_tok_s for a in lines)
+    return sum(a.served_tok_s * a.rtt_ms for a in lines) / served if served > 0 else float("nan")
+
+
 def assignment_layer(plan: Plan, scenario: Scenario) -> gpd.GeoDataFrame:
-    """One line per (region, workload, site) with a positive share, from region to site."""
+    """One line per (region, workload, site) with a positive share, from region to site:
+    the WGS84 geodesic (`great_circle`), with its length in `distance_km`."""
     region_xy = {r.id: (r.lon, r.lat) for r in scenario.regions}
     site_xy = {s.id: (s.lon, s.lat) for s in plan.sites}
     site_names = {s.id: s.name for s in plan.sites}
-    rows = [
-        {
+    rows = []
+    for a in plan.assignments:
+        (lon1, lat1), (lon2, lat2) = region_xy[a.region], site_xy[a.site]
+        rows.append({
             "region": a.region, "region_name": a.region_name, "workload": a.workload, "site": a.site,
             "site_name": site_names[a.site], "share": a.share, "served_tok_s": a.served_tok_s,
             "rtt_ms": a.rtt_ms, "rtt_budget_ms": a.rtt_budget_ms,
-            "geometry": LineString([region_xy[a.region], site_xy[a.site]]),
-        }
-        for a in plan.assignments
-    ]
-    columns = ["region", "region_name", "workload", "site", "site_name", "share", "served_tok_s", "rtt_ms", "rtt_budget_ms", "geometry"]
+            "distance_km": GEOD.inv(lon1, lat1, lon2, lat2)[2] / 1000,
+            "geometry": great_circle(lon1, lat1, lon2, lat2),
+        })
+    columns = ["region", "region_name", "workload", "site", "site_name", "share", "served_tok_s", "rtt_ms", "rtt_budget_ms",
+               "distance_km", "geometry"]
     return gpd.GeoDataFrame(pd.DataFrame(rows, columns=columns), geometry="geometry", crs=CRS)
+
+
+def great_circle(lon1: float, lat1: float, lon2: float, lat2: float) -> LineString | MultiLineString:
+    """The WGS84 geodesic from (lon1, lat1) to (lon2, lat2): a LineString with a vertex about
+    every `LINE_STEP_KM` (at least `LINE_MIN_POINTS`), starting and ending exactly at the two
+    points; a MultiLineString, split at ±180° (both parts end on the antimeridian at the same
+    latitude), when it crosses the antimeridian. Every part stays within [-180, 180]."""
+    distance_km = GEOD.inv(lon1, lat1, lon2, lat2)[2] / 1000
+    if distance_km == 0:
+        return LineString([(lon1, lat1), (lon2, lat2)])
+    n = max(LINE_MIN_POINTS, math.ceil(distance_km / LINE_STEP_KM) + 1)
+    inner = GEOD.npts(lon1, lat1, lon2, lat2, n - 2)
+    lons = [lon1] + [p[0] for p in inner] + [lon2]
+    lats = [lat1] + [p[1] for p in inner] + [lat2]
+    parts = _split_at_antimeridian(lons, lats)
+    return LineString(parts[0]) if len(parts) == 1 else MultiLineString(parts)
+
+
+def _split_at_antimeridian(lons: list[float], lats: list[float]) -> list[list[tuple[float, float]]]:
+    """Cut a polyline wherever a step jumps more than 180° of longitude (it crosses ±180°):
+    each cut adds the crossing point, by linear interpolation in unwrapped longitude, as the
+    end of one part (at +180 or -180) and the start of the next (at the other)."""
+    parts = [[(lons[0], lats[0])]]
+    for i in range(1, len(lons)):
+        lon_a, lat_a, lon_b, lat_b = lons[i - 1], lats[i - 1], lons[i], lats[i]
+        step = lon_b - lon_a
+        if abs(step) > 180:
+            east = step < 0  # e.g. 179 -> -179: heading east across +180
+            unwrapped_b = lon_b + 360 if east else lon_b - 360
+            edge = 180.0 if east else -180.0
+            t = (edge - lon_a) / (unwrapped_b - lon_a)
+            lat_x = lat_a + t * (lat_b - lat_a)
+            if (lon_a, lat_a) != (edge, lat_x):
+                parts[-1].append((edge, lat_x))
+            parts.append([] if (lon_b, lat_b) == (-edge, lat_x) else [(-edge, lat_x)])
+        parts[-1].append((lon_b, lat_b))
+    return [part for part in parts if len(part) >= 2]
+
+
+def line_parts(geometry: BaseGeometry) -> list[tuple[list[float], list[float]]]:
+    """(lons, lats) of each part of an assignment line, for drawing: one for a LineString,
+    one per side of the antimeridian for a MultiLineString."""
+    lines = geometry.geoms if isinstance(geometry, MultiLineString) else [geometry]
+    return [([x for x, _ in line.coords], [y for _, y in line.coords]) for line in lines]
+
+
+def line_ends(geometry: BaseGeometry) -> tuple[tuple[float, float], tuple[float, float]]:
+    """The region end and the site end of an assignment line."""
+    lines = list(geometry.geoms) if isinstance(geometry, MultiLineString) else [geometry]
+    return tuple(lines[0].coords[0]), tuple(lines[-1].coords[-1])
+
+
+# Unit and meaning of every column; per-class columns match a pattern (`<class>` = a workload id).
+FIELDS: dict[str, dict[str, tuple[str, str]]] = {
+    "sites": {
+        "id": ("", "site id (inputs/sites.csv)"), "name": ("", "site name"), "country": ("", "ISO 3166-1 alpha-2"),
+        "role": ("", "training, inference, mixed, idle or closed"), "open": ("", "the plan opens the site"),
+        "racks": ("racks", "racks installed"), "gpus": ("GPUs", "physical GPUs installed"),
+        "chips": ("", "chip ids, ';'-separated"), "cooling": ("", "cooling zones built, ';'-separated"),
+        "fabrics": ("", "training fabrics, ';'-separated"), "it_mw": ("MW", "IT power"),
+        "facility_mw": ("MW", "facility power (IT x climate-adjusted PUE)"), "power_limit_mw": ("MW", "facility power available"),
+        "inference_tok_s": ("tok/s", "peak inference served, all classes"),
+        "served_<class>_tok_s": ("tok/s", "peak inference of the class served"),
+        "training_jobs": ("", "training jobs placed here, ';'-separated"),
+        "emissions_t_per_year": ("t CO2/yr", "emissions of the energy used"),
+        "upfront_capex_usd": ("USD", "upfront capital expenditure (chips, cooling, fabric)"),
+        "cost_usd_per_year": ("USD/yr", "annualized total cost of the site"),
+        "power_price_usd_per_mwh": ("USD/MWh", "input: energy price"),
+        "grid_carbon_g_per_kwh": ("g CO2/kWh", "input: grid carbon intensity"),
+        "colocation_usd_per_kw_month": ("USD/kW/month", "input: colocation or build cost per kW of IT"),
+        "power_limit_kw": ("kW", "input: facility power available"),
+        "floor_racks": ("racks", "input: floor space in rack positions"),
+        "fixed_cost_usd_per_year": ("USD/yr", "input: annual fixed cost of opening the site"),
+        "pue_climate_factor": ("", "input: multiplier on the cooling overhead (PUE - 1)"),
+        "input_provenance": ("", "provenance kind of the inputs: 'as given' (the plan folder keeps the values, not their sources)"),
+    },
+    "regions": {
+        "id": ("", "region id (inputs/regions.csv)"), "name": ("", "region name"), "country": ("", "ISO 3166-1 alpha-2"),
+        "population": ("people", "population"), "demand_tok_s": ("tok/s", "peak inference demand, all classes"),
+        "served_tok_s": ("tok/s", "peak inference served, all classes"),
+        "mean_rtt_ms": ("ms", "round-trip time weighted by tok/s served"), "max_rtt_ms": ("ms", "largest round-trip time of any assignment"),
+        "served_by": ("", "names of the serving sites, ';'-separated"),
+        "demand_<class>_tok_s": ("tok/s", "input: peak demand of the class"),
+        "served_<class>_tok_s": ("tok/s", "peak demand of the class served"),
+        "mean_rtt_<class>_ms": ("ms", "round-trip time of the class weighted by tok/s served"),
+        "rtt_budget_<class>_ms": ("ms", "input: round-trip budget of the class"),
+    },
+    "assignments": {
+        "region": ("", "region id"), "region_name": ("", "region name"), "workload": ("", "workload class id"),
+        "site": ("", "site id"), "site_name": ("", "site name"), "share": ("fraction", "share of the region's class demand"),
+        "served_tok_s": ("tok/s", "peak tok/s served over this line"), "rtt_ms": ("ms", "round-trip time"),
+        "rtt_budget_ms": ("ms", "round-trip budget of the class"),
+        "distance_km": ("km", "WGS84 geodesic length of the line"),
+    },
+}
+
+
+def field_rows(layers: PlanLayers) -> list[tuple[str, str, str, str]]:
+    """(layer, column, unit, description) for every attribute column of the three layers."""
+    rows = []
+    for name, frame in layers.layers().items():
+        known = FIELDS[name]
+        for column in frame.columns:
+            if column == frame.geometry.name:
+                continue
+            unit, text = known.get(column) or next(
+                (v for k, v in known.items() if "<class>" in k and _matches(k, column)), ("", ""))
+            rows.append((name, column, unit, text))
+    return rows
+
+
+def _matches(pattern: str, column: str) -> bool:
+    head, tail = pattern.split("<class>")
+    return column.startswith(head) and column.endswith(tail) and len(column) > len(head) + len(tail)
 
 
 def plan_extent(layers: PlanLayers) -> tuple[float, float, float, float] | None:

@@ -1,31 +1,56 @@
 """The executive report: one self-contained HTML page and a PDF with the same content.
 
-Both are built from one `ReportContent` (KPIs, map, cost charts, site and job tables,
-solver record, provenance). The HTML is rendered by Jinja2 with autoescaping, so every
-name from the inputs reaches the page as text; images are data: URIs, so the page needs
-no network and no files beside it. The PDF is drawn with matplotlib (A4 landscape).
+The report is an argument, built as a list of `Section`s (`report_sections`): page 1 the
+executive summary (reports/summary.py computes its sentences from the plan), then the map,
+per-workload economics, why these sites, the GPU reconciliation, key figures and cost,
+the site and job tables, the assumptions box, a glossary, the appendix and the solver
+record. Later analyses (resilience, the day's load, alternatives, robustness) slot in by
+appending a builder to `EXTRA_SECTIONS`; each builder takes the `PlanLayers` and returns a
+`Section` or None, and lands before the assumptions box.
+
+Each section holds typed blocks (`Paragraphs`, `Bullets`, `Headline`, `Table`, `Image`,
+`Definitions`), rendered twice: by Jinja2 with autoescaping into HTML (so every name from
+the inputs reaches the page as text; images are data: URIs), and by a small flow layout on
+matplotlib into an A4-landscape PDF: "page N of M" on every page, table text at 8.5 pt with
+numbers right-aligned, tables split only at row boundaries with their header repeated and
+filling the page, a heading never alone at a page foot, figures embedded as images so that
+every piece of text in the PDF is the layout's own (8 pt or more). Matplotlib text is drawn
+with parse_math=False, so a '$' in a name is a dollar sign.
 """
 
 from __future__ import annotations
 
+import io
 import json
-import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable, Union
 
 from matplotlib.backends.backend_pdf import PdfPages
 from matplotlib.figure import Figure
+from matplotlib.font_manager import FontProperties
+from matplotlib.image import imread
+from matplotlib.lines import Line2D
+from matplotlib.patches import Rectangle
+from matplotlib.textpath import TextToPath
 
 from dcplace.models.plan import Plan
-from dcplace.reports.charts import cost_by_category_figure, cost_by_site_figure, draw_cost_by_category, figure_data_uri
+from dcplace.reports.charts import cost_by_category_figure, cost_by_site_figure, figure_data_uri
 from dcplace.reports.layers import PlanLayers
 from dcplace.reports.mpl import plt  # the one place that picks matplotlib's backend
 from dcplace.reports.output import check_destination, render_html, staged_files
 from dcplace.reports.staticmap import draw_static_map
 from dcplace.reports.style import ROLE_COLOURS, money, mw_text
+from dcplace.reports.summary import (
+    SMALL_SITE_FIXED_SHARE, Provenance, Summary, executive_summary, input_provenance, latency_reason, provenance_text,
+    site_tokens_share, small_site, vintages,
+)
 
 A4_LANDSCAPE_IN = (11.69, 8.27)
-SITE_ROWS_PER_PDF_PAGE = 24
+SMALL_SITE_FLAG = "small site: fixed cost dominates"
+
+
+# ----------------------------------------------------------------------------- content model
 
 
 @dataclass(frozen=True)
@@ -36,26 +61,201 @@ class Kpi:
 
 
 @dataclass(frozen=True)
-class ReportContent:
-    """Everything the report says, as plain values (rendered twice: HTML and PDF)."""
+class Paragraphs:
+    texts: list[str]
+    style: str = "body"  # body | lead | note
 
+
+@dataclass(frozen=True)
+class Bullets:
+    items: list[str]
+    style: str = "body"
+
+
+@dataclass(frozen=True)
+class Headline:
+    kpis: list[Kpi]
+    large: bool = True
+
+
+@dataclass(frozen=True)
+class Table:
+    id: str
+    columns: list[str]
+    rows: list[list[str]]
+    numeric: list[bool]  # right-aligned columns
+    flagged: list[bool] = field(default_factory=list)  # rows to highlight
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Image:
+    key: str  # map | cost-by-category | cost-by-site
+    alt: str
+    half: bool = False  # two half-width images in a row
+    max_height: float = 10_000.0  # points, in the PDF
+
+
+@dataclass(frozen=True)
+class Definitions:
+    id: str
+    rows: list[tuple[str, str]]
+
+
+Block = Union[Paragraphs, Bullets, Headline, Table, Image, Definitions]
+
+
+@dataclass(frozen=True)
+class Section:
+    id: str
+    title: str
+    blocks: list[Block]
+    new_page: bool = False
+
+
+# Builders of later analyses: each takes the PlanLayers and returns a Section or None.
+EXTRA_SECTIONS: list[Callable[[PlanLayers], Section | None]] = []
+
+
+@dataclass(frozen=True)
+class ReportContent:
     title: str
     subtitle: str
-    kpis: list[Kpi]
-    mw_by_role: list[tuple[str, str, str]]  # role, facility MW, colour
-    site_columns: list[str]
-    site_rows: list[list[str]]
-    job_columns: list[str]
-    job_rows: list[list[str]]
-    solver_rows: list[tuple[str, str]]
-    provenance_rows: list[tuple[str, str]]
-    description: str
+    sections: list[Section]
+
+    def section(self, id: str) -> Section:
+        return next(s for s in self.sections if s.id == id)
 
 
-def report_content(layers: PlanLayers) -> ReportContent:
-    plan, k = layers.plan, layers.plan.kpis
-    s = plan.solve
-    gap = f"{s.gap:.2%}" if s.gap is not None else "n/a"
+# ----------------------------------------------------------------------------- sections
+
+
+def _num(x: float, digits: int = 0) -> str:
+    return f"{x:,.{digits}f}"
+
+
+def _summary_section(plan: Plan, summary: Summary) -> Section:
+    blocks: list[Block] = [Headline([Kpi(label, value, note) for label, value, note in summary.headline])]
+    blocks.append(Paragraphs(summary.training + summary.inference + summary.cost, "lead"))
+    classes = [c for c in summary.classes if c.tokens_per_year > 0]
+    if classes:
+        blocks.append(Bullets([
+            f"{c.name}: ${c.usd_per_m_tokens:,.3f} per M tokens ({money(c.cost_usd_per_year)} a year for "
+            f"{c.tokens_per_year / 1e12:,.1f} trillion tokens)" for c in classes
+        ]))
+        blocks.append(Paragraphs([summary.class_rule], "note"))
+    if summary.assumptions:
+        blocks.append(Paragraphs(["The three assumptions that matter most:"], "body"))
+        blocks.append(Bullets([
+            f"{a.label[0].upper()}{a.label[1:]}: {a.value_text}. The {a.category.replace('_', ' ')} line is {money(a.line_usd_per_year)} "
+            f"a year ({a.share:.0%} of cost): ±10 % moves it ±{money(a.swing_usd_per_year)}. Source: {a.source_text}."
+            for a in summary.assumptions
+        ]))
+        blocks.append(Paragraphs([summary.assumption_rule], "note"))
+    if summary.small_sites:
+        blocks.append(Paragraphs([f"{len(summary.small_sites)} open sites are small: fixed costs are at least "
+                                  f"{SMALL_SITE_FIXED_SHARE:.0%} of what they cost (see Why these sites)."], "note"))
+    return Section("summary", "Executive summary", blocks)
+
+
+def _workload_section(layers: PlanLayers, summary: Summary) -> Section:
+    plan, scenario = layers.plan, layers.scenario
+    chips = {c.id: c.name.split(" (")[0] for c in scenario.catalog.chips}
+    rows, flags = [], []
+    for c in summary.classes:
+        rows.append([c.name, _num(c.peak_tok_s), _num(c.racks), ", ".join(f"{chips.get(k, k)} {v:,}" for k, v in sorted(c.gpus_by_chip.items())) or "—",
+                     f"{c.it_mw:,.1f}", money(c.cost_usd_per_year), f"${c.usd_per_m_tokens:,.3f}",
+                     f"{c.rtt_p50:.1f} / {c.rtt_p95:.1f} / {c.rtt_max:.1f}",
+                     f"{c.budget_min:.0f}" if c.budget_min == c.budget_max else f"{c.budget_min:.0f}–{c.budget_max:.0f}",
+                     f"{c.within_budget_share:.1%}"])
+        flags.append(False)
+    train = [ln for s in plan.sites for ln in s.racks if ln.purpose == "training"]
+    if train:
+        gpus: dict[str, int] = {}
+        for ln in train:
+            gpus[ln.chip] = gpus.get(ln.chip, 0) + ln.gpus
+        rows.append([f"Training ({len(plan.jobs)} jobs)", "—", _num(sum(ln.racks for ln in train)),
+                     ", ".join(f"{chips.get(k, k)} {v:,}" for k, v in sorted(gpus.items())), f"{sum(ln.it_kw for ln in train) / 1000:,.1f}",
+                     money(sum(sum(ln.cost_usd_per_year.values()) for ln in train)), "—", "—", "—", "—"])
+        flags.append(False)
+    table = Table("workloads", ["Class", "Tokens/s at peak", "Racks", "GPUs by chip", "IT MW", "Cost / yr", "$ per M tokens",
+                                "RTT p50 / p95 / max, ms", "RTT budget, ms", "Within budget"],
+                  rows, [False, True, True, False, True, True, True, True, True, True], flags)
+    return Section("workloads", "Per-workload economics", [
+        table,
+        Paragraphs([summary.class_rule + " RTT percentiles are weighted by tokens/s served."], "note"),
+    ])
+
+
+def _why_section(layers: PlanLayers, summary: Summary) -> Section:
+    plan, scenario = layers.plan, layers.scenario
+    shares = site_tokens_share(plan, scenario)
+    jobs_at: dict[str, list[str]] = {}
+    for j in plan.jobs:
+        jobs_at.setdefault(j.site, []).append(j.name)
+    rows, flags = [], []
+    for s in sorted((s for s in plan.sites if s.open), key=lambda s: -s.total_cost_usd_per_year):
+        fixed = s.cost_usd_per_year.get("site_fixed", 0.0) + s.cost_usd_per_year.get("cooling_zones", 0.0)
+        does = []
+        if s.id in jobs_at:
+            does.append("trains " + ", ".join(jobs_at[s.id]))
+        if shares.get(s.id):
+            does.append(f"serves {shares[s.id]:.1%} of tokens")
+        flag = small_site(s)
+        why = ""
+        if flag:
+            reason = latency_reason(plan, scenario, s)
+            why = SMALL_SITE_FLAG + (f" ({reason})" if reason else "")
+        rows.append([s.name, s.country, s.role, _num(s.racks_total), "; ".join(does) or "—", money(s.total_cost_usd_per_year),
+                     money(fixed), f"{fixed / s.total_cost_usd_per_year:.0%}" if s.total_cost_usd_per_year else "—", why])
+        flags.append(flag)
+    case = summary.training_case
+    text = []
+    if case is not None:
+        ids = case.eligible
+        names = {s.id: s.name for s in plan.sites}
+        cheapest = ", ".join(f"{names[i]} ${case.total(i):,.0f}" for i in ids[:5])
+        text.append(f"Training on {case.chip_name} with {case.fabric_name} ({case.cooling} cooling), per effective H100-year at the "
+                    f"{len(ids)} eligible sites: cheapest {cheapest}; median {names[case.median_site]} "
+                    f"${case.total(case.median_site):,.0f}; dearest {names[ids[-1]]} ${case.total(ids[-1]):,.0f}.")
+    text.append(f"A site is flagged \"{SMALL_SITE_FLAG}\" when its fixed costs (site fixed cost plus cooling-zone fixed costs) are "
+                f"{SMALL_SITE_FIXED_SHARE:.0%} or more of its annual cost; {sum(flags)} of {len(rows)} open sites are.")
+    table = Table("why", ["Site", "Country", "Role", "Racks", "What it does", "Cost / yr", "Fixed / yr", "Fixed share", "Flag"],
+                  rows, [False, False, False, True, False, True, True, True, False], flags)
+    return Section("why", "Why these sites", [Paragraphs(text, "body"), table])
+
+
+def _reconcile_section(layers: PlanLayers) -> Section | None:
+    plan, scenario = layers.plan, layers.scenario
+    if not plan.jobs:
+        return None
+    chips = {c.id: c for c in scenario.catalog.chips}
+    fabrics = {f.id: f for f in scenario.catalog.fabrics}
+    names = {s.id: s.name for s in plan.sites}
+    groups: dict[tuple[str, str, str], float] = {}
+    for j in plan.jobs:
+        groups[(j.site, j.chip, j.fabric)] = groups.get((j.site, j.chip, j.fabric), 0.0) + j.gpus_h100_equiv
+    rows = []
+    eq_total = phys_total = inst_total = 0.0
+    for (site, chip, fab), eq in sorted(groups.items()):
+        c, f = chips[chip], fabrics[fab]
+        physical = eq / (f.training_efficiency * c.h100_equiv)
+        site_plan = next(s for s in plan.sites if s.id == site)
+        installed = sum(ln.gpus for ln in site_plan.racks if ln.purpose == "training" and ln.chip == chip and ln.fabric == fab)
+        eq_total, phys_total, inst_total = eq_total + eq, phys_total + physical, inst_total + installed
+        rows.append([names[site], c.name.split(" (")[0], f.name, _num(eq), f"{f.training_efficiency:.2f}", f"{c.h100_equiv:.2f}",
+                     _num(physical), _num(installed)])
+    rows.append(["Total", "", "", _num(eq_total), "", "", _num(phys_total), _num(inst_total)])
+    sentence = (f"Jobs ask for {eq_total:,.0f} H100-equivalent GPUs; sites hold physical GPUs. Physical = H100-equivalent / "
+                f"(fabric efficiency x chip H100-equivalence): {phys_total:,.0f} physical GPUs needed, {inst_total:,.0f} installed "
+                f"in whole racks (the site tables count these). Inference GPUs ({int(plan.kpis['gpus_inference']):,}) are physical too.")
+    table = Table("reconcile", ["Site", "Chip", "Fabric", "H100-eq GPUs (jobs)", "Efficiency", "H100-equiv.", "Physical needed",
+                                "Physical installed"], rows, [False, False, False, True, True, True, True, True])
+    return Section("reconcile", "Training GPUs: H100-equivalent and physical", [Paragraphs([sentence]), table])
+
+
+def _key_figures_section(plan: Plan) -> Section:
+    k = plan.kpis
     kpis = [
         Kpi("Annual cost", money(plan.objective_usd_per_year), f"upfront capex {money(k['upfront_capex_usd'])}"),
         Kpi("Inference cost", f"${k['usd_per_m_tokens']:.3f} per M tokens", f"{k['tokens_per_s_served_peak'] / 1e6:,.1f} M tok/s at peak"),
@@ -64,25 +264,154 @@ def report_content(layers: PlanLayers) -> ReportContent:
             f"{k['it_mw_inference']:,.1f} inference + {k['it_mw_training']:,.1f} training; facility {k['facility_mw']:,.1f} MW"),
         Kpi("Carbon", f"{k['emissions_t_per_year']:,.0f} t CO₂/yr", "grid emissions of facility power"),
         Kpi("Sites open", f"{int(k['sites_open'])} of {len(plan.sites)}",
-            f"{int(k['gpus_inference'] + k['gpus_training']):,} GPUs; {int(k['training_jobs_placed'])} training jobs placed"),
+            f"{int(k['gpus_inference'] + k['gpus_training']):,} physical GPUs; {int(k['training_jobs_placed'])} training jobs placed"),
     ]
-    mw_by_role = []
-    for role, colour in ROLE_COLOURS.items():
+    roles = []
+    for role in ROLE_COLOURS:
         mw = sum(x.facility_kw for x in plan.sites if x.role == role) / 1000
         if mw > 0:
-            mw_by_role.append((role, mw_text(mw), colour))
-    site_columns = ["Site", "Country", "Role", "Racks", "GPUs", "Chips", "Cooling", "Fabric", "IT MW", "Facility / limit MW", "Cost / yr", "Share"]
+            roles.append(f"{role} {mw_text(mw)}")
+    return Section("key-figures", "Key figures and cost", [
+        Headline(kpis, large=False),
+        Paragraphs(["Facility MW by site role: " + ", ".join(roles) + "."]),
+        Image("cost-by-category", "Annual cost by category", half=True, max_height=330),
+        Image("cost-by-site", "Annual cost by site", half=True, max_height=330),
+    ])
+
+
+def _sites_section(plan: Plan) -> Section:
     total = plan.objective_usd_per_year or 1.0
-    site_rows = [
-        [x.name, x.country, x.role, f"{x.racks_total:,}", f"{x.gpus:,}", ", ".join(sorted({r.chip for r in x.racks})),
+    rows = [
+        [x.name, x.country, x.role, _num(x.racks_total), _num(x.gpus), ", ".join(sorted({r.chip for r in x.racks})),
          ", ".join(x.zones), ", ".join(x.fabrics) or "—", f"{x.it_kw / 1000:,.2f}",
          f"{x.facility_kw / 1000:,.1f} / {x.power_limit_kw / 1000:,.0f}", money(x.total_cost_usd_per_year),
          f"{x.total_cost_usd_per_year / total:.1%}"]
         for x in sorted((x for x in plan.sites if x.open), key=lambda x: -x.total_cost_usd_per_year)
     ]
+    columns = ["Site", "Country", "Role", "Racks", "GPUs (physical)", "Chips", "Cooling", "Fabric", "IT MW", "Facility / limit MW",
+               "Cost / yr", "Share"]
+    return Section("open-sites", "Open sites", [Table("sites", columns, rows, [False, False, False, True, True, False, False, False,
+                                                                              True, True, True, True])])
+
+
+def _jobs_section(plan: Plan) -> Section | None:
+    if not plan.jobs:
+        return None
     names = {x.id: x.name for x in plan.sites}
-    job_rows = [[j.name, names[j.site], j.chip, j.fabric, f"{j.gpus_h100_equiv:,.0f}"] for j in plan.jobs]
-    solver_rows = [
+    rows = [[j.name, names[j.site], j.chip, j.fabric, _num(j.gpus_h100_equiv)] for j in plan.jobs]
+    return Section("jobs", "Training jobs", [Table("jobs", ["Job", "Site", "Chip", "Fabric", "H100-eq GPUs"], rows,
+                                                   [False, False, False, False, True])])
+
+
+def _assumptions_section(layers: PlanLayers, prov: Provenance) -> Section:
+    plan, scenario = layers.plan, layers.scenario
+    eco, lat, pol = scenario.economics, scenario.latency, scenario.policies
+    open_sites = [s for s in plan.sites if s.open]
+    used_chips = sorted({ln.chip for s in open_sites for ln in s.racks})
+    used_cooling = sorted({ln.cooling for s in open_sites for ln in s.racks})
+    used_fabrics = sorted({ln.fabric for s in open_sites for ln in s.racks if ln.fabric})
+    chips = {c.id: c for c in scenario.catalog.chips}
+    cooling = {c.id: c for c in scenario.catalog.cooling}
+    fabrics = {f.id: f for f in scenario.catalog.fabrics}
+    rows = [
+        ("Discount rate", f"{eco.discount_rate:.1%} (capex is annualized with the capital recovery factor over each asset's life)"),
+        ("Chip lives", ", ".join(f"{chips[c].name.split(' (')[0]} {chips[c].life_years:g} y" for c in used_chips) or "—"),
+        ("Cooling lives", ", ".join(f"{cooling[c].name} {cooling[c].life_years:g} y" for c in used_cooling) or "—"),
+        ("Fabric lives", ", ".join(f"{fabrics[f].name} {fabrics[f].life_years:g} y" for f in used_fabrics) or "—"),
+        ("Load factors", ", ".join(f"{w.name} {w.load_factor:.0%}" for w in scenario.catalog.workloads)
+         + f"; training {eco.training_load_factor:.0%} (average / peak use: energy and tokens a year)"),
+        ("Target utilization", f"{eco.inference_target_utilization:.0%} of a GPU's rated throughput planned at peak"),
+        ("Carbon price", f"${eco.carbon_price_usd_per_t:,.0f} per t CO₂"),
+        ("Transport price", f"${eco.transport_usd_per_tok_s_1000km_year:,.2f} per (token/s x 1000 km) a year"),
+        ("Hours a year", f"{eco.hours_per_year:,.0f}"),
+        ("Latency model", f"RTT = 2 x distance x route factor {lat.route_factor:g} / {lat.fiber_km_per_ms:g} km per ms + "
+                          f"{lat.overhead_ms:g} ms" + ("; paths over the given backbone" if lat.backbone else "; great-circle distance")),
+        ("Policies", f"max share per site {pol.max_share_per_site:.0%}; carbon cap "
+                     f"{'none' if pol.carbon_cap_t_per_year is None else f'{pol.carbon_cap_t_per_year:,.0f} t/yr'}; capex budget "
+                     f"{'none' if pol.capex_budget_usd is None else money(pol.capex_budget_usd)}; sites {pol.min_sites}–"
+                     f"{pol.max_sites if pol.max_sites is not None else 'any'}"),
+    ]
+    site_fields = ("power_price_usd_per_mwh", "grid_carbon_g_per_kwh", "colocation_usd_per_kw_month", "fixed_cost_usd_per_year",
+                   "pue_climate_factor", "power_limit_mw")
+    keys = [("sites", s.id, f) for s in open_sites for f in site_fields]
+    if prov.rows:
+        for label, fld in (("Power prices", "power_price_usd_per_mwh"), ("Grid carbon", "grid_carbon_g_per_kwh"),
+                           ("Colocation prices", "colocation_usd_per_kw_month")):
+            ks = [("sites", s.id, fld) for s in open_sites]
+            v = vintages(prov, ks)
+            rows.append((f"{label} (open sites)", provenance_text(prov, ks) + (f"; data of {v}" if v else "")))
+        ck = [("chips", c, "capex_usd_per_gpu") for c in used_chips]
+        v = vintages(prov, ck)
+        rows.append(("Chip prices", provenance_text(prov, ck) + (f"; data of {v}" if v else "")))
+        known = [k for k in keys if prov.get(*k)]
+        imputed = [k for k in known if prov.get(*k)[0] in ("rule", "assumption")]
+        if known:
+            rows.append(("Imputed inputs", f"{len(imputed)} of {len(known)} numeric inputs of the open sites with provenance "
+                                           f"({len(imputed) / len(known):.0%}) are filled by a rule or assumed (provenance from "
+                                           f"{prov.origin}); the appendix counts them for every site."))
+            label = {"power_price_usd_per_mwh": "power price", "grid_carbon_g_per_kwh": "grid carbon",
+                     "colocation_usd_per_kw_month": "colocation", "fixed_cost_usd_per_year": "fixed cost",
+                     "pue_climate_factor": "PUE factor", "power_limit_mw": "power limit"}
+            by_set: dict[tuple[str, ...], list[str]] = {}
+            for s in open_sites:
+                fields = tuple(label[f] for f in site_fields if (p := prov.get("sites", s.id, f)) and p[0] in ("rule", "assumption"))
+                if fields:
+                    by_set.setdefault(fields, []).append(s.name)
+            for fields, names in sorted(by_set.items(), key=lambda kv: -len(kv[1])):
+                rows.append(("Imputed: " + ", ".join(fields), ", ".join(names)))
+    else:
+        rows.append(("Data provenance", "as given: the plan's inputs carry no provenance table"))
+    return Section("assumptions", "Assumptions", [Definitions("assumptions", rows)])
+
+
+GLOSSARY = [
+    ("Annual cost", "Capex annualized over each asset's life at the discount rate (capital recovery factor), plus energy, "
+                    "colocation, fixed, carbon and transport costs of one year."),
+    ("Upfront capex", "Chips, cooling and fabric bought at the start; not annualized."),
+    ("H100-equivalent GPU", "Training work of one H100 at full scaling; a chip counts as its H100-equivalence times the fabric's "
+                            "training efficiency."),
+    ("Physical GPU", "A chip installed in a rack; site tables count these."),
+    ("PUE", "Power usage effectiveness: facility power / IT power; the catalog's figure, its overhead scaled by the site's "
+            "climate factor."),
+    ("IT MW, facility MW", "Power drawn by the racks; the same times PUE, what the grid supplies."),
+    ("Colocation", "Rent for space and power per kW of IT per month."),
+    ("RTT", "Round-trip time between a demand region and the site that serves it, estimated from distance."),
+    ("Latency budget", "The largest RTT a region accepts for a workload class."),
+    ("Load factor", "Average use over peak capacity; sets energy and the tokens served in a year."),
+    ("$ per M tokens", "Annual inference cost over the tokens served in a year, in millions."),
+    ("Role", "training, inference or mixed (both) by what a site's racks do; idle: open with no racks."),
+    ("Small site", f"An open site whose fixed costs are {SMALL_SITE_FIXED_SHARE:.0%} or more of its annual cost."),
+    ("Gap", "How far the plan's cost may be above the best possible, as proven by the solver's bound."),
+]
+
+
+def _appendix_section(layers: PlanLayers, prov: Provenance) -> Section:
+    plan, scenario = layers.plan, layers.scenario
+    inputs = {s.id: s for s in scenario.sites}
+    short = {"power_price_usd_per_mwh": "power", "grid_carbon_g_per_kwh": "carbon", "colocation_usd_per_kw_month": "colocation",
+             "fixed_cost_usd_per_year": "fixed", "pue_climate_factor": "PUE factor", "power_limit_mw": "power limit"}
+    rows, flags = [], []
+    for s in sorted(plan.sites, key=lambda s: (not s.open, -s.total_cost_usd_per_year, s.name)):
+        i = inputs[s.id]
+        imputed = [label for fld, label in short.items() if (p := prov.get("sites", s.id, fld)) and p[0] in ("rule", "assumption")]
+        rows.append([s.name, s.country, s.role if s.open else "closed", f"{i.power_price_usd_per_mwh:,.1f}", f"{i.grid_carbon_g_per_kwh:,.0f}",
+                     f"{i.colocation_usd_per_kw_month:,.2f}", f"{i.pue_climate_factor:.2f}", f"{i.power_limit_kw / 1000:,.1f}",
+                     money(i.fixed_cost_usd_per_year), _num(s.racks_total), f"{s.it_kw / 1000:,.2f}", money(s.total_cost_usd_per_year),
+                     f"{len(imputed)} of {len(short)}" if prov.rows else "as given"])
+        flags.append(small_site(s))
+    columns = ["Site", "Country", "Role", "Power $/MWh", "Carbon g/kWh", "Colocation $/kW-mo", "PUE factor", "Limit MW", "Fixed / yr",
+               "Racks", "IT MW", "Cost / yr", "Imputed inputs"]
+    return Section("appendix", "Appendix: every candidate site", [
+        Paragraphs([f"All {len(rows)} candidate sites, open ones first (costliest first); inputs as the plan used them."], "note"),
+        Table("all-sites", columns, rows, [False, False, False] + [True] * 10, flags),
+    ])
+
+
+def _solver_section(layers: PlanLayers) -> Section:
+    plan = layers.plan
+    s = plan.solve
+    gap = f"{s.gap:.2%}" if s.gap is not None else "n/a"
+    rows = [
         ("Status", f"{s.status} ({s.termination})"), ("Solver", f"{s.solver} {s.solver_version}"),
         ("Objective", f"${s.objective_usd_per_year:,.2f}/yr" if s.objective_usd_per_year is not None else "n/a"),
         ("Best bound", f"${s.best_bound_usd_per_year:,.2f}/yr" if s.best_bound_usd_per_year is not None else "n/a"),
@@ -92,94 +421,392 @@ def report_content(layers: PlanLayers) -> ReportContent:
         ("Warm start", s.warm_start), ("Options", json.dumps(s.options, sort_keys=True)),
     ]
     if s.pairs:
-        solver_rows.insert(5, ("Serving pairs", (
+        rows.insert(5, ("Serving pairs", (
             f"{s.pairs['pairs_in_model']:,} of {s.pairs['pairs_eligible']:,} eligible, {s.pairs['pricing_rounds']} pricing rounds "
             f"({'converged' if s.pairs['converged'] else 'stopped early'}); bound and gap are the full model's LP bound's"
         )))
     p = plan.provenance
-    provenance_rows = [
+    rows += [
         ("Scenario", f"{plan.scenario} ({p.get('scenario_source', 'unknown source')})"),
         ("Scenario hash", plan.scenario_hash), ("Solved (UTC)", plan.created_utc),
         ("Re-run", str(p.get("rerun", ""))), ("Seed", str(p.get("seed", ""))),
         ("Packages", ", ".join(f"{name} {version}" for name, version in sorted(p.get("packages", {}).items()))),
         ("Python, platform", f"{p.get('python', '')}, {p.get('platform', '')}"),
     ]
+    blocks: list[Block] = []
+    if layers.scenario.description:
+        blocks.append(Paragraphs([layers.scenario.description]))
+    blocks.append(Definitions("solver", rows))
+    return Section("solver", "Solver and provenance", blocks)
+
+
+def report_content(layers: PlanLayers) -> ReportContent:
+    plan = layers.plan
+    s = plan.solve
+    gap = f"{s.gap:.2%}" if s.gap is not None else "n/a"
+    prov = input_provenance(layers)
+    summary = executive_summary(layers, prov)
+    sections: list[Section | None] = [
+        _summary_section(plan, summary),
+        Section("map", "Map", [Image("map", "Map of the plan: sites by role and size, demand regions and the lines that serve them")],
+                new_page=True),
+        _workload_section(layers, summary),
+        _why_section(layers, summary),
+        _reconcile_section(layers),
+        *[build(layers) for build in EXTRA_SECTIONS],
+        _key_figures_section(plan),
+        _sites_section(plan),
+        _jobs_section(plan),
+        _assumptions_section(layers, prov),
+        Section("glossary", "Glossary", [Definitions("glossary", GLOSSARY)]),
+        _appendix_section(layers, prov),
+        _solver_section(layers),
+    ]
     return ReportContent(
         title=f"dcplace plan — {plan.scenario}",
         subtitle=f"Solved {plan.created_utc[:10]} · {s.status}, gap {gap} · {len(plan.assignments):,} region assignments",
-        kpis=kpis, mw_by_role=mw_by_role, site_columns=site_columns, site_rows=site_rows,
-        job_columns=["Job", "Site", "Chip", "Fabric", "H100-eq GPUs"], job_rows=job_rows,
-        solver_rows=solver_rows, provenance_rows=provenance_rows, description=layers.scenario.description,
+        sections=[x for x in sections if x is not None],
     )
 
 
-def report_html(content: ReportContent, map_uri: str, category_uri: str, site_uri: str) -> str:
-    return render_html("report.html.j2", c=content, map_uri=map_uri, category_uri=category_uri, site_uri=site_uri)
+def report_html(content: ReportContent, images: dict[str, str]) -> str:
+    return render_html("report.html.j2", c=content, images=images)
 
 
-def _text_page(pdf: PdfPages, title: str, rows: list[tuple[str, str]], top_text: str = "") -> None:
-    fig = plt.figure(figsize=A4_LANDSCAPE_IN)
-    fig.text(0.05, 0.93, title, fontsize=16, weight="bold", parse_math=False)
-    y = 0.87
-    if top_text:
-        for line in textwrap.wrap(top_text, 130):
-            fig.text(0.05, y, line, fontsize=9, parse_math=False)
-            y -= 0.025
-        y -= 0.02
-    for label, value in rows:
-        fig.text(0.05, y, label, fontsize=9, weight="bold", parse_math=False)
-        for line in textwrap.wrap(value, 120) or [""]:
-            fig.text(0.25, y, line, fontsize=9, parse_math=False)
-            y -= 0.027
-        y -= 0.006
-    pdf.savefig(fig)
-    plt.close(fig)
+# ----------------------------------------------------------------------------- PDF layout
+
+PAGE_W, PAGE_H = A4_LANDSCAPE_IN[0] * 72, A4_LANDSCAPE_IN[1] * 72  # points
+MARGIN_L, MARGIN_R, MARGIN_T, MARGIN_B = 36.0, 36.0, 34.0, 40.0
+CONTENT_W = PAGE_W - MARGIN_L - MARGIN_R
+TABLE_PT, BODY_PT, LEAD_PT, NOTE_PT, HEADING_PT, FOOTER_PT = 8.5, 9.0, 9.5, 8.0, 14.0, 8.0
+MIN_PT = 8.0  # nothing in the PDF is smaller
+_MEASURE = TextToPath()
+_WIDTH_CACHE: dict[tuple[str, float, bool], float] = {}
 
 
-def _kpi_page(pdf: PdfPages, content: ReportContent, plan: Plan) -> None:
-    fig = plt.figure(figsize=A4_LANDSCAPE_IN)
-    fig.text(0.05, 0.93, content.title, fontsize=18, weight="bold", parse_math=False)
-    fig.text(0.05, 0.895, content.subtitle, fontsize=10, color="#444444", parse_math=False)
-    for i, kpi in enumerate(content.kpis):
-        x, y = 0.05 + (i % 3) * 0.31, 0.80 - (i // 3) * 0.13
-        fig.text(x, y, kpi.label.upper(), fontsize=8, color="#666666", parse_math=False)
-        fig.text(x, y - 0.045, kpi.value, fontsize=17, weight="bold", parse_math=False)
-        fig.text(x, y - 0.075, kpi.note, fontsize=7.5, color="#444444", parse_math=False)
-    roles = "   ".join(f"{role}: {mw} facility" for role, mw, _ in content.mw_by_role)
-    fig.text(0.05, 0.52, f"MW by site role — {roles}", fontsize=9, parse_math=False)
-    draw_cost_by_category(fig.add_axes([0.17, 0.08, 0.55, 0.38]), plan)
-    pdf.savefig(fig)
-    plt.close(fig)
+def text_width(text: str, size: float, bold: bool = False) -> float:
+    key = (text, size, bold)
+    if key not in _WIDTH_CACHE:
+        prop = FontProperties(family="DejaVu Sans", size=size, weight="bold" if bold else "normal")
+        _WIDTH_CACHE[key] = _MEASURE.get_text_width_height_descent(text, prop, ismath=False)[0] if text else 0.0
+    return _WIDTH_CACHE[key]
 
 
-def _table_pages(pdf: PdfPages, title: str, columns: list[str], rows: list[list[str]]) -> None:
-    for start in range(0, max(len(rows), 1), SITE_ROWS_PER_PDF_PAGE):
-        chunk = rows[start:start + SITE_ROWS_PER_PDF_PAGE] or [["—"] * len(columns)]
-        fig = plt.figure(figsize=A4_LANDSCAPE_IN)
-        page = f" ({start // SITE_ROWS_PER_PDF_PAGE + 1})" if len(rows) > SITE_ROWS_PER_PDF_PAGE else ""
-        fig.text(0.05, 0.93, title + page, fontsize=16, weight="bold", parse_math=False)
-        ax = fig.add_axes([0.03, 0.05, 0.94, 0.85])
-        ax.set_axis_off()
-        table = ax.table(cellText=chunk, colLabels=columns, loc="upper center", cellLoc="left")
-        table.auto_set_font_size(False)
-        table.set_fontsize(7)
-        table.auto_set_column_width(list(range(len(columns))))
-        for cell in table.get_celld().values():
-            cell.get_text().set_parse_math(False)
-            cell.set_linewidth(0.3)
-        pdf.savefig(fig)
-        plt.close(fig)
+def wrap(text: str, width: float, size: float, bold: bool = False) -> list[str]:
+    """Greedy word wrap by measured width; a word longer than the line is broken by characters."""
+    lines: list[str] = []
+    for para in text.split("\n"):
+        line = ""
+        for word in para.split(" "):
+            candidate = f"{line} {word}" if line else word
+            if text_width(candidate, size, bold) <= width:
+                line = candidate
+                continue
+            if line:
+                lines.append(line)
+            while text_width(word, size, bold) > width and len(word) > 1:
+                cut = len(word)
+                while cut > 1 and text_width(word[:cut], size, bold) > width:
+                    cut -= 1
+                lines.append(word[:cut])
+                word = word[cut:]
+            line = word
+        lines.append(line)
+    return lines
 
 
-def write_pdf(path: Path, content: ReportContent, plan: Plan, map_fig: Figure, by_site: Figure) -> None:
+@dataclass
+class _Op:
+    kind: str  # text | line | rect | image
+    args: tuple
+    kw: dict = field(default_factory=dict)
+
+
+class PdfLayout:
+    """Flows sections onto A4-landscape pages (coordinates in points from the top left)."""
+
+    def __init__(self, title: str):
+        self.title = title
+        self.pages: list[list[_Op]] = [[]]
+        self.y = MARGIN_T
+
+    # -- primitives
+    @property
+    def room(self) -> float:
+        return PAGE_H - MARGIN_B - self.y
+
+    def new_page(self) -> None:
+        if self.pages[-1]:
+            self.pages.append([])
+        self.y = MARGIN_T
+
+    def text(self, x: float, y: float, s: str, size: float, bold: bool = False, colour: str = "#1d2630", ha: str = "left") -> None:
+        assert size >= MIN_PT
+        self.pages[-1].append(_Op("text", (x, y, s), {"size": size, "bold": bold, "colour": colour, "ha": ha}))
+
+    def hline(self, x0: float, x1: float, y: float, colour: str = "#d5d9de", lw: float = 0.5) -> None:
+        self.pages[-1].append(_Op("line", (x0, x1, y), {"colour": colour, "lw": lw}))
+
+    def rect(self, x: float, y: float, w: float, h: float, colour: str) -> None:
+        self.pages[-1].append(_Op("rect", (x, y, w, h), {"colour": colour}))
+
+    # -- measuring blocks: height of the smallest piece that may start a page region
+    def first_height(self, block: Block) -> float:
+        if isinstance(block, Paragraphs):
+            size = self._size(block.style)
+            return min(2, len(wrap(block.texts[0], CONTENT_W, size))) * size * 1.35 if block.texts else 0
+        if isinstance(block, Bullets):
+            size = self._size(block.style)
+            return len(wrap(block.items[0], CONTENT_W - 14, size)[:2]) * size * 1.35 if block.items else 0
+        if isinstance(block, Headline):
+            return 78 if block.large else 62
+        if isinstance(block, Table):
+            widths = self._column_widths(block)
+            head = self._row_height(block.columns, widths, True)
+            rows = block.rows[:3]
+            return head + sum(self._row_height(r, widths, False) for r in rows)
+        if isinstance(block, Image):
+            return 200
+        if isinstance(block, Definitions):
+            return sum(self._definition_height(r) for r in block.rows[:2])
+        return 0
+
+    @staticmethod
+    def _size(style: str) -> float:
+        return {"lead": LEAD_PT, "note": NOTE_PT}.get(style, BODY_PT)
+
+    def ensure(self, height: float) -> None:
+        if height > self.room:
+            self.new_page()
+
+    # -- sections
+    def heading(self, section: Section) -> None:
+        first = self.first_height(section.blocks[0]) if section.blocks else 0
+        if section.new_page:
+            self.new_page()
+        else:
+            self.y += 8 if self.y > MARGIN_T else 0
+            self.ensure(HEADING_PT * 1.7 + first)  # never a heading alone at a page foot
+        self.text(MARGIN_L, self.y, section.title, HEADING_PT, bold=True)
+        self.y += HEADING_PT * 1.7
+
+    def paragraphs(self, block: Paragraphs) -> None:
+        size = self._size(block.style)
+        colour = "#4a5560" if block.style == "note" else "#1d2630"
+        for text in block.texts:
+            for line in wrap(text, CONTENT_W, size):
+                self.ensure(size * 1.35)
+                self.text(MARGIN_L, self.y, line, size, colour=colour)
+                self.y += size * 1.35
+            self.y += size * 0.45
+
+    def bullets(self, block: Bullets) -> None:
+        size = self._size(block.style)
+        for item in block.items:
+            lines = wrap(item, CONTENT_W - 14, size)
+            self.ensure(min(2, len(lines)) * size * 1.35)
+            self.text(MARGIN_L + 3, self.y, "•", size)
+            for line in lines:
+                self.ensure(size * 1.35)
+                self.text(MARGIN_L + 14, self.y, line, size)
+                self.y += size * 1.35
+            self.y += size * 0.3
+        self.y += size * 0.3
+
+    def headline(self, block: Headline) -> None:
+        height = 78 if block.large else 62
+        per_row = 4 if block.large else 3
+        gap = 10
+        self.ensure(height * -(-len(block.kpis) // per_row))
+        for start in range(0, len(block.kpis), per_row):
+            row = block.kpis[start:start + per_row]
+            self.ensure(height)
+            w = (CONTENT_W - gap * (per_row - 1)) / per_row
+            for i, kpi in enumerate(row):
+                x = MARGIN_L + i * (w + gap)
+                self.rect(x, self.y, w, height - 8, "#f0f2f4")
+                self.text(x + 8, self.y + 8, kpi.label.upper(), 8, colour="#5a6570")
+                value_pt = 20 if block.large else 15
+                while value_pt > 11 and text_width(kpi.value, value_pt, True) > w - 16:
+                    value_pt -= 1
+                self.text(x + 8, self.y + 21, kpi.value, value_pt, bold=True)
+                for k, note in enumerate(wrap(kpi.note, w - 16, 8)[:2] if kpi.note else []):
+                    self.text(x + 8, self.y + height - 30 + k * 10, note, 8, colour="#4a5560")
+            self.y += height
+
+    def _column_widths(self, table: Table) -> list[float]:
+        pad = 8.0
+        natural = []
+        for j, col in enumerate(table.columns):
+            cells = [r[j] for r in table.rows]
+            widest_cell = max((text_width(c, TABLE_PT) for c in cells), default=0.0)
+            widest_head_word = max((text_width(w, TABLE_PT, True) for w in col.split()), default=0.0)
+            natural.append(max(widest_cell, min(widest_head_word * 2.2, text_width(col, TABLE_PT, True)), widest_head_word) + pad)
+        total = sum(natural)
+        if total <= CONTENT_W:
+            extra = (CONTENT_W - total) / len(natural)
+            return [w + extra for w in natural]
+        # Shrink the text columns (wrapped), keep numbers whole.
+        fixed = sum(w for w, num in zip(natural, table.numeric) if num)
+        flexible = [w for w, num in zip(natural, table.numeric) if not num]
+        room = max(CONTENT_W - fixed, 40.0 * len(flexible))
+        scale = room / sum(flexible) if flexible else 1.0
+        floors = [max([text_width(w, TABLE_PT, True) for w in col.split()] + [text_width(w, TABLE_PT) for r in table.rows
+                       for w in r[j].split()] + [0.0]) + 8.0 for j, col in enumerate(table.columns)]
+        floors = [min(f, 110.0) for f in floors]
+        widths = [w if num else max(f, w * scale) for w, num, f in zip(natural, table.numeric, floors)]
+        over = sum(widths) - CONTENT_W
+        if over > 0:  # take the rest from the text columns above their floors
+            slack = [w - f if not num else 0.0 for w, f, num in zip(widths, floors, table.numeric)]
+            total_slack = sum(slack) or 1.0
+            widths = [w - over * s / total_slack for w, s in zip(widths, slack)]
+        return widths
+
+    def _cell_lines(self, text: str, width: float, bold: bool) -> list[str]:
+        return wrap(text, width - 8, TABLE_PT, bold)
+
+    def _row_height(self, row: list[str], widths: list[float], header: bool) -> float:
+        lines = max(len(self._cell_lines(c, w, header)) for c, w in zip(row, widths))
+        return lines * TABLE_PT * 1.3 + 5
+
+    def _draw_row(self, row: list[str], widths: list[float], numeric: list[bool], header: bool, flagged: bool) -> None:
+        height = self._row_height(row, widths, header)
+        if header:
+            self.rect(MARGIN_L, self.y, CONTENT_W, height, "#e6eaee")
+        elif flagged:
+            self.rect(MARGIN_L, self.y, CONTENT_W, height, "#fdf1dc")
+        x = MARGIN_L
+        for cell, w, num in zip(row, widths, numeric):
+            for k, line in enumerate(self._cell_lines(cell, w, header)):
+                y = self.y + 2.5 + k * TABLE_PT * 1.3
+                if num:
+                    self.text(x + w - 4, y, line, TABLE_PT, bold=header, ha="right")
+                else:
+                    self.text(x + 4, y, line, TABLE_PT, bold=header)
+            x += w
+        self.y += height
+        self.hline(MARGIN_L, MARGIN_L + CONTENT_W, self.y)
+
+    def table(self, block: Table, title: str) -> None:
+        widths = self._column_widths(block)
+        head_h = self._row_height(block.columns, widths, True)
+        flagged = block.flagged or [False] * len(block.rows)
+        rows = block.rows or [["—"] * len(block.columns)]
+        first = True
+        for i, row in enumerate(rows):
+            h = self._row_height(row, widths, False)
+            if first or h > self.room:
+                if not first or head_h + h > self.room:
+                    self.new_page()
+                    self.text(MARGIN_L, self.y, f"{title} (continued)", 10, bold=True, colour="#4a5560")
+                    self.y += 16
+                self._draw_row(block.columns, widths, [n for n in block.numeric], True, False)
+                first = False
+            self._draw_row(row, widths, block.numeric, False, flagged[i] if i < len(flagged) else False)
+        self.y += 8
+
+    def images(self, pngs: list[bytes], max_height: float, min_height: float = 220.0) -> None:
+        """One image across the page, or several side by side, scaled to fit."""
+        arrs = [imread(io.BytesIO(png), format="png") for png in pngs]
+        gap = 12.0
+        slot = (CONTENT_W - gap * (len(arrs) - 1)) / len(arrs)
+        h = min(max_height, max(slot * a.shape[0] / a.shape[1] for a in arrs))
+        if h > self.room and self.room < min(min_height, h) and self.y > MARGIN_T:
+            self.new_page()
+        h = min(h, self.room)
+        x = MARGIN_L
+        for arr in arrs:
+            h_px, w_px = arr.shape[:2]
+            w = min(slot, h * w_px / h_px)
+            hh = w * h_px / w_px
+            self.pages[-1].append(_Op("image", (x + (slot - w) / 2, self.y, w, hh, arr)))
+            x += slot + gap
+        self.y += h + 8
+
+    def _definition_height(self, row: tuple[str, str]) -> float:
+        return max(len(wrap(row[0], 150, BODY_PT - 0.5, True)), len(wrap(row[1], CONTENT_W - 170, BODY_PT - 0.5))) * (BODY_PT - 0.5) * 1.35 + 4
+
+    def definitions(self, block: Definitions) -> None:
+        size = BODY_PT - 0.5
+        for label, value in block.rows:
+            self.ensure(self._definition_height((label, value)))
+            top = self.y
+            for k, line in enumerate(wrap(label, 150, size, True)):
+                self.text(MARGIN_L, top + k * size * 1.35, line, size, bold=True)
+            for k, line in enumerate(wrap(value, CONTENT_W - 170, size)):
+                self.text(MARGIN_L + 170, top + k * size * 1.35, line, size)
+            self.y = top + self._definition_height((label, value))
+        self.y += 6
+
+    # -- drawing
+    def draw(self, pdf: PdfPages) -> int:
+        total = len(self.pages)
+        for n, ops in enumerate(self.pages, start=1):
+            fig = plt.figure(figsize=A4_LANDSCAPE_IN)
+            for op in ops:
+                if op.kind == "text":
+                    x, y, s = op.args
+                    fig.text(x / PAGE_W, 1 - y / PAGE_H, s, fontsize=op.kw["size"], weight="bold" if op.kw["bold"] else "normal",
+                             color=op.kw["colour"], ha=op.kw["ha"], va="top", family="DejaVu Sans", parse_math=False)
+                elif op.kind == "line":
+                    x0, x1, y = op.args
+                    fig.add_artist(Line2D([x0 / PAGE_W, x1 / PAGE_W], [1 - y / PAGE_H] * 2, transform=fig.transFigure,
+                                          color=op.kw["colour"], lw=op.kw["lw"]))
+                elif op.kind == "rect":
+                    x, y, w, h = op.args
+                    fig.add_artist(Rectangle((x / PAGE_W, 1 - (y + h) / PAGE_H), w / PAGE_W, h / PAGE_H, transform=fig.transFigure,
+                                             facecolor=op.kw["colour"], edgecolor="none", zorder=-1))
+                elif op.kind == "image":
+                    x, y, w, h, arr = op.args
+                    ax = fig.add_axes((x / PAGE_W, 1 - (y + h) / PAGE_H, w / PAGE_W, h / PAGE_H))
+                    ax.imshow(arr, interpolation="none", aspect="auto")
+                    ax.set_axis_off()
+            footer_y = 1 - (PAGE_H - 20) / PAGE_H
+            fig.text(MARGIN_L / PAGE_W, footer_y, self.title, fontsize=FOOTER_PT, color="#5a6570", va="baseline", parse_math=False)
+            fig.text(1 - MARGIN_R / PAGE_W, footer_y, f"page {n} of {total}", fontsize=FOOTER_PT, color="#5a6570", ha="right",
+                     va="baseline")
+            pdf.savefig(fig)
+            plt.close(fig)
+        return total
+
+
+def _png(fig: Figure, dpi: int) -> bytes:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi)
+    return buffer.getvalue()
+
+
+def write_pdf(path: Path, content: ReportContent, images: dict[str, bytes]) -> int:
+    """Lay the sections out and write the PDF; returns the number of pages."""
+    layout = PdfLayout(content.title)
+    layout.text(MARGIN_L, layout.y, content.title, 18, bold=True)
+    layout.y += 25
+    for line in wrap(content.subtitle, CONTENT_W, 9.5):
+        layout.text(MARGIN_L, layout.y, line, 9.5, colour="#4a5560")
+        layout.y += 14
+    layout.y += 4
+    for section in content.sections:
+        layout.heading(section)
+        blocks = list(section.blocks)
+        while blocks:
+            block = blocks.pop(0)
+            if isinstance(block, Image):
+                group = [block]
+                while block.half and blocks and isinstance(blocks[0], Image) and blocks[0].half and len(group) < 2:
+                    group.append(blocks.pop(0))
+                layout.images([images[b.key] for b in group], min(b.max_height for b in group))
+            elif isinstance(block, Paragraphs):
+                layout.paragraphs(block)
+            elif isinstance(block, Bullets):
+                layout.bullets(block)
+            elif isinstance(block, Headline):
+                layout.headline(block)
+            elif isinstance(block, Table):
+                layout.table(block, section.title)
+            elif isinstance(block, Definitions):
+                layout.definitions(block)
     with PdfPages(path, metadata={"Title": content.title, "Creator": "dcplace"}) as pdf:
-        _kpi_page(pdf, content, plan)
-        pdf.savefig(map_fig)
-        pdf.savefig(by_site)
-        _table_pages(pdf, "Open sites", content.site_columns, content.site_rows)
-        if content.job_rows:
-            _table_pages(pdf, "Training jobs", content.job_columns, content.job_rows)
-        _text_page(pdf, "Solver and provenance", content.solver_rows + content.provenance_rows, content.description)
+        return layout.draw(pdf)
 
 
 def save_report(layers: PlanLayers, out_dir: str | Path, html: bool = True, pdf: bool = True) -> list[Path]:
@@ -189,14 +816,21 @@ def save_report(layers: PlanLayers, out_dir: str | Path, html: bool = True, pdf:
     map_fig = draw_static_map(layers).figure
     category = cost_by_category_figure(layers.plan)
     by_site = cost_by_site_figure(layers.plan)
+    figures = {"map": map_fig, "cost-by-category": category, "cost-by-site": by_site}
     try:
         with staged_files(out_dir, "report") as stage:
             if html:
-                page = report_html(content, figure_data_uri(map_fig, "png", dpi=130), figure_data_uri(category), figure_data_uri(by_site))
-                (stage.dir / "report.html").write_text(page, encoding="utf-8")
+                uris = {"map": figure_data_uri(map_fig, "png", dpi=130), "cost-by-category": figure_data_uri(category),
+                        "cost-by-site": figure_data_uri(by_site)}
+                (stage.dir / "report.html").write_text(report_html(content, uris), encoding="utf-8")
             if pdf:
-                write_pdf(stage.dir / "report.pdf", content, layers.plan, map_fig, by_site)
+                pngs = {key: _png(fig, 170 if key == "map" else 200) for key, fig in figures.items()}
+                write_pdf(stage.dir / "report.pdf", content, pngs)
     finally:
-        for fig in (map_fig, category, by_site):
+        for fig in figures.values():
             plt.close(fig)
     return stage.moved
+
+
+__all__ = ["EXTRA_SECTIONS", "Bullets", "Definitions", "Headline", "Image", "Kpi", "Paragraphs", "ReportContent", "Section", "Table",
+           "report_content", "report_html", "save_report", "write_pdf"]

@@ -1,7 +1,11 @@
 """The static map (PNG, PDF): an equal-area world or regional map of a plan.
 
-Sites are circles whose area is proportional to IT MW, coloured by role; regions are
-small dots sized by demand; assignment lines are geodesics from region to site. Labels
+Sites are symbols by role (square training, circle inference, diamond mixed) in the
+role's colour, with area proportional to IT MW; regions are neutral dots sized by demand;
+unopened candidates are white rings drawn above the regions, so none hides under demand;
+flows are the assignment lines (great circles, split at the antimeridian by the layer),
+coloured by workload class, with width proportional to tok/s served on a stated scale
+(`style.flow_scale`) and big flows drawn on top of small ones. Labels
 are placed greedily, largest site first, at the first of eight positions around the
 marker that overlaps no placed label and no other marker; a label with no free position
 is left out and counted in the footnote rather than drawn over another.
@@ -13,6 +17,7 @@ in a regional window gets a Lambert azimuthal equal-area projection centred on i
 from __future__ import annotations
 
 import math
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,14 +27,15 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.text import Text
 from matplotlib.transforms import Bbox
-from pyproj import CRS, Geod, Transformer
+from pyproj import CRS, Transformer
 from shapely.geometry import box
 
-from dcplace.reports.layers import PlanLayers, plan_extent
+from dcplace.reports.layers import PlanLayers, line_parts, plan_extent
 from dcplace.reports.mpl import plt  # the one place that picks matplotlib's backend
 from dcplace.reports.output import check_destination, staged_files
 from dcplace.reports.style import (
-    BORDER_COLOUR, CLOSED_COLOUR, LAND_COLOUR, OCEAN_COLOUR, REGION_COLOUR, ROLE_COLOURS, countries, money, mw_text,
+    BORDER_COLOUR, CLOSED_COLOUR, LAND_COLOUR, OCEAN_COLOUR, REGION_COLOUR, ROLE_COLOURS, ROLE_MARKERS, FlowScale, class_colours,
+    countries, flow_scale, money, mw_text, nice_floor, tok_s_text, workload_classes,
 )
 
 WORLD_CRS = CRS("EPSG:8857")  # Equal Earth: equal-area, and a world that still looks like the world
@@ -37,7 +43,9 @@ MARKER_AREA_PT2_PER_MW = 9.0
 MIN_MARKER_AREA_PT2 = 12.0
 LABEL_FONT_PT = 7
 LABEL_OFFSETS_PT = [(6, 0), (-6, 0), (0, 6), (0, -6), (5, 5), (-5, 5), (5, -5), (-5, -5)]
-_GEOD = Geod(ellps="WGS84")
+FLOW_ALPHA = 0.6
+FLOW_MAX_PT, FLOW_MIN_PT = 7.0, 0.3
+Z_LINES, Z_REGIONS, Z_CANDIDATES, Z_SITES, Z_LABELS = 2, 3, 4, 5, 6
 
 
 @dataclass
@@ -49,6 +57,13 @@ class StaticMap:
     regional: bool
     labels: list[Text] = field(default_factory=list)
     unlabelled: list[str] = field(default_factory=list)
+    flow_scale: FlowScale | None = None
+    flows: dict[str, LineCollection] = field(default_factory=dict)  # workload class -> its lines
+    class_colours: dict[str, str] = field(default_factory=dict)
+    regions: object = None  # the artists, for tests and callers: the region dots ...
+    candidates: object = None  # ... the unopened candidates ...
+    sites: dict[str, object] = field(default_factory=dict)  # ... and the open sites by role
+    legend: object = None
 
 
 def draw_static_map(layers: PlanLayers, extent: str = "auto", width_in: float = 14.0) -> StaticMap:
@@ -69,15 +84,15 @@ def draw_static_map(layers: PlanLayers, extent: str = "auto", width_in: float = 
     ax.set_axis_off()
     ax.set_aspect("equal")
 
+    result = StaticMap(fig, crs, window is not None)
     _draw_base(ax, crs, window, to_map)
-    _draw_assignments(ax, layers, to_map)
-    _draw_regions(ax, layers, to_map)
-    site_xy, site_area = _draw_sites(ax, layers, to_map)
+    _draw_flows(ax, layers, to_map, result)
+    _draw_regions(ax, layers, to_map, result)
+    site_xy, site_area = _draw_sites(ax, layers, to_map, result)
     _set_view(ax, window, to_map)
 
-    result = StaticMap(fig, crs, window is not None)
     _place_labels(ax, layers, site_xy, site_area, result)
-    _legend(ax, layers)
+    _legend(ax, layers, result)
     _title_block(fig, layers, result)
     return result
 
@@ -110,45 +125,58 @@ def _world_outline(to_map: Transformer) -> np.ndarray:
     return np.column_stack([x, y])
 
 
-def _geodesic(lon1: float, lat1: float, lon2: float, lat2: float, n: int = 24) -> list[np.ndarray]:
-    """Points along the great circle, split where it crosses the antimeridian."""
-    middle = _GEOD.npts(lon1, lat1, lon2, lat2, n)
-    points = np.array([(lon1, lat1), *middle, (lon2, lat2)])
-    jumps = np.where(np.abs(np.diff(points[:, 0])) > 180)[0]
-    return np.split(points, jumps + 1) if len(jumps) else [points]
+def _draw_flows(ax, layers: PlanLayers, to_map: Transformer, result: StaticMap) -> None:
+    """One LineCollection per workload class, width by tok/s served, thin lines first."""
+    lines = layers.assignments
+    result.class_colours = class_colours(workload_classes(layers))
+    result.flow_scale = flow_scale(lines["served_tok_s"], FLOW_MAX_PT, FLOW_MIN_PT)
+    if lines.empty:
+        return
+    widths = result.flow_scale.width(lines["served_tok_s"].to_numpy())
+    for cls, colour in result.class_colours.items():
+        segments, seg_widths = [], []
+        of_class = np.flatnonzero((lines["workload"] == cls).to_numpy())
+        for i in of_class[np.argsort(widths[of_class], kind="stable")]:
+            for lons, lats in line_parts(lines.geometry.iat[i]):  # LineString or MultiLineString
+                x, y = to_map.transform(np.asarray(lons), np.asarray(lats))
+                segments.append(np.column_stack([x, y]))
+                seg_widths.append(widths[i])
+        if segments:
+            collection = LineCollection(segments, colors=colour, linewidths=seg_widths, alpha=FLOW_ALPHA, zorder=Z_LINES,
+                                        capstyle="round", label=f"flows {cls}")
+            ax.add_collection(collection)
+            result.flows[cls] = collection
 
 
-def _draw_assignments(ax, layers: PlanLayers, to_map: Transformer) -> None:
-    role = dict(zip(layers.sites["id"], layers.sites["role"]))
-    segments, colours = [], []
-    for row in layers.assignments.itertuples():
-        (lon1, lat1), (lon2, lat2) = row.geometry.coords
-        for part in _geodesic(lon1, lat1, lon2, lat2):
-            x, y = to_map.transform(part[:, 0], part[:, 1])
-            segments.append(np.column_stack([x, y]))
-            colours.append(ROLE_COLOURS.get(role[row.site], CLOSED_COLOUR))
-    if segments:
-        ax.add_collection(LineCollection(segments, colors=colours, linewidths=0.5, alpha=0.35, zorder=2))
-
-
-def _draw_regions(ax, layers: PlanLayers, to_map: Transformer) -> None:
+def _draw_regions(ax, layers: PlanLayers, to_map: Transformer, result: StaticMap) -> None:
     regions = layers.regions
     x, y = to_map.transform(regions.geometry.x.to_numpy(), regions.geometry.y.to_numpy())
     demand = regions["demand_tok_s"].to_numpy()
     sizes = 2 + 30 * np.sqrt(demand / max(demand.max(), 1.0))
-    ax.scatter(x, y, s=sizes, color=REGION_COLOUR, alpha=0.45, linewidths=0, zorder=3)
+    result.regions = ax.scatter(x, y, s=sizes, color=REGION_COLOUR, alpha=0.45, linewidths=0, zorder=Z_REGIONS)
 
 
-def _draw_sites(ax, layers: PlanLayers, to_map: Transformer) -> tuple[np.ndarray, np.ndarray]:
+def _marker_area(it_mw) -> np.ndarray:
+    return np.maximum(MIN_MARKER_AREA_PT2, MARKER_AREA_PT2_PER_MW * np.asarray(it_mw, dtype=float))
+
+
+def _draw_sites(ax, layers: PlanLayers, to_map: Transformer, result: StaticMap) -> tuple[np.ndarray, np.ndarray]:
     sites = layers.sites
     x, y = to_map.transform(sites.geometry.x.to_numpy(), sites.geometry.y.to_numpy())
     closed = ~sites["open"].to_numpy()
-    ax.scatter(x[closed], y[closed], s=10, facecolors="none", edgecolors=CLOSED_COLOUR, linewidths=0.6, zorder=4)
-    area = np.where(closed, 0.0, np.maximum(MIN_MARKER_AREA_PT2, MARKER_AREA_PT2_PER_MW * sites["it_mw"].to_numpy()))
-    order = np.argsort(-area)  # big circles first so small ones stay visible on top
-    order = order[~closed[order]]
-    colours = [ROLE_COLOURS[r] for r in sites["role"].to_numpy()[order]]
-    ax.scatter(x[order], y[order], s=area[order], c=colours, alpha=0.85, edgecolors="white", linewidths=0.8, zorder=5)
+    # Unopened candidates: white rings above the region dots (a demand region often sits on
+    # the same city) and the flows, below the open sites.
+    result.candidates = ax.scatter(x[closed], y[closed], s=22, facecolors="white", edgecolors=CLOSED_COLOUR, linewidths=0.9,
+                                   zorder=Z_CANDIDATES)
+    area = np.where(closed, 0.0, _marker_area(sites["it_mw"].to_numpy()))
+    roles = sites["role"].to_numpy()
+    for role, marker in ROLE_MARKERS.items():
+        idx = np.flatnonzero(~closed & (roles == role))
+        if not len(idx):
+            continue
+        idx = idx[np.argsort(-area[idx])]  # big symbols first so small ones stay visible on top
+        result.sites[role] = ax.scatter(x[idx], y[idx], s=area[idx], marker=marker, color=ROLE_COLOURS[role], alpha=0.85,
+                                        edgecolors="white", linewidths=0.8, zorder=Z_SITES)
     return np.column_stack([x, y]), area
 
 
@@ -186,7 +214,7 @@ def _place_labels(ax, layers: PlanLayers, site_xy: np.ndarray, site_area: np.nda
             label = ax.annotate(
                 text, xy=tuple(site_xy[i]), xytext=(dx * scale, dy * scale), textcoords="offset points",
                 fontsize=LABEL_FONT_PT, ha="left" if dx > 0 else "right" if dx < 0 else "center",
-                va="bottom" if dy > 0 else "top" if dy < 0 else "center", zorder=6,
+                va="bottom" if dy > 0 else "top" if dy < 0 else "center", zorder=Z_LABELS,
                 annotation_clip=False, parse_math=False,  # a '$' in a site name is text, not TeX
                 bbox={"boxstyle": "square,pad=0.1", "facecolor": "white", "alpha": 0.7, "linewidth": 0},
             )
@@ -205,16 +233,55 @@ def _place_labels(ax, layers: PlanLayers, site_xy: np.ndarray, site_area: np.nda
             result.unlabelled.append(str(sites["name"].iat[i]))
 
 
-def _legend(ax, layers: PlanLayers) -> None:
-    present = [r for r in ROLE_COLOURS if (layers.sites["role"] == r).any()]
-    handles = [Line2D([], [], marker="o", linestyle="", markersize=8, color=ROLE_COLOURS[r], label=f"{r} site") for r in present]
-    handles.append(Line2D([], [], marker="o", linestyle="", markersize=5, markerfacecolor="none", color=CLOSED_COLOUR, label="candidate, not opened"))
-    handles.append(Line2D([], [], marker="o", linestyle="", markersize=4, color=REGION_COLOUR, alpha=0.5, label="demand region (size: tok/s)"))
-    handles.append(Line2D([], [], color="#555555", alpha=0.5, linewidth=1, label="region served by site"))
-    for mw in (5, 20, 50):
-        area = max(MIN_MARKER_AREA_PT2, MARKER_AREA_PT2_PER_MW * mw)
-        handles.append(Line2D([], [], marker="o", linestyle="", markersize=math.sqrt(area), color="#bbbbbb", label=f"{mw} MW IT"))
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False, labelspacing=1.2, borderpad=0.9)
+def _legend(ax, layers: PlanLayers, result: StaticMap) -> None:
+    """Beside the map: site symbols by role, size references, flow colours by class (the
+    lines' own colour and alpha) and reference widths on the map's scale, regions, candidates."""
+    headings: list[Line2D] = []
+
+    def heading(text: str) -> Line2D:
+        headings.append(Line2D([], [], linestyle="", marker="", label=text))
+        return headings[-1]
+
+    handles = [heading("Sites by role\narea ∝ IT MW")]
+    for role, marker in ROLE_MARKERS.items():
+        if role in result.sites:
+            handles.append(Line2D([], [], marker=marker, linestyle="", markersize=8, color=ROLE_COLOURS[role], alpha=0.85,
+                                  markeredgecolor="white", label=f"{role}"))
+    it_max = float(layers.sites.loc[layers.sites["open"], "it_mw"].max()) if layers.sites["open"].any() else 0.0
+    if it_max > 0:
+        references = sorted({nice_floor(it_max), nice_floor(it_max / 4), nice_floor(it_max / 20)}, reverse=True)
+        # Only sizes above the smallest symbol: below it every site has the same size.
+        for mw in [mw for mw in references if MARKER_AREA_PT2_PER_MW * mw > MIN_MARKER_AREA_PT2]:
+            handles.append(Line2D([], [], marker="o", linestyle="", markersize=math.sqrt(_marker_area(mw)), color="#bbbbbb",
+                                  label=mw_text(mw)))
+    handles.append(Line2D([], [], marker="o", linestyle="", markersize=math.sqrt(22), markerfacecolor="white",
+                          markeredgecolor=CLOSED_COLOUR, markeredgewidth=0.9, label="candidate, not opened"))
+    handles.append(Line2D([], [], marker="o", linestyle="", markersize=5, color=REGION_COLOUR, alpha=0.45, markeredgewidth=0,
+                          label="demand region (size: tok/s)"))
+    if result.flows:
+        names = workload_classes(layers)
+        handles.append(heading("Flows by class\nregion → site"))
+        for cls, collection in result.flows.items():
+            handles.append(Line2D([], [], color=collection.get_edgecolor()[0], linewidth=2.5, label=_wrap(names[cls])))
+        scale = result.flow_scale
+        handles.append(heading(f"Width ∝ tok/s served\n1 pt = {tok_s_text(scale.per_unit)}"))
+        for ref in scale.references:
+            handles.append(Line2D([], [], color="#555555", alpha=FLOW_ALPHA, linewidth=float(scale.width(ref)), solid_capstyle="butt",
+                                  label=tok_s_text(ref)))
+    legend = ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False, labelspacing=1.0,
+                       borderpad=0.9, handlelength=2.6)
+    for text, handle in zip(legend.get_texts(), handles):
+        if any(handle is h for h in headings):
+            text.set_fontweight("bold")
+    result.legend = legend
+
+
+def _wrap(text: str, width: int = 26) -> str:
+    """A legend entry on at most two lines of `width` characters (longer names end in …)."""
+    lines = textwrap.wrap(text, width) or [""]
+    if len(lines) > 2:
+        lines = [lines[0], lines[1][: width - 1].rstrip() + "…"]
+    return "\n".join(lines)
 
 
 def _title_block(fig: Figure, layers: PlanLayers, result: StaticMap) -> None:
@@ -224,7 +291,7 @@ def _title_block(fig: Figure, layers: PlanLayers, result: StaticMap) -> None:
     fig.text(
         0.01, 0.925,
         f"Annual cost {money(plan.objective_usd_per_year)}  ·  {int(k['sites_open'])} sites open  ·  "
-        f"IT {k['it_mw_inference']:,.1f} MW inference + {k['it_mw_training']:,.1f} MW training  ·  "
+        f"IT {mw_text(k['it_mw_inference'])} inference + {mw_text(k['it_mw_training'])} training  ·  "
         f"${k['usd_per_m_tokens']:.3f} per M tokens  ·  mean RTT {k['mean_rtt_ms']:.1f} ms",
         fontsize=10, va="top", parse_math=False,
     )

@@ -8,6 +8,8 @@ goes through that one function.
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -18,8 +20,15 @@ if TYPE_CHECKING:
 
 # Colour-blind-safe (ColorBrewer Dark2), one per role a site can take.
 ROLE_COLOURS = {"training": "#d95f02", "inference": "#1b9e77", "mixed": "#7570b3", "idle": "#a6761d"}
-CLOSED_COLOUR = "#9a9a9a"
-REGION_COLOUR = "#4a6fa5"
+# Sites are also told apart by symbol, so the role reads without colour: matplotlib markers
+# for the static map, plotly symbols for the interactive one (the same shapes).
+ROLE_MARKERS = {"training": "s", "inference": "o", "mixed": "D", "idle": "^"}
+ROLE_SYMBOLS = {"training": "square", "inference": "circle", "mixed": "diamond", "idle": "triangle-up"}
+CLOSED_COLOUR = "#4d4d4d"  # outline of an unopened candidate (white inside), drawn above the demand dots
+REGION_COLOUR = "#8a94a3"  # demand regions: a neutral slate, so the coloured flows and sites carry the story
+# Flow lines by workload class, in catalog order; none of them is a role colour or the
+# region colour, so a line never reads as a site.
+CLASS_COLOURS = ("#2166ac", "#c51b7d", "#b8860b", "#1a9850", "#5e3c99", "#8c510a", "#4d4d4d")
 LAND_COLOUR = "#e9e6df"
 BORDER_COLOUR = "#ffffff"
 OCEAN_COLOUR = "#f4f8fb"
@@ -42,6 +51,86 @@ def money(usd: float) -> str:
 def mw_text(mw: float) -> str:
     """12 MW, 3.4 MW, 250 kW: enough digits that a small site does not read as zero."""
     return f"{mw:,.0f} MW" if mw >= 10 else f"{mw:.1f} MW" if mw >= 1 else f"{mw * 1000:,.0f} kW"
+
+
+def class_colours(classes) -> dict[str, str]:
+    """Workload class id -> line colour, in the order given (catalog order): the same class
+    has the same colour on every map of a plan."""
+    return {c: CLASS_COLOURS[i % len(CLASS_COLOURS)] for i, c in enumerate(dict.fromkeys(classes))}
+
+
+def workload_classes(layers) -> dict[str, str]:
+    """Workload class id -> its name for a plan's `PlanLayers`, in catalog order (then any
+    other class an assignment line names): the order `class_colours` is given."""
+    names = {w.id: w.name for w in layers.scenario.catalog.workloads}
+    for c in layers.assignments["workload"]:
+        names.setdefault(c, c)
+    return names
+
+
+def nice_floor(value: float) -> float:
+    """The largest of 1, 2, 5 x 10^k not above `value` (value > 0)."""
+    exponent = math.floor(math.log10(value))
+    for mantissa in (5, 2, 1):
+        if mantissa * 10 ** exponent <= value * (1 + 1e-9):
+            return mantissa * 10.0 ** exponent
+    return 10.0 ** exponent
+
+
+def nice_ceil(value: float) -> float:
+    """The smallest of 1, 2, 5 x 10^k not below `value` (value > 0)."""
+    exponent = math.floor(math.log10(value))
+    for mantissa in (1, 2, 5, 10):
+        if mantissa * 10 ** exponent >= value * (1 - 1e-9):
+            return mantissa * 10.0 ** exponent
+    return 10.0 ** (exponent + 1)
+
+
+def tok_s_text(tok_s: float) -> str:
+    """2.5 M tok/s, 500 k tok/s, 800 tok/s."""
+    if tok_s >= 1e6:
+        return f"{tok_s / 1e6:,.3g} M tok/s"
+    if tok_s >= 1e3:
+        return f"{tok_s / 1e3:,.3g} k tok/s"
+    return f"{tok_s:,.0f} tok/s"
+
+
+@dataclass(frozen=True)
+class FlowScale:
+    """Flow line width proportional to tok/s served: `per_unit` tok/s per unit of width
+    (points on the static map, pixels on the interactive one), never thinner than `min_width`
+    so a small flow stays visible. `references` are the tok/s the legends show."""
+
+    per_unit: float
+    min_width: float
+    max_width: float
+    references: tuple[float, ...]
+
+    def width(self, tok_s):
+        import numpy as np
+
+        return np.maximum(self.min_width, np.asarray(tok_s, dtype=float) / self.per_unit)
+
+    def text(self, unit: str) -> str:
+        return f"width ∝ tok/s: 1 {unit} per {tok_s_text(self.per_unit)}, at least {self.min_width:g} {unit}"
+
+
+def flow_scale(served_tok_s, max_width: float = 7.0, min_width: float = 0.3) -> FlowScale:
+    """The scale for a plan's flows: a round number of tok/s per unit of width such that the
+    largest flow is at most `max_width` wide; one to three round reference flows, each at
+    least twice the minimum width, for the legend."""
+    import numpy as np
+
+    values = np.asarray(served_tok_s, dtype=float)
+    top = float(values.max()) if values.size and np.isfinite(values).any() and values.max() > 0 else 1.0
+    per_unit = nice_ceil(top / max_width)
+    references = [nice_floor(top)]  # then the next two round numbers below it (2 M, 1 M, 500 k)
+    while len(references) < 3:
+        below = nice_floor(references[-1] * 0.99)
+        if below / per_unit < 2 * min_width:
+            break
+        references.append(below)
+    return FlowScale(per_unit, min_width, max_width, tuple(references))
 
 
 def category_label(category: str) -> str:

@@ -10,6 +10,8 @@ a missing browser into a failure rather than a skip.
 from __future__ import annotations
 
 import html
+import itertools
+import json
 import os
 import re
 import shutil
@@ -129,7 +131,7 @@ def test_html_map_has_every_marker_and_runs_no_hostile_script(outputs):
     assert "<title>dcplace map — &lt;script&gt;document.title=" in dom  # the page title is the text; it did not run
     # plotly's own title shows the hostile scenario name character for character.
     drawn_title = re.search(r'<text class="gtitle".*?</text>', dom, re.S).group(0)
-    assert html.unescape(re.sub(r"<[^>]+>", "", drawn_title)).startswith(HOSTILE_SCENARIO + " — annual cost")
+    assert html.unescape(re.sub(r"<[^>]+>", "", drawn_title)) == HOSTILE_SCENARIO
     assert HOSTILE_SITE not in dom  # the raw tag never becomes part of the document
     assert "<img src=\"x\"" not in dom and "<img src=x" not in dom
 
@@ -153,3 +155,90 @@ def test_report_renders_offline_with_names_as_text(outputs):
     assert "<td>&lt;script&gt;alert(1)&lt;/script&gt;</td>" in dom
     assert dom.count("<tr>") == 1 + int(layers.sites["open"].sum()) + 2  # sites header+rows, jobs header+row
     assert dom.count('src="data:image/') == 3
+
+
+# A script appended (test only) to the map page: once the page's own fit script has laid the
+# figure out for the window (`data-fitted`), it writes the boxes of what must be visible into
+# the DOM, which --dump-dom then returns.
+_MEASURE = """<script>
+(function () {
+  function box(el) { if (!el) { return null; } var r = el.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; }
+  function measure() {
+    var gd = document.querySelector('.plotly-graph-div');
+    if (!gd || !gd.dataset.fitted) { setTimeout(measure, 100); return; }
+    var out = {viewport: [window.innerWidth, window.innerHeight], legendMode: gd.dataset.legend,
+      svg: box(gd.querySelector('.main-svg')), geo: box(gd.querySelector('.geo .bg rect')),
+      title: box(gd.querySelector('.gtitle')), annotations: Array.from(gd.querySelectorAll('.annotation')).map(box),
+      legend: box(gd.querySelector('.legend')), modebar: box(gd.querySelector('.modebar')),
+      labels: Array.from(gd.querySelectorAll('.trace.scattergeo text')).map(function (t) { return [t.textContent, box(t)]; }),
+      scroll: [document.documentElement.scrollWidth, document.documentElement.scrollHeight]};
+    var pre = document.createElement('pre'); pre.id = 'dcplace-measure'; pre.textContent = JSON.stringify(out);
+    document.body.appendChild(pre);
+  }
+  setTimeout(measure, 100);
+})();
+</script>"""
+
+
+@lru_cache(maxsize=1)
+def _window_chrome_px(probe: str) -> int:
+    """Headless Chromium's window is taller than its viewport (by about 143 px); measured once."""
+    dom = headless(Path(probe), Path(probe).parent / "profile-probe", size=(1000, 800))
+    return 800 - json.loads(re.search(r'<pre id="dcplace-measure">(.*?)</pre>', dom).group(1))["viewport"][1]
+
+
+def _inside(box, width, height, slack=1.0):
+    return box[0] >= -slack and box[1] >= -slack and box[2] <= width + slack and box[3] <= height + slack
+
+
+def _overlap(a, b):
+    return a[0] < b[2] - 1 and b[0] < a[2] - 1 and a[1] < b[3] - 1 and b[1] < a[3] - 1
+
+
+@pytest.mark.parametrize("viewport", [(1366, 768), (1920, 1080), (800, 600)])
+def test_html_map_fits_the_window_with_labels_and_no_network(outputs, viewport):
+    root, layers = outputs
+    page = root / "out" / "map.html"
+    measured = root / "measure.html"
+    if not measured.exists():
+        measured.write_text(page.read_text(encoding="utf-8").replace("</body>", _MEASURE + "</body>", 1), encoding="utf-8")
+    width, height = viewport
+    extra = _window_chrome_px(str(measured))
+    dom = headless(measured, root / f"profile-fit-{width}", size=(width, height + extra))
+    m = json.loads(re.search(r'<pre id="dcplace-measure">(.*?)</pre>', dom).group(1))
+    assert m["viewport"] == [width, height]
+    assert m["scroll"] == [width, height]  # no scrolling: the page is exactly the window
+    # The figure fills the window; the map's plot area, title, KPI lines and legend lie inside it.
+    assert m["svg"] == [0, 0, width, height]
+    for name in ("geo", "title", "legend"):
+        assert _inside(m[name], width, height), (name, m[name], viewport)
+    assert all(_inside(b, width, height) for b in m["annotations"])
+    # No big blank area: the map takes at least half the window's height or 95 % of its width.
+    geo_w, geo_h = m["geo"][2] - m["geo"][0], m["geo"][3] - m["geo"][1]
+    assert geo_h >= 0.5 * height or geo_w >= 0.95 * width, (m["geo"], viewport)
+    # The modebar covers neither the title nor the KPI lines.
+    assert not _overlap(m["modebar"], m["title"]) and not any(_overlap(m["modebar"], b) for b in m["annotations"])
+    # The legend does not cover the map.
+    assert not _overlap(m["legend"], m["geo"])
+    # Labels of the main sites are drawn, inside the window, not overlapping each other.
+    labels = [(text, box) for text, box in m["labels"] if text]
+    assert labels, viewport
+    assert all(_inside(box, width, height) for _, box in labels)
+    for (_, a), (_, b) in itertools.combinations(labels, 2):
+        assert not _overlap(a, b), (a, b)
+    # Flow hover text is in the figure data the page holds (hover needs no network either).
+    figure = plan_figure(layers)
+    hover = [t for t in figure.data if t.meta["layer"] == "flow-hover"]
+    assert hover and all(t.text and "→" in t.text[0] and "tok/s" in t.text[0] and "RTT" in t.text[0] for t in hover)
+
+
+def test_html_map_makes_no_network_request(outputs):
+    """Every URL the page could load is local: no src/href to http(s), and the page is drawn
+    by the network-less browser above (a CDN dependency would leave the map empty)."""
+    root, _ = outputs
+    page = (root / "out" / "map.html").read_text(encoding="utf-8")
+    markup = re.sub(r"<script\b.*?</script>", "", page, flags=re.S | re.I)  # plotly.js's own source holds URL strings
+    assert not re.search(r"""(?:src|href)\s*=\s*["']?https?://""", markup, re.I)
+    assert not re.search(r"""<script[^>]+src=""", page, re.I)  # every script is inline
+    assert "cdn.plot.ly" not in page.split("window.PlotlyGeoAssets", 1)[1].split("</script>", 1)[0]
+    assert "window.PlotlyGeoAssets" in page

@@ -57,11 +57,13 @@ def test_layers_carry_the_plan_numbers(world_plan):
     assert layers.sites["cost_usd_per_year"].sum() == pytest.approx(plan.objective_usd_per_year)
     # Every region is fully served in this plan, so served equals demand region by region.
     assert np.allclose(layers.regions["served_tok_s"], layers.regions["demand_tok_s"])
-    # An assignment line runs from its region to its site.
+    # An assignment line runs from its region to its site (a great circle: tests/test_gis_layers.py).
+    from dcplace.reports.layers import line_ends
+
     region_xy = {r.id: (r.geometry.x, r.geometry.y) for r in layers.regions.itertuples()}
     site_xy = {s.id: (s.geometry.x, s.geometry.y) for s in layers.sites.itertuples()}
     for a in layers.assignments.itertuples():
-        assert list(a.geometry.coords) == [region_xy[a.region], site_xy[a.site]]
+        assert line_ends(a.geometry) == (region_xy[a.region], site_xy[a.site])
     training_site = next(s for s in layers.sites.itertuples() if s.training_jobs)
     assert training_site.training_jobs == "Big" and training_site.role in ("training", "mixed")
 

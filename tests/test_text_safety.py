@@ -164,7 +164,7 @@ def test_compare_csv_is_safe_in_a_spreadsheet(hostile, tmp_path):
     assert result.exit_code == 0, result.output
     rows = _raw_csv(tmp_path / "cmp" / "compare.csv")
     assert [r["plan"] for r in rows] == ["base", "'=cmd"]
-    assert float(rows[1]["cost_change_musd_per_year"]) == 0.0 and float(rows[0]["cost_musd_per_year"]) > 1000
+    assert float(rows[1]["cost change, $M/yr"]) == 0.0 and float(rows[0]["cost, $M/yr"]) > 1000
 
 
 # ----------------------------------------------------------------------------- exit codes

@@ -197,7 +197,8 @@ _STATUS = {
 
 
 def run_highs(lm: LinearModel, options, ix: IndexSets | None = None, relaxation: tuple[np.ndarray, float] | None = None,
-              good_enough_usd: float | None = None, incumbent: np.ndarray | None = None) -> tuple[RunResult, np.ndarray | None]:
+              good_enough_usd: float | None = None, incumbent: np.ndarray | None = None,
+              progress=None) -> tuple[RunResult, np.ndarray | None]:
     """Solve `lm` with HiGHS. `options.time_limit_s` bounds the hand-off, the warm start and
     the MIP together, and every HiGHS run returns by it plus highs_model.GRACE_S whatever
     phase HiGHS is in (highs_model.run_until); `relaxation` is an LP solution the caller
@@ -205,7 +206,9 @@ def run_highs(lm: LinearModel, options, ix: IndexSets | None = None, relaxation:
     `good_enough_usd` (the caller's bound plus its gap) is returned without a search,
     which could only confirm it. `incumbent` is a plan the caller already has (column values,
     e.g. a solved plan that meets this scenario's limits): offered to HiGHS when it is
-    feasible and cheaper than the warm start, so the search never ends with less."""
+    feasible and cheaper than the warm start, so the search never ends with less.
+    `progress` (optimizer.solving.progress.ProgressFeed, optional) hears the phases (warm
+    start, search) and, from HiGHS's thread, the search's incumbent and bound."""
     started = time.perf_counter()
     deadline = started + options.time_limit_s
     h = to_highs(lm, options.threads)
@@ -236,6 +239,8 @@ def run_highs(lm: LinearModel, options, ix: IndexSets | None = None, relaxation:
         return result("feasible", note, x, objective, min(bound, objective) if bound is not None else None)
 
     if options.warm_start and ix is not None:
+        if progress:
+            progress.phase("warm start")
         try:
             warm_start, start = offer_rounded_lp_start(h, lm, ix, deadline - time.perf_counter(), options.mip_gap, relaxation)
         except HighsAbandoned as exc:
@@ -268,8 +273,14 @@ def run_highs(lm: LinearModel, options, ix: IndexSets | None = None, relaxation:
         # and HiGHS's presolve of a model this large overran the limit by minutes when tried.
         return result("no_solution", "time limit: the LP relaxation did not finish")
     h.setOptionValue("mip_rel_gap", options.mip_gap)
+    on_mip = None
+    if progress:
+        # the warm start's plan and its LP relaxation's optimum (a bound of this very model) are known at once
+        progress.update(float(lm.objective() @ start) if start is not None else None,
+                        getattr(h, "relaxation_bound", None), phase="search")
+        on_mip = progress.update
     try:
-        run_until(h, deadline)
+        _run_until(h, deadline, on_mip)
         model_status = h.getModelStatus()
         retried = ""
         if model_status == highspy.HighsModelStatus.kSolveError and time.perf_counter() < deadline:
@@ -278,7 +289,7 @@ def run_highs(lm: LinearModel, options, ix: IndexSets | None = None, relaxation:
             # tests/test_pruning.py). The model is fine: solve it again without presolve.
             h.setOptionValue("presolve", "off")
             h.clearSolver()
-            run_until(h, deadline)
+            _run_until(h, deadline, on_mip)
             model_status = h.getModelStatus()
             retried = " (after HiGHS's presolve failed, re-solved without presolve)"
     except HighsAbandoned as exc:
@@ -298,8 +309,16 @@ def run_highs(lm: LinearModel, options, ix: IndexSets | None = None, relaxation:
                   bound if bound is not None and np.isfinite(bound) else None)
 
 
-def _run_highs(lm, ix, options, relaxation=None, good_enough_usd=None, incumbent=None):
-    return run_highs(lm, options, ix, relaxation, good_enough_usd, incumbent)
+def _run_until(h, deadline: float, on_mip) -> None:
+    """run_until, handed the progress hook only when there is one."""
+    if on_mip is None:
+        run_until(h, deadline)
+    else:
+        run_until(h, deadline, on_mip)
+
+
+def _run_highs(lm, ix, options, relaxation=None, good_enough_usd=None, incumbent=None, progress=None):
+    return run_highs(lm, options, ix, relaxation, good_enough_usd, incumbent, progress)
 
 
 def _run_scip(lm, ix, options, relaxation=None, good_enough_usd=None, incumbent=None):
@@ -324,14 +343,21 @@ REGISTRY: dict[str, Backend] = {
 CAPABILITIES: dict[str, Capabilities] = {name: backend.capabilities for name, backend in REGISTRY.items()}  # cli.py reads this
 
 
-def run_backend(lm: LinearModel, ix: IndexSets, options, relaxation=None, good_enough_usd=None, incumbent=None
-                ) -> tuple[RunResult, np.ndarray | None]:
+def run_backend(lm: LinearModel, ix: IndexSets, options, relaxation=None, good_enough_usd=None, incumbent=None,
+                progress=None) -> tuple[RunResult, np.ndarray | None]:
     """Solve `lm` with the back-end `options.solver` names (looked up in REGISTRY):
     (result, column values or None). Options it does not honour are refused or noted; a
-    back-end without warm starts ignores `incumbent` (and says so)."""
+    back-end without warm starts ignores `incumbent` (and says so). `progress` (a
+    ProgressFeed, optional) is handed to a back-end that reports progress (HiGHS); the
+    others are reported as one `search` phase."""
     backend = get_backend(options.solver)
     notes = unhonoured(backend, options)
     if incumbent is not None and not backend.capabilities.warm_start:
         notes = [*notes, f"the start plan was not offered: '{backend.name}' takes no warm start"]
-    result, x = backend.runner(lm, ix, options, relaxation, good_enough_usd, incumbent)
+    if progress and backend.runner is _run_highs:
+        result, x = backend.runner(lm, ix, options, relaxation, good_enough_usd, incumbent, progress=progress)
+    else:
+        if progress:
+            progress.phase("search")
+        result, x = backend.runner(lm, ix, options, relaxation, good_enough_usd, incumbent)
     return (replace(result, notes=result.notes + tuple(notes)) if notes else result), x

@@ -19,6 +19,7 @@ import atexit
 import math
 import threading
 import time
+from typing import Callable
 
 import highspy
 import numpy as np
@@ -47,6 +48,7 @@ class QuietHighs(highspy.Highs):
     best: tuple[np.ndarray, float, float] | None = None  # last improving MIP plan of the current run
     dual_bound: float = -math.inf  # the current run's MIP dual bound, as its last MIP callback stated it
     relaxation_bound: float = -math.inf  # the LP relaxation's optimum, when the warm start solved it
+    on_mip: "Callable[[float, float], None] | None" = None  # progress: (incumbent, dual bound), from HiGHS's thread
     _watched: bool = False
 
     def enableCallbacks(self):
@@ -74,6 +76,9 @@ def _keep_dual_bound(e) -> None:
     bound = float(e.data_out.mip_dual_bound)
     if math.isfinite(bound):
         e.user_data.dual_bound = max(e.user_data.dual_bound, bound)
+    on_mip = e.user_data.on_mip
+    if on_mip is not None:
+        on_mip(float(e.data_out.mip_primal_bound), bound)  # inf / -inf: not known yet
 
 
 def _keep_incumbent(e) -> None:
@@ -138,13 +143,17 @@ def set_deadline(h: highspy.Highs, deadline: float) -> None:
         h.deadline = deadline
 
 
-def run_until(h: highspy.Highs, deadline: float) -> None:
+def run_until(h: highspy.Highs, deadline: float, on_mip: Callable[[float, float], None] | None = None) -> None:
     """h.run(), returning by `deadline` + GRACE_S (see the module docstring); raises
     HighsAbandoned when HiGHS did not stop in time. `h.best` holds the run's last improving
-    MIP plan (column values, objective, dual bound) when `h` is a QuietHighs."""
+    MIP plan (column values, objective, dual bound) when `h` is a QuietHighs. `on_mip`, if
+    given (and `h` is a QuietHighs), is called from HiGHS's thread at each MIP callback with
+    the incumbent's objective and the dual bound (inf / -inf while unknown); it must be
+    quick and thread-safe, and is not called once the run is abandoned."""
     set_deadline(h, deadline)
     if isinstance(h, QuietHighs):
         h.best, h.dual_bound = None, -math.inf
+        h.on_mip = on_mip
         h.watch()
     done = threading.Event()
     failure: list[BaseException] = []
@@ -161,6 +170,8 @@ def run_until(h: highspy.Highs, deadline: float) -> None:
     worker = threading.Thread(target=target, name="highs-run", daemon=True)
     worker.start()
     if not done.wait(max(deadline - time.perf_counter(), 0.0) + GRACE_S):
+        if isinstance(h, QuietHighs):
+            h.on_mip = None  # the caller has moved on: no more progress from this run
         _abandoned.append((h, worker))  # keeps the instance alive until its thread lets go of it
         raise HighsAbandoned(getattr(h, "best", None), time.perf_counter() - deadline, getattr(h, "dual_bound", -math.inf))
     if failure:

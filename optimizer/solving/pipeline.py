@@ -16,6 +16,7 @@ from dcplace.models import Scenario, load_scenario
 from dcplace.models.outputs import check_destination
 from dcplace.models.plan import Plan, write_plan_folder
 from dcplace.optimizer.check import CheckReport, check_plan_folder
+from dcplace.optimizer.solving.progress import ProgressCallback, as_feed
 from dcplace.optimizer.solving.solve import InfeasibleScenario, SolveOptions, solve
 
 
@@ -28,20 +29,34 @@ class PlanCheckFailed(Exception):
 
 
 def solve_to_folder(
-    scenario: Scenario | str | Path | None, out_dir: str | Path, options: SolveOptions | None = None
+    scenario: Scenario | str | Path | None, out_dir: str | Path, options: SolveOptions | None = None,
+    progress: ProgressCallback | None = None,
 ) -> tuple[Plan, CheckReport]:
-    """Solve `scenario` (a Scenario, a YAML path, or None for the embedded default) into `out_dir`."""
+    """Solve `scenario` (a Scenario, a YAML path, or None for the embedded default) into `out_dir`.
+    `progress` as for solve(), with the phases load, write and check added."""
     check_destination(out_dir, "plan")  # refuse a folder dcplace did not write before any work, not after
+    feed, _ = as_feed(progress, (options or SolveOptions()).time_limit_s)
+    try:
+        return _solve_to_folder(scenario, out_dir, options, feed)
+    finally:
+        feed.close()
+
+
+def _solve_to_folder(scenario, out_dir, options, feed) -> tuple[Plan, CheckReport]:
     if not isinstance(scenario, Scenario):
+        feed.phase("load")
         scenario = load_scenario(scenario)
     try:
-        plan = solve(scenario, options)
+        plan = solve(scenario, options, progress=feed)
     except InfeasibleScenario as exc:
+        feed.phase("write")
         write_plan_folder(exc.plan, scenario, out_dir)
         raise
     reports: list[CheckReport] = []
+    feed.phase("write")
 
     def verify(folder: Path) -> None:
+        feed.phase("check")
         report = check_plan_folder(folder)
         reports.append(report)
         if not report.ok:

@@ -38,6 +38,7 @@ from dcplace.optimizer.model.index import MAX_FULL_PAIRS, IndexSets, PruningRule
 from dcplace.optimizer.model.linear import LinearModel
 from dcplace.optimizer.solvers.pairs import PricedLP, solve_priced_lp
 from dcplace.optimizer.solving.precheck import checked_index
+from dcplace.optimizer.solving.progress import ProgressCallback, ProgressFeed, SolveProgress, as_feed  # noqa: F401 - re-exported
 
 PRICING_SHARE = 0.5  # of the time limit, at most, for pricing in serving pairs (optimizer.pairs)
 # The deadline guarantee: solve() returns within max(DEADLINE_MARGIN_S, DEADLINE_MARGIN_SHARE x limit) of the
@@ -131,25 +132,42 @@ def plan_record(scenario: Scenario, options: SolveOptions, record: SolveRecord, 
 
 
 def solve(scenario: Scenario, options: SolveOptions | None = None,
-          start: Callable[[LinearModel, IndexSets], np.ndarray | None] | None = None) -> Plan:
+          start: Callable[[LinearModel, IndexSets], np.ndarray | None] | None = None,
+          progress: ProgressCallback | ProgressFeed | None = None) -> Plan:
     """The least-cost plan for `scenario`.
 
     `start(lm, ix)`, if given, returns column values of a plan the caller already has (or
     None); when they meet every row of the model they are handed to the back-end as a first
     incumbent (a trade-off curve starts each point from a solved neighbour this way).
     Raises ScenarioError (prechecks), InfeasibleScenario (with a diagnosis) or NoPlanFound.
+    `progress(SolveProgress)`, if given, hears each phase and, during the search, the
+    incumbent, bound and gap about once a second (optimizer.solving.progress); None changes nothing.
     """
     options = options or SolveOptions()
+    feed, owned = as_feed(progress, options.time_limit_s)
+    try:
+        return _solve(scenario, options, start, feed)
+    finally:
+        if owned:
+            feed.close()
+
+
+def _solve(scenario: Scenario, options: SolveOptions, start, feed: ProgressFeed) -> Plan:
     started = time.perf_counter()
     deadline = started + options.time_limit_s
+    feed.phase("index")
     ix = checked_index(scenario, options.max_full_pairs, options.pruning)
     priced = None
     if len(ix.serve) < ix.eligible_pairs():
         # too many pairs to build: candidates, priced in by the LP (optimizer.pairs)
         index_s = time.perf_counter() - started
+        feed.phase("pricing")
         lm, priced = solve_priced_lp(ix, build_model, started + PRICING_SHARE * options.time_limit_s, options.threads)
         build_time = index_s + priced.build_s
+        if feed:
+            feed.fix_bound(priced.full_lp_bound)  # the candidate MIP's own bound proves nothing about the full model
     else:
+        feed.phase("build")
         lm = build_model(ix)
         build_time = time.perf_counter() - started
     # One deadline for the whole solve: what the build used is not given to the solver again.
@@ -164,16 +182,19 @@ def solve(scenario: Scenario, options: SolveOptions | None = None,
     # the back-end stops a little early: extraction and the plan record come after it
     remaining_s = max(remaining_s - min(POST_SOLVE_RESERVE_S, POST_SOLVE_RESERVE_SHARE * options.time_limit_s), 1e-3)
     incumbent = start(lm, ix) if start is not None else None
-    result, x = run_backend(lm, ix, replace(options, time_limit_s=remaining_s), relaxation, good_enough, incumbent)
+    result, x = run_backend(lm, ix, replace(options, time_limit_s=remaining_s), relaxation, good_enough, incumbent,
+                            progress=feed if feed else None)
     if len(ix.serve) < ix.eligible_pairs():
         result = _against_full_bound(result, priced, options.mip_gap)
     record_args = dict(result.record(), build_time_s=build_time, options=asdict(options), model=lm.size(),
                        pairs=priced.record() if priced else {})
     if result.status in ("infeasible", "unbounded"):
+        feed.phase("diagnose")
         plan = plan_record(scenario, options, SolveRecord(**record_args), None, _diagnosis(ix, lm, options, deadline))
         raise InfeasibleScenario(scenario, plan)
     if not result.has_plan or x is None:
         raise NoPlanFound(scenario, plan_record(scenario, options, SolveRecord(**record_args), None, []))
+    feed.update(result.objective_usd_per_year, result.best_bound_usd_per_year, phase="extract")
     extract_start = time.perf_counter()
     parts = extract(x, lm, ix)
     record = SolveRecord(**record_args, extract_time_s=time.perf_counter() - extract_start)

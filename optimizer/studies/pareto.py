@@ -69,10 +69,13 @@ def trace_pareto(
     workers: int = 1,
     options: dict[str, Any] | None = None,
     on_progress: Callable[[Progress], None] | None = None,
+    on_stage: Callable[[list[str]], None] | None = None,
 ) -> list[FrontierPoint]:
     """Solve the points of the `tradeoff` curve into out_dir/points/; return them, cheapest first.
 
     `scenario` is a Scenario loaded from a file, a YAML path or None (the embedded default).
+    `on_progress` hears each batch of points as run_batch reports it; `on_stage`, before each
+    batch, the names of the points it solves (least-cost, then least-carbon, then the rest).
     """
     if tradeoff not in TRADEOFFS:
         raise ValueError(f"tradeoff must be one of {', '.join(TRADEOFFS)}, not {tradeoff!r}")
@@ -86,6 +89,8 @@ def trace_pareto(
 
     def solve_members(members: list[Member], starts: dict[str, list[Path]] | None = None):
         sweep = Sweep(f"pareto-{tradeoff}", base_path, members, dict(options or {}))
+        if on_stage is not None:
+            on_stage([m.name for m in members])
         return {r.name: r for r in run_batch(sweep, runs, workers=workers, on_progress=on_progress, starts=starts).results}
 
     first = solve_members([Member("least-cost", {})])["least-cost"]

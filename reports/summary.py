@@ -1,0 +1,530 @@
+"""The executive summary's content: the decision in sentences, computed from the plan.
+
+Every figure here comes from the plan record and the plan's own copy of its inputs
+(`PlanLayers.scenario`, read from inputs/); nothing is canned and nothing is re-solved.
+The rules, stated once (the report repeats them where it uses them):
+
+* **Training, and why**: the main training site is the one holding the most H100-equivalent
+  job GPUs. Its delivered cost per effective H100-year is the annual cost of one rack of the
+  configuration it trains on (chips, cooling capex, energy at the site's price and PUE,
+  colocation, fabric, carbon) divided by the rack's effective GPUs (physical GPUs x chip
+  H100-equivalence x fabric efficiency). The same rack is priced at every eligible
+  candidate site (countries allowed for those jobs, the cooling allowed, enough power and
+  floor, not forbidden); the site's fixed cost is left out. The comparison is against the
+  median eligible site (a real site: the lower middle one).
+* **Cost per million tokens by class**: each inference rack line's whole annual cost goes to
+  the class it serves; transport goes to the class of the flow; site and cooling-zone fixed
+  costs are shared and left out (as in the plan's headline $/M tokens, so the classes add up
+  to it). Tokens per year = peak tok/s served x the class's load factor x hours x 3600.
+* **The three assumptions that matter most**: the inputs behind the three largest cost
+  categories of the plan (chips -> chip capex, colocation -> colocation price, energy -> power
+  price, ...). Each line is proportional to its input, so +/-10 % on it moves the annual cost
+  by 10 % of the line (this plan held fixed).
+* **Provenance**: from provenance tables in the plan's inputs (`inputs/provenance.csv`,
+  `inputs/catalog/provenance.csv`) if present; otherwise from the embedded default data's
+  provenance for cells whose value in the plan's inputs equals the default's; otherwise
+  "as given".
+* **Small site**: fixed costs (site fixed cost plus cooling-zone fixed costs) are half or
+  more of the site's annual cost.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from statistics import median_low
+
+import numpy as np
+
+from dcplace.models.plan import Plan, SitePlan
+from dcplace.models.records import Scenario
+from dcplace.optimizer.model.costs import crf, rack_economics
+from dcplace.optimizer.model.latency import distance_matrix_km, rtt_matrix_ms
+from dcplace.reports.layers import PlanLayers
+from dcplace.reports.style import money
+
+SECONDS_PER_HOUR = 3600.0
+SMALL_SITE_FIXED_SHARE = 0.5
+SENSITIVITY = 0.10
+IMPUTED_BASES = ("rule", "assumption")
+
+# cost category -> (the input behind it, table, field)
+CATEGORY_INPUTS = {
+    "chips": ("chip prices (capex per GPU)", "chips", "capex_usd_per_gpu"),
+    "colocation": ("colocation price (per kW of IT per month)", "sites", "colocation_usd_per_kw_month"),
+    "energy": ("power price (per MWh)", "sites", "power_price_usd_per_mwh"),
+    "site_fixed": ("fixed cost of an open site", "sites", "fixed_cost_usd_per_year"),
+    "fabric": ("fabric cost per GPU", "fabrics", "cost_usd_per_gpu"),
+    "cooling_capex": ("cooling capex per kW", "cooling", "capex_usd_per_kw"),
+    "cooling_zones": ("fixed cost of a cooling zone", "cooling", "zone_fixed_usd_per_year"),
+    "carbon": ("carbon price", "economics", "carbon_price_usd_per_t"),
+    "transport": ("network transport price", "economics", "transport_usd_per_tok_s_1000km_year"),
+}
+
+
+# ----------------------------------------------------------------------------- provenance
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """(table, id, field) -> (basis, reference); `origin` says where the rows came from."""
+
+    rows: dict[tuple[str, str, str], tuple[str, str]]
+    origin: str
+
+    def get(self, table: str, id: str, field: str) -> tuple[str, str] | None:
+        return self.rows.get((table, id, field))
+
+
+def _read_provenance_csv(path: Path) -> dict[tuple[str, str, str], tuple[str, str]]:
+    out = {}
+    with path.open(newline="", encoding="utf-8") as fh:
+        for row in csv.DictReader(fh):
+            if {"table", "id", "field", "basis", "reference"} <= set(row):
+                out[(row["table"], row["id"], row["field"])] = (row["basis"], row["reference"])
+    return out
+
+
+def _cell_values(scenario: Scenario) -> dict[tuple[str, str, str], float]:
+    """The plan's numeric input cells under the names the provenance tables use."""
+    cells: dict[tuple[str, str, str], float] = {}
+    for s in scenario.sites:
+        for f in ("power_price_usd_per_mwh", "grid_carbon_g_per_kwh", "fixed_cost_usd_per_year", "colocation_usd_per_kw_month",
+                  "pue_climate_factor", "floor_racks"):
+            cells[("sites", s.id, f)] = float(getattr(s, f))
+        cells[("sites", s.id, "power_limit_mw")] = s.power_limit_kw / 1000
+        cells[("sites", s.id, "power_limit_kw")] = s.power_limit_kw
+    c = scenario.catalog
+    for table, records in (("chips", c.chips), ("cooling", c.cooling), ("fabrics", c.fabrics), ("rack_configs", c.rack_configs),
+                           ("workloads", c.workloads)):
+        for r in records:
+            for f, v in r.model_dump().items():
+                if isinstance(v, (int, float)) and not isinstance(v, bool):
+                    cells[(table, r.id, f)] = float(v)
+    return cells
+
+
+def _default_cell_values() -> dict[tuple[str, str, str], float]:
+    root = resources.files("dcplace.data")
+    out: dict[tuple[str, str, str], float] = {}
+    for table, rel in (("sites", "default/sites.csv"), ("chips", "catalog/chips.csv"), ("cooling", "catalog/cooling.csv"),
+                       ("fabrics", "catalog/fabrics.csv"), ("rack_configs", "catalog/rack_configs.csv"),
+                       ("workloads", "catalog/workloads.csv")):
+        path = root / rel
+        if not path.is_file():
+            continue
+        with path.open(newline="", encoding="utf-8") as fh:
+            for row in csv.DictReader(fh):
+                for f, v in row.items():
+                    try:
+                        out[(table, row["id"], f)] = float(v)
+                    except (TypeError, ValueError):
+                        pass
+    return out
+
+
+def input_provenance(layers: PlanLayers) -> Provenance:
+    inputs = layers.folder / "inputs"
+    found = {}
+    for path in (inputs / "provenance.csv", inputs / "catalog" / "provenance.csv"):
+        if path.is_file():
+            found.update(_read_provenance_csv(path))
+    if found:
+        return Provenance(found, "the provenance tables in the plan's inputs")
+    root = resources.files("dcplace.data")
+    default_rows: dict[tuple[str, str, str], tuple[str, str]] = {}
+    for rel in ("default/provenance.csv", "catalog/provenance.csv"):
+        path = root / rel
+        if path.is_file():
+            default_rows.update(_read_provenance_csv(Path(str(path))))
+    if not default_rows:
+        return Provenance({}, "")
+    mine, theirs = _cell_values(layers.scenario), _default_cell_values()
+    matched = {}
+    for key, value in mine.items():
+        other = theirs.get(key)
+        if key in default_rows and other is not None and abs(other - value) <= 1e-9 * max(1.0, abs(value)):
+            matched[key] = default_rows[key]
+    return Provenance(matched, "the embedded default data's provenance (cells whose value matches the default)")
+
+
+def _short_reference(reference: str) -> str:
+    text = re.split(r"[;(]", reference, maxsplit=1)[0].strip().rstrip(",")
+    return text if len(text) <= 70 else text[:67].rstrip() + "..."
+
+
+def provenance_text(prov: Provenance, keys: list[tuple[str, str, str]]) -> str:
+    """'12 sourced, 17 by rule (EIA Electric Power Annual 2023; ...)' or 'as given'."""
+    found = [prov.get(*k) for k in keys]
+    known = [f for f in found if f]
+    if not known:
+        return "as given (no provenance recorded in the plan's inputs)"
+    bases = Counter(basis for basis, _ in known)
+    names = {"source": "sourced", "derived": "derived from sources", "rule": "by rule", "assumption": "assumed"}
+    parts = [f"{n} {names.get(b, b)}" for b, n in bases.most_common()]
+    if len(known) < len(keys):
+        parts.append(f"{len(keys) - len(known)} as given")
+    refs = Counter(_short_reference(ref) for _, ref in known)
+    top = "; ".join(r for r, _ in refs.most_common(1))
+    return f"{', '.join(parts)} ({top})"
+
+
+def vintages(prov: Provenance, keys: list[tuple[str, str, str]]) -> str:
+    years = sorted({int(y) for k in keys if (p := prov.get(*k)) for y in re.findall(r"\b(19[89]\d|20[0-4]\d)\b", p[1])})
+    if not years:
+        return ""
+    return str(years[0]) if years[0] == years[-1] else f"{years[0]}–{years[-1]}"
+
+
+# ----------------------------------------------------------------------------- figures
+
+
+def class_tokens_per_year(plan: Plan, scenario: Scenario) -> dict[str, float]:
+    lf = {w.id: w.load_factor for w in scenario.catalog.workloads}
+    hours = scenario.economics.hours_per_year
+    out: dict[str, float] = defaultdict(float)
+    for a in plan.assignments:
+        out[a.workload] += a.served_tok_s * lf[a.workload] * hours * SECONDS_PER_HOUR
+    return dict(out)
+
+
+def transport_by_class(plan: Plan, scenario: Scenario) -> dict[str, float]:
+    """Transport cost of each class's flows (distance rate x served tok/s, plus pair costs)."""
+    eco = scenario.economics
+    pair = {(p.region, p.workload, p.site): p.usd_per_year for p in scenario.pair_costs}
+    out: dict[str, float] = defaultdict(float)
+    if not eco.transport_usd_per_tok_s_1000km_year and not pair:
+        return {}
+    km = distance_matrix_km(scenario)
+    r_index = {r.id: i for i, r in enumerate(scenario.regions)}
+    s_index = {s.id: i for i, s in enumerate(scenario.sites)}
+    for a in plan.assignments:
+        d = float(km[r_index[a.region], s_index[a.site]])
+        out[a.workload] += a.served_tok_s * d / 1000 * eco.transport_usd_per_tok_s_1000km_year
+        out[a.workload] += a.share * pair.get((a.region, a.workload, a.site), 0.0)
+    return dict(out)
+
+
+@dataclass(frozen=True)
+class ClassEconomics:
+    workload: str
+    name: str
+    peak_tok_s: float
+    racks: int
+    gpus_by_chip: dict[str, int]
+    it_mw: float
+    cost_usd_per_year: float
+    tokens_per_year: float
+    rtt_p50: float
+    rtt_p95: float
+    rtt_max: float
+    budget_min: float
+    budget_max: float
+    within_budget_share: float
+
+    @property
+    def usd_per_m_tokens(self) -> float:
+        return self.cost_usd_per_year / (self.tokens_per_year / 1e6) if self.tokens_per_year else 0.0
+
+
+def _weighted_quantile(values: list[float], weights: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    order = np.argsort(values)
+    v, w = np.asarray(values)[order], np.asarray(weights, dtype=float)[order]
+    if w.sum() <= 0:
+        return float(np.quantile(v, q))
+    cum = np.cumsum(w) / w.sum()
+    return float(v[min(int(np.searchsorted(cum, q - 1e-12)), len(v) - 1)])
+
+
+def class_economics(plan: Plan, scenario: Scenario) -> list[ClassEconomics]:
+    tokens = class_tokens_per_year(plan, scenario)
+    transport = transport_by_class(plan, scenario)
+    out = []
+    for w in scenario.catalog.workloads:
+        lines = [ln for s in plan.sites for ln in s.racks if ln.purpose == "inference" and ln.workload == w.id]
+        gpus: dict[str, int] = defaultdict(int)
+        for ln in lines:
+            gpus[ln.chip] += ln.gpus
+        flows = [a for a in plan.assignments if a.workload == w.id]
+        rtts, weights = [a.rtt_ms for a in flows], [a.served_tok_s for a in flows]
+        peak = sum(weights)
+        within = sum(a.served_tok_s for a in flows if a.rtt_ms <= a.rtt_budget_ms + 1e-9)
+        budgets = [a.rtt_budget_ms for a in flows] or [float("nan")]
+        out.append(ClassEconomics(
+            workload=w.id, name=w.name, peak_tok_s=peak, racks=sum(ln.racks for ln in lines), gpus_by_chip=dict(gpus),
+            it_mw=sum(ln.it_kw for ln in lines) / 1000,
+            cost_usd_per_year=sum(sum(ln.cost_usd_per_year.values()) for ln in lines) + transport.get(w.id, 0.0),
+            tokens_per_year=tokens.get(w.id, 0.0), rtt_p50=_weighted_quantile(rtts, weights, 0.5),
+            rtt_p95=_weighted_quantile(rtts, weights, 0.95), rtt_max=max(rtts, default=float("nan")),
+            budget_min=min(budgets), budget_max=max(budgets), within_budget_share=within / peak if peak else 1.0,
+        ))
+    return out
+
+
+@dataclass(frozen=True)
+class TrainingCase:
+    site: SitePlan
+    jobs: list[str]
+    h100_equiv_gpus: float
+    config: str
+    chip_name: str
+    fabric_name: str
+    cooling: str
+    per_eff_h100_year: dict[str, dict[str, float]]  # site id -> category -> USD per effective H100-year
+    eligible: list[str]  # site ids, cheapest first
+    median_site: str
+    inputs: dict[str, dict[str, float]]  # site id -> price, pue, colocation
+
+    def total(self, site_id: str) -> float:
+        return sum(self.per_eff_h100_year[site_id].values())
+
+
+def training_case(plan: Plan, scenario: Scenario) -> TrainingCase | None:
+    if not plan.jobs:
+        return None
+    by_site: dict[str, float] = defaultdict(float)
+    for j in plan.jobs:
+        by_site[j.site] += j.gpus_h100_equiv
+    main_id = max(by_site, key=lambda s: (by_site[s], s))
+    main = next(s for s in plan.sites if s.id == main_id)
+    chips = {c.id: c for c in scenario.catalog.chips}
+    fabrics = {f.id: f for f in scenario.catalog.fabrics}
+    coolings = {c.id: c for c in scenario.catalog.cooling}
+    configs = {k.id: k for k in scenario.catalog.rack_configs}
+    lines = [ln for ln in main.racks if ln.purpose == "training" and ln.fabric]
+    if not lines:
+        return None
+    line = max(lines, key=lambda ln: ln.gpus * chips[ln.chip].h100_equiv * fabrics[ln.fabric].training_efficiency)
+    rack, chip, fabric = configs[line.config], chips[line.chip], fabrics[line.fabric]
+    jobs_here = [j for j in plan.jobs if j.site == main_id]
+    job_records = {j.id: j for j in scenario.jobs}
+    training_racks = sum(ln.racks for ln in main.racks if ln.purpose == "training")
+    training_it_kw = sum(ln.it_kw for ln in main.racks if ln.purpose == "training")
+    eff_per_rack = rack.gpus_per_rack * chip.h100_equiv * fabric.training_efficiency
+    per: dict[str, dict[str, float]] = {}
+    inputs: dict[str, dict[str, float]] = {}
+    for s in scenario.sites:
+        if s.id in scenario.policies.forbidden_sites:
+            continue
+        if any(job_records[j.job].allowed_countries and s.country not in job_records[j.job].allowed_countries for j in jobs_here):
+            continue
+        usable = [coolings[c] for c in s.cooling_allowed if c in coolings and coolings[c].max_kw_per_rack >= rack.kw_per_rack]
+        if not usable or s.floor_racks < training_racks:
+            continue
+        best = None
+        for cool in usable:
+            if s.power_limit_kw < training_it_kw * s.pue(cool) - 1e-6:
+                continue
+            econ = rack_economics(s, rack, chip, cool, scenario.economics.training_load_factor, scenario.economics, fabric)
+            if best is None or econ.total_usd_per_year < best[1].total_usd_per_year:
+                best = (cool, econ)
+        if best is None:
+            continue
+        cool, econ = best
+        per[s.id] = {c: v / eff_per_rack for c, v in econ.cost_usd_per_year.items()}
+        inputs[s.id] = {"price": s.power_price_usd_per_mwh, "pue": s.pue(cool), "colocation": s.colocation_usd_per_kw_month}
+    if main_id not in per:
+        return None
+    eligible = sorted(per, key=lambda k: (sum(per[k].values()), k))
+    median_site = median_low([(sum(per[k].values()), k) for k in eligible])[1]
+    return TrainingCase(main, [j.name for j in jobs_here], by_site[main_id], line.config, chip.name, fabric.name, line.cooling,
+                        per, eligible, median_site, inputs)
+
+
+@dataclass(frozen=True)
+class Assumption:
+    category: str
+    label: str
+    line_usd_per_year: float
+    share: float
+    value_text: str
+    source_text: str
+
+    @property
+    def swing_usd_per_year(self) -> float:
+        return SENSITIVITY * self.line_usd_per_year
+
+
+def _range_text(values: list[float], fmt: str) -> str:
+    lo, hi = min(values), max(values)
+    return fmt.format(lo) if abs(hi - lo) < 1e-9 else f"{fmt.format(lo)}–{fmt.format(hi)}"
+
+
+def top_assumptions(plan: Plan, scenario: Scenario, prov: Provenance, n: int = 3) -> list[Assumption]:
+    total = plan.objective_usd_per_year or 1.0
+    open_sites = [s for s in plan.sites if s.open]
+    inputs = {s.id: s for s in scenario.sites}
+    chips_used = sorted({ln.chip for s in open_sites for ln in s.racks})
+    fabrics_used = sorted({ln.fabric for s in open_sites for ln in s.racks if ln.fabric})
+    cooling_used = sorted({ln.cooling for s in open_sites for ln in s.racks})
+    catalog = {"chips": {c.id: c for c in scenario.catalog.chips}, "fabrics": {f.id: f for f in scenario.catalog.fabrics},
+               "cooling": {c.id: c for c in scenario.catalog.cooling}}
+    out = []
+    for category, value in sorted(plan.cost_breakdown_usd_per_year.items(), key=lambda cv: -cv[1]):
+        if value <= 0.5 or category not in CATEGORY_INPUTS:
+            continue
+        label, table, fld = CATEGORY_INPUTS[category]
+        if table == "sites":
+            ids = [s.id for s in open_sites]
+            values = [float(getattr(inputs[i], fld)) for i in ids]
+            unit = {"colocation_usd_per_kw_month": ("${:,.0f}", " per kW-month"), "power_price_usd_per_mwh": ("${:,.0f}", " per MWh"),
+                    "fixed_cost_usd_per_year": ("${:,.0f}", " per year")}[fld]
+            value_text = f"{_range_text(values, unit[0])}{unit[1]} at the {len(ids)} open sites"
+            keys = [("sites", i, fld) for i in ids]
+        elif table in catalog:
+            ids = {"chips": chips_used, "fabrics": fabrics_used, "cooling": cooling_used}[table]
+            recs = [catalog[table][i] for i in ids]
+            values = [float(getattr(r, fld)) for r in recs]
+            unit = {"capex_usd_per_gpu": " per GPU", "cost_usd_per_gpu": " per GPU", "capex_usd_per_kw": " per kW",
+                    "zone_fixed_usd_per_year": " per zone-year"}[fld]
+            value_text = f"{_range_text(values, '${:,.0f}')}{unit} for the {len(ids)} {table} used"
+            keys = [(table, i, fld) for i in ids]
+        else:
+            v = getattr(scenario.economics, fld)
+            value_text = f"{v:,.2f} (scenario economics)"
+            keys = []
+        source = provenance_text(prov, keys) if keys else "as given in the scenario"
+        out.append(Assumption(category, label, value, value / total, value_text, source))
+        if len(out) == n:
+            break
+    return out
+
+
+def small_site(site: SitePlan) -> bool:
+    fixed = site.cost_usd_per_year.get("site_fixed", 0.0) + site.cost_usd_per_year.get("cooling_zones", 0.0)
+    return site.open and site.total_cost_usd_per_year > 0 and fixed >= SMALL_SITE_FIXED_SHARE * site.total_cost_usd_per_year
+
+
+def site_tokens_share(plan: Plan, scenario: Scenario) -> dict[str, float]:
+    lf = {w.id: w.load_factor for w in scenario.catalog.workloads}
+    per: dict[str, float] = defaultdict(float)
+    for a in plan.assignments:
+        per[a.site] += a.served_tok_s * lf[a.workload]
+    total = sum(per.values())
+    return {s: v / total for s, v in per.items()} if total else {}
+
+
+def latency_reason(plan: Plan, scenario: Scenario, site: SitePlan) -> str:
+    """Why a small inference site is kept: does any other open site reach its regions within budget?"""
+    flows = [a for a in plan.assignments if a.site == site.id]
+    if not flows:
+        return ""
+    if scenario.latency.backbone or scenario.backbone_edges:
+        return ""
+    rtt = rtt_matrix_ms(scenario)
+    r_index = {r.id: i for i, r in enumerate(scenario.regions)}
+    s_index = {s.id: i for i, s in enumerate(scenario.sites)}
+    others = [s_index[s.id] for s in plan.sites if s.open and s.id != site.id]
+    alone = sorted({a.region_name for a in flows
+                    if not any(rtt[r_index[a.region], j] <= a.rtt_budget_ms + 1e-9 for j in others)})
+    if alone:
+        shown = ", ".join(alone[:3]) + (f" and {len(alone) - 3} more" if len(alone) > 3 else "")
+        return f"the only open site within the latency budget of {shown}"
+    return "another open site is within budget of its regions: a cost choice, worth re-checking"
+
+
+# ----------------------------------------------------------------------------- sentences
+
+
+@dataclass
+class Summary:
+    headline: list[tuple[str, str, str]]  # label, value, note (large type)
+    training: list[str] = field(default_factory=list)
+    inference: list[str] = field(default_factory=list)
+    cost: list[str] = field(default_factory=list)
+    classes: list[ClassEconomics] = field(default_factory=list)
+    class_rule: str = ""
+    assumptions: list[Assumption] = field(default_factory=list)
+    assumption_rule: str = ""
+    small_sites: list[str] = field(default_factory=list)
+    training_case: TrainingCase | None = None
+
+
+def _per_h100(x: float) -> str:
+    return f"${x:,.0f}"
+
+
+def executive_summary(layers: PlanLayers, prov: Provenance | None = None) -> Summary:
+    plan, scenario = layers.plan, layers.scenario
+    k = plan.kpis
+    prov = prov if prov is not None else input_provenance(layers)
+    names = {s.id: s.name for s in plan.sites}
+    total = plan.objective_usd_per_year or 0.0
+    summary = Summary(headline=[
+        ("Annual cost", money(total), "annualized capex plus operating cost, per year"),
+        ("Upfront capex", money(k["upfront_capex_usd"]), "chips, cooling and fabric, paid once"),
+        ("Inference", f"${k['usd_per_m_tokens']:.3f} per M tokens", f"{k['demand_within_budget_share']:.1%} of demand within its latency budget"),
+        ("Sites open", f"{int(k['sites_open'])} of {len(plan.sites)}", f"{k['facility_mw']:,.1f} MW facility power"),
+    ])
+
+    # Training
+    case = training_case(plan, scenario)
+    summary.training_case = case
+    if case is not None:
+        med, here = case.median_site, case.site.id
+        a, b = case.per_eff_h100_year[here], case.per_eff_h100_year[med]
+        ta, tb = case.total(here), case.total(med)
+        rank = case.eligible.index(here) + 1
+        diff = (tb - ta) / tb if tb else 0.0
+        job_total = sum(j.gpus_h100_equiv for j in plan.jobs)
+        other = sorted({names[j.site] for j in plan.jobs if j.site != here})
+        ia, ib = case.inputs[here], case.inputs[med]
+        s1 = (f"Training goes to {case.site.name}: {len(case.jobs)} of {len(plan.jobs)} jobs, "
+              f"{case.h100_equiv_gpus:,.0f} of {job_total:,.0f} H100-equivalent GPUs, mainly on {case.chip_name} with {case.fabric_name}"
+              + (f"; the other jobs run at {', '.join(other)}." if other else "."))
+        if med == here:
+            s2 = (f"Delivered training costs {_per_h100(ta)} per effective H100-year there, the median of the {len(case.eligible)} "
+                  f"eligible sites (rank {rank}); {case.site.name} wins on what it adds to the rest of the plan, not on unit cost.")
+        else:
+            s2 = (f"Delivered training costs {_per_h100(ta)} per effective H100-year there, against {_per_h100(tb)} at the median "
+                  f"eligible site ({names.get(med, med)}): {abs(diff):.0%} {'less' if diff >= 0 else 'more'}; "
+                  f"rank {rank} of {len(case.eligible)} eligible sites (site fixed cost left out).")
+        s3 = (f"The difference is the site: energy {_per_h100(a.get('energy', 0))} against {_per_h100(b.get('energy', 0))} "
+              f"(${ia['price']:,.0f}/MWh at PUE {ia['pue']:.2f} against ${ib['price']:,.0f}/MWh at PUE {ib['pue']:.2f}), "
+              f"colocation {_per_h100(a.get('colocation', 0))} against {_per_h100(b.get('colocation', 0))} "
+              f"(${ia['colocation']:,.0f} against ${ib['colocation']:,.0f} per kW-month); chips "
+              f"({_per_h100(a.get('chips', 0))}) and fabric ({_per_h100(a.get('fabric', 0))}) cost the same everywhere.")
+        summary.training = [s1 + " " + s2, s3]
+    elif plan.jobs:
+        summary.training = [f"{len(plan.jobs)} training jobs are placed at " + ", ".join(sorted({names[j.site] for j in plan.jobs})) + "."]
+    else:
+        summary.training = ["The scenario has no training jobs."]
+
+    # Inference
+    shares = site_tokens_share(plan, scenario)
+    if shares:
+        top = sorted(shares.items(), key=lambda kv: -kv[1])[:3]
+        countries = {next(s.country for s in plan.sites if s.id == sid) for sid in shares}
+        summary.inference = [
+            f"Inference runs at {len(shares)} sites in {len(countries)} countries, {k['tokens_per_s_served_peak'] / 1e6:,.1f} M tokens/s at peak "
+            f"({k['tokens_per_year'] / 1e12:,.1f} trillion tokens a year). The largest hubs are "
+            + ", ".join(f"{names[s]} ({v:.0%})" for s, v in top)
+            + f" of tokens, {sum(v for _, v in top):.0%} together; {k['demand_within_budget_share']:.1%} of peak demand is served "
+            f"within its latency budget, mean round trip {k['mean_rtt_ms']:.1f} ms.",
+        ]
+    # Cost
+    summary.cost = [
+        f"The plan costs {money(total)} a year: {money(k['inference_cost_usd_per_year'])} inference, "
+        f"{money(k['training_cost_usd_per_year'])} training and {money(k['shared_cost_usd_per_year'])} shared site and cooling-zone "
+        f"fixed costs; it needs {money(k['upfront_capex_usd'])} of upfront capex.",
+    ]
+    summary.classes = class_economics(plan, scenario)
+    summary.class_rule = ("Rule: each inference rack's annual cost goes to the class it serves and transport to the class of its "
+                          "flow; site and cooling-zone fixed costs are shared and left out, so the classes add up to the headline "
+                          "$ per M tokens. Tokens a year = peak tok/s x load factor x 8,760 h.")
+    summary.assumptions = top_assumptions(plan, scenario, prov)
+    summary.assumption_rule = ("Rule: the inputs behind the plan's three largest cost lines; each line is proportional to its "
+                               f"input, so ±{SENSITIVITY:.0%} on the input moves the annual cost by {SENSITIVITY:.0%} of the line "
+                               "(this plan held fixed).")
+    summary.small_sites = [s.id for s in plan.sites if small_site(s)]
+    return summary
+
+
+def annuity_text(rate: float, years: float) -> str:
+    return f"{crf(rate, years):.3f}"

@@ -1,0 +1,123 @@
+"""Maps that show flows (issue 18, item 3): the static map's artists and the interactive
+map's figure data. The browser side (viewports, labels drawn, no network) is in
+tests/test_browser.py."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from helpers import europe_scenario, hostile_world_scenario
+from matplotlib.colors import to_rgba
+
+from dcplace.optimizer.solving.pipeline import solve_to_folder
+from dcplace.reports import load_plan_layers
+from dcplace.reports.htmlmap import plan_figure
+from dcplace.reports.mpl import plt
+from dcplace.reports.staticmap import draw_static_map
+from dcplace.reports.style import ROLE_MARKERS, flow_scale
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    root = tmp_path_factory.mktemp("flows-world")
+    solve_to_folder(hostile_world_scenario(root / "s"), root / "plan")
+    return load_plan_layers(root / "plan")
+
+
+@pytest.fixture(scope="module")
+def europe(tmp_path_factory):
+    root = tmp_path_factory.mktemp("flows-europe")
+    solve_to_folder(europe_scenario(root / "s"), root / "plan")
+    return load_plan_layers(root / "plan")
+
+
+def test_flow_scale_is_linear_round_and_floored():
+    scale = flow_scale([3e6, 5e4, 2e3], max_width=7.0, min_width=0.3)
+    assert scale.per_unit == 5e5  # a round number of tok/s per point, largest flow <= 7 pt
+    assert scale.width([3e6, 1e6, 10.0]).tolist() == [6.0, 2.0, 0.3]
+    assert scale.references == (2e6, 1e6, 5e5)
+
+
+def test_static_line_widths_follow_tok_s_served(world):
+    drawn = draw_static_map(world)
+    try:
+        lines = world.assignments
+        served = {}
+        for cls, collection in drawn.flows.items():
+            widths = collection.get_linewidths()
+            of_class = lines[lines["workload"] == cls].sort_values("served_tok_s", kind="stable")
+            assert len(widths) == len(of_class)  # one segment per line: no antimeridian crossing here
+            np.testing.assert_allclose(widths, drawn.flow_scale.width(of_class["served_tok_s"]))
+            served.update(zip(widths, of_class["served_tok_s"]))
+        all_widths = np.concatenate([c.get_linewidths() for c in drawn.flows.values()])
+        assert len(set(np.round(all_widths, 6))) > 1, "widths must differ with tok/s served"
+        # Wider means more tok/s.
+        pairs = sorted(served.items())
+        assert all(a[1] <= b[1] for a, b in zip(pairs, pairs[1:]))
+    finally:
+        plt.close(drawn.figure)
+
+
+def test_static_legend_colours_are_the_line_colours(world):
+    drawn = draw_static_map(world)
+    try:
+        entries = {text.get_text(): handle for text, handle in zip(drawn.legend.get_texts(), drawn.legend.legend_handles)}
+        names = {w.id: w.name for w in world.scenario.catalog.workloads}
+        assert drawn.flows
+        for cls, collection in drawn.flows.items():
+            line_colours = {tuple(np.round(c, 6)) for c in collection.get_edgecolor()}
+            assert len(line_colours) == 1
+            handle = entries[names[cls]]
+            assert tuple(np.round(to_rgba(handle.get_color(), handle.get_alpha()), 6)) in line_colours
+        # Width references: two or three, each drawn at the width of the stated scale.
+        refs = [(t, h) for t, h in entries.items() if t.endswith("tok/s")]
+        assert 1 <= len(refs) <= 3
+        for _, handle in refs:
+            assert handle.get_linewidth() >= 2 * drawn.flow_scale.min_width
+    finally:
+        plt.close(drawn.figure)
+
+
+def test_static_sites_by_role_symbol_and_candidates_above_regions(europe):
+    drawn = draw_static_map(europe)
+    try:
+        assert drawn.regional
+        closed = int((~europe.sites["open"]).sum())
+        assert closed > 0 and len(drawn.candidates.get_offsets()) == closed
+        assert drawn.candidates.get_zorder() > drawn.regions.get_zorder()
+        assert all(c.get_zorder() < drawn.regions.get_zorder() for c in drawn.flows.values())  # flows under the dots
+        assert to_rgba(drawn.candidates.get_facecolor()[0]) == to_rgba("white")  # a visible ring, not a hole
+        for role, artist in drawn.sites.items():
+            assert artist.get_zorder() > drawn.candidates.get_zorder()
+            assert role in ROLE_MARKERS
+        # Labels: the open sites here are few, so all are labelled, none overlapping.
+        assert len(drawn.labels) == int(europe.sites["open"].sum())
+    finally:
+        plt.close(drawn.figure)
+
+
+def test_html_flows_have_width_colour_and_hover(world):
+    fig = plan_figure(world)
+    flows = [t for t in fig.data if t.meta["layer"] == "assignments"]
+    hover = [t for t in fig.data if t.meta["layer"] == "flow-hover"]
+    assert flows and hover
+    assert len({t.line.width for t in flows}) > 1  # width by tok/s
+    colours = {t.meta["workload"]: t.line.color for t in flows}
+    for t in hover:
+        assert t.hoverlabel.bgcolor == colours[t.meta["workload"]]
+    texts = [text for t in hover for text in t.text]
+    assert len(texts) == 3 * len(world.assignments)
+    for a in world.assignments.itertuples():
+        assert any(f"{a.served_tok_s:,.0f} tok/s" in text and f"RTT {a.rtt_ms:.1f} ms" in text for text in texts)
+    assert all("→" in text for text in texts)
+
+
+def test_html_candidates_above_regions_and_main_sites_labelled(europe, world):
+    for layers in (europe, world):
+        fig = plan_figure(layers)
+        order = [t.meta["layer"] for t in fig.data]
+        assert order.index("candidates") > order.index("regions")
+        sites = [t for t in fig.data if t.meta["layer"] == "sites"]
+        labels = [text for t in sites for text in t.texttemplate if text]
+        assert labels, "the main open sites carry text labels"
+        assert all(t.mode == "markers+text" for t in sites)
