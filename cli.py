@@ -34,6 +34,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.markup import escape
 from rich.measure import Measurement
+from rich.padding import Padding
 from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text
@@ -49,7 +50,7 @@ from dcplace.optimizer.solving.pipeline import PlanCheckFailed, solve_to_folder
 from dcplace.optimizer.solving.precheck import checked_index
 from dcplace.optimizer.solving.progress import SolveProgress
 from dcplace.optimizer.solving.solve import InfeasibleScenario, NoPlanFound, SolveOptions
-from dcplace.reports.style import money
+from dcplace.reports.style import money, mw_number, mw_text
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Placement engine for AI infrastructure.")
 console = Console()
@@ -266,6 +267,9 @@ def print_plan(plan: Plan, out_dir: Path | None = None) -> None:
         f"[bold]{_text(plan.scenario)}[/]: [green]{_text(s.status)}[/] in {s.build_time_s + s.solve_time_s:.1f} s "
         f"({s.model['rows']:,} rows, {s.model['columns']:,} columns, {s.model['integers']:,} integers; gap {gap})"
     )
+    from dcplace.reports.summary import status_text  # what "optimal" means here: within the gap, in dollars
+
+    _say(f"Status: {_text(status_text(plan))}.")
     if s.pairs:
         _say(
             f"Serving pairs: {s.pairs['pairs_in_model']:,} of {s.pairs['pairs_eligible']:,} eligible in the model after "
@@ -282,8 +286,8 @@ def print_plan(plan: Plan, out_dir: Path | None = None) -> None:
         _Col("role", [_text(x.role) for x in sites]),
         _Col("racks", [f"{x.racks_total:,}" for x in sites], "number"),
         _Col("GPUs", [f"{x.gpus:,}" for x in sites], "number"),
-        _Col("IT\nMW", [f"{x.it_kw / 1000:,.1f}" for x in sites], "number"),
-        _Col("facility\nMW", [f"{x.facility_kw / 1000:,.1f}" for x in sites], "number"),
+        _Col("IT\nMW", [mw_number(x.it_kw / 1000) for x in sites], "number"),
+        _Col("facility\nMW", [mw_number(x.facility_kw / 1000) for x in sites], "number"),
         _Col("cooling", [_text(", ".join(x.zones)) for x in sites]),
         _Col("fabric", [_text(", ".join(x.fabrics)) for x in sites]),
         _Col("cost/yr", [money(x.total_cost_usd_per_year) for x in sites], "money"),
@@ -311,7 +315,7 @@ def print_plan(plan: Plan, out_dir: Path | None = None) -> None:
     _say(
         f"Inference: {k['tokens_per_s_served_peak']:,.0f} tok/s at peak, ${k['usd_per_m_tokens']:.3f} per M tokens, "
         f"mean RTT {k['mean_rtt_ms']:.1f} ms, {k['demand_within_budget_share']:.1%} within budget. "
-        f"IT {k['it_mw_inference']:.1f} MW inference + {k['it_mw_training']:.1f} MW training; "
+        f"IT {mw_text(k['it_mw_inference'])} inference + {mw_text(k['it_mw_training'])} training; "
         f"{k['emissions_t_per_year']:,.0f} t CO2/yr."
     )
     if out_dir is not None:
@@ -516,6 +520,37 @@ def report(
     _written(save_report(layers, out or folder / "report"))
 
 
+@app.command()
+def outages(
+    folder: Path = PlanFolderArg,
+    regions: int = typer.Option(20, "--regions", help="Also list this many (lost site, region) pairs with demand at risk; 0 = none."),
+) -> None:
+    """What losing each open site costs: tok/s at risk and where, fallback RTT, training stalled (any plan folder)."""
+    from dcplace.optimizer.studies.outages import NoOutageTable, outage_table
+    from dcplace.reports.outages import region_rows, site_rows, summary_lines
+
+    try:
+        table = outage_table(folder)
+    except NoOutageTable as exc:
+        err.print(_clean(exc, newlines=True), markup=False, highlight=False)
+        raise typer.Exit(EXIT_BAD_INPUT if "not a plan folder" in str(exc) else EXIT_INFEASIBLE)
+    except (ScenarioError, ValueError) as exc:
+        err.print(f"[red]{_text(folder)}: the plan folder is damaged[/] ({_text(exc, newlines=True)}). Fix: re-run `dcplace solve`.")
+        raise typer.Exit(EXIT_BAD_INPUT)
+    for line in summary_lines(table):
+        console.print(_clean(line), markup=False, highlight=False)
+    for title, (columns, rows, numeric) in (("Single-site losses", site_rows(table)),
+                                            ("Demand at risk", region_rows(table, regions) if regions else ([], [], []))):
+        if not rows:
+            continue
+        grid = Table(title=title, show_lines=False)
+        for column, right in zip(columns, numeric):
+            grid.add_column(column, justify="right" if right else "left")
+        for row in rows:
+            grid.add_row(*[Text(_clean(cell)) for cell in row])
+        console.print(grid)
+
+
 class _BatchLine:
     """The live status line of `dcplace batch` and `dcplace pareto` (on stderr): members done,
     failed and running, elapsed time, ETA, what is being solved and the last result."""
@@ -641,8 +676,7 @@ def compare(
     baseline: Optional[str] = typer.Option(None, "--baseline", "-b", help="Name (folder name) of the plan to compare against; default the first with a plan."),
     out: Path = typer.Option(Path("compare"), "--out", "-o", help="Folder for compare.csv, compare_sites.csv, compare_costs.csv and compare.html."),
 ) -> None:
-    """Plans against a baseline: cost change split into real spend and notional charges,
-    emissions, the sites that move most, members without a plan and why; CSVs and HTML."""
+    """Plans against a baseline: real spend vs notional charges, emissions, sites that move, failures."""
     from dcplace.reports import NotAPlanFolder
     from dcplace.reports.compare import build_comparison, collect_plans, write_comparison
 
@@ -711,16 +745,18 @@ def compare(
     changed = [r for r in rows if not r["baseline"] and not r["cause"]]
     if changed:
         console.print("\n[bold]What changes[/]")
-        for r in changed:
-            console.print(f"  [bold]{_text(r['plan'])}[/]: {_text(stories[r['plan']])}", highlight=False)
+        for r in changed:  # name, then its story and movers wrapped under it, indented
+            console.print(f"  [bold]{_text(r['plan'])}[/]", highlight=False)
+            console.print(Padding(_text(stories[r["plan"]]), (0, 0, 0, 4)), highlight=False)
             if r["top_movers"]:
-                console.print(f"    sites: {_text(r['top_movers'])}", highlight=False)
+                console.print(Padding(f"sites: {_text(r['top_movers'])}", (0, 0, 0, 4)), highlight=False)
     failed = [r for r in rows if r["cause"]]
     if failed:
         console.print(f"\n[bold red]{len(failed)} without a plan[/] (answers too: the limit or input that stops them)")
         for r in failed:
-            overrides = f"; overrides {_text(r['overrides'])}" if r["overrides"] else ""
-            console.print(f"  [bold]{_text(r['plan'])}[/] ({_text(r['status'])}{overrides}): {_text(r['cause'])}", highlight=False)
+            overrides = f" (overrides: {_text(r['overrides'])})" if r["overrides"] else ""
+            console.print(f"  [bold]{_text(r['plan'])}[/] ({_text(r['status'])})", highlight=False)
+            console.print(Padding(f"{_text(r['cause'])}{overrides}", (0, 0, 0, 4)), highlight=False)
     _written(paths)
 
 
@@ -790,6 +826,160 @@ def pareto(
         raise typer.Exit(EXIT_BATCH_INCOMPLETE)
 
 
+why_app = typer.Typer(no_args_is_help=True, help="Why this plan: prices of limits, site worth, alternatives, robustness (docs/why.md).")
+app.add_typer(why_app, name="why")
+
+
+def _explainable(folder: Path):
+    """A plan folder's plan and scenario for an explanation, or a clear message and exit 2."""
+    from dcplace.optimizer.studies.explain import NotExplainable, plan_and_scenario
+
+    try:
+        return plan_and_scenario(folder)
+    except NotExplainable as exc:
+        err.print(_clean(exc, newlines=True), markup=False, highlight=False)
+        raise typer.Exit(EXIT_BAD_INPUT)
+    except ScenarioError as exc:
+        _bad_input(exc)
+
+
+def _bad_option(exc: Exception) -> None:
+    err.print(f"[red]Bad option:[/] {_text(exc, newlines=True)}")
+    raise typer.Exit(EXIT_BAD_INPUT)
+
+
+@why_app.command("prices")
+def why_prices(folder: Path = PlanFolderArg) -> None:
+    """Prices of the limits: LP duals with the plan's integer decisions fixed (site power, floor, carbon, capex, max share)
+    and the latency budgets' finite differences; saved in FOLDER/why/prices/."""
+    from dcplace.optimizer.studies.duals import PlanLPError, prices_of_plan
+
+    _explainable(folder)
+    try:
+        result = prices_of_plan(folder)
+    except PlanLPError as exc:
+        err.print(f"[red]No prices:[/] {_text(exc)}")
+        raise typer.Exit(EXIT_BAD_INPUT)
+    view, _ = _fit_table("Binding limits (LP duals, integer decisions fixed)", [
+        _Col("limit", [_text(p.limit) for p in result.binding()]),
+        _Col("where", [_text(p.name) for p in result.binding()]),
+        _Col("$/yr per unit", [f"{p.value_usd_per_year_per_unit:,.2f}" for p in result.binding()], "number"),
+        _Col("unit", [_text(p.unit) for p in result.binding()]),
+        _Col("check", ["" if p.check_usd_per_year_per_unit is None else f"{p.check_usd_per_year_per_unit:,.2f}"
+                       for p in result.binding()], "number"),
+    ], ["check", "unit"])
+    console.print(view)
+    _say(f"Plan LP {money(result.lp_objective_usd_per_year)}/yr against the plan's {money(result.plan_objective_usd_per_year)}/yr; "
+         f"{result.seconds:,.1f} s. Saved: {_text(folder / 'why' / 'prices' / 'prices.json')}")
+
+
+@why_app.command("worth")
+def why_worth(
+    folder: Path = PlanFolderArg,
+    workers: int = typer.Option(1, "--workers", "-w", help="Re-solves run at once."),
+    candidates: int = typer.Option(5, "--candidates", help="Closed candidates to price (the substitutes the re-solves open most, then the LP relaxation's nearest)."),
+    time_limit: Optional[float] = typer.Option(None, "--time-limit", help="Per re-solve, seconds (default: the plan's)."),
+    gap: Optional[float] = typer.Option(None, "--gap", help="Per re-solve (default: the plan's)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress line."),
+) -> None:
+    """What each open site is worth (a re-solve without it) and what closed candidates lack to enter; resumable."""
+    from dcplace.optimizer.studies.worth import site_worth
+
+    _explainable(folder)
+    if workers < 1 or candidates < 0:
+        _bad_option(ValueError("--workers >= 1 and --candidates >= 0 are required"))
+    options = {k: v for k, v in (("time_limit_s", time_limit), ("mip_gap", gap)) if v is not None}
+    line = _BatchLine("site worth", err)
+    with _live(line, _progress_on(quiet)):
+        study = site_worth(folder, workers=workers, options=options, closed_candidates=candidates, on_progress=line)
+    rows = sorted(study.items, key=lambda w: (w.kind, -(w.worth_usd_per_year or float("inf"))))
+    view, _ = _fit_table("What each site is worth (cost without it; for closed candidates: cost with it)", [
+        _Col("site", [_text(w.name) for w in rows]),
+        _Col("kind", [w.kind for w in rows]),
+        _Col("worth/yr", ["indispensable" if w.indispensable else money(w.worth_usd_per_year) if w.worth_usd_per_year is not None
+                          else _text(w.status) for w in rows], "money"),
+        _Col("tie", ["tie" if w.tie else "" for w in rows]),
+    ], ["tie"])
+    console.print(view)
+    _say(f"{len(study.items)} re-solves in {study.seconds:,.0f} s. Saved: {_text(Path(study.folder) / 'worth.json')}")
+    if study.failed():
+        err.print(f"[bold red]{len(study.failed())} re-solves failed[/] (re-run the same command to retry them).")
+        raise typer.Exit(EXIT_BATCH_INCOMPLETE)
+
+
+def _alternatives(folder: Path, k: int, slack: float, time_limit: float) -> None:
+    from dcplace.optimizer.studies.alternatives import near_optimal_alternatives
+
+    _explainable(folder)
+    try:
+        study = near_optimal_alternatives(folder, k=k, slack=slack, time_limit_s=time_limit,
+                                          on_alternative=lambda a: err.print(f"  {a.name}: {money(a.cost_usd_per_year)}/yr "
+                                                                             f"({a.over_plan_share:+.2%}), {a.differs_from_plan} sites different"))
+    except ValueError as exc:
+        _bad_option(exc)
+    names = study.names
+    _say(f"{len(study.alternatives)} alternatives within {slack:.0%}, each checked. Must-haves ({len(study.must_haves())}): "
+         + _text(", ".join(names.get(s, s) for s in study.must_haves())) + f"; interchangeable: {len(study.interchangeable())} sites."
+         + (f" {_text(study.note)}." if study.note else ""))
+    _say(f"Saved: {_text(Path(study.folder))} (one checked plan folder per alternative); {study.seconds:,.0f} s.")
+
+
+@why_app.command("alternatives")
+def why_alternatives(
+    folder: Path = PlanFolderArg,
+    k: int = typer.Option(5, "--k", "-k", help="How many alternatives."),
+    slack: float = typer.Option(0.02, "--slack", help="Cost slack over the plan (0.02 = within 2 %)."),
+    time_limit: float = typer.Option(60.0, "--time-limit", help="Search time per alternative, seconds."),
+) -> None:
+    """Near-optimal alternatives (MGA): k checked plans within the slack that open other sites."""
+    _alternatives(folder, k, slack, time_limit)
+
+
+@app.command("alternatives")
+def alternatives(
+    folder: Path = PlanFolderArg,
+    k: int = typer.Option(5, "--k", "-k", help="How many alternatives."),
+    slack: float = typer.Option(0.02, "--slack", help="Cost slack over the plan (0.02 = within 2 %)."),
+    time_limit: float = typer.Option(60.0, "--time-limit", help="Search time per alternative, seconds."),
+) -> None:
+    """Near-optimal alternatives (MGA): k checked plans within the slack that open other sites (= `dcplace why alternatives`)."""
+    _alternatives(folder, k, slack, time_limit)
+
+
+@why_app.command("robustness")
+def why_robustness(
+    folder: Path = PlanFolderArg,
+    samples: int = typer.Option(50, "--samples", "-n", help="Sampled scenarios."),
+    workers: int = typer.Option(1, "--workers", "-w", help="Samples solved at once."),
+    seed: int = typer.Option(0, "--seed", help="Sampling seed."),
+    time_limit: Optional[float] = typer.Option(None, "--time-limit", help="Per sample, seconds (default: the plan's)."),
+    gap: Optional[float] = typer.Option(None, "--gap", help="Per sample (default: the plan's)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress line."),
+) -> None:
+    """Perturb the inputs by ranges that follow their provenance, re-solve each sample, report flips, regret and a tornado."""
+    from dcplace.optimizer.studies.robustness import robustness
+
+    _explainable(folder)
+    options = {k: v for k, v in (("time_limit_s", time_limit), ("mip_gap", gap)) if v is not None}
+    line = _BatchLine("robustness", err)
+    try:
+        with _live(line, _progress_on(quiet)):
+            study = robustness(folder, samples=samples, workers=workers, seed=seed, options=options, on_progress=line)
+    except ValueError as exc:
+        _bad_option(exc)
+    q = study.regret_quantiles()
+    rates = list(study.flip_rates().items())[:8]
+    _say(f"{len(study.solved())} of {len(study.samples)} samples solved in {study.seconds:,.0f} s. "
+         + (f"Regret of the plan: median {money(q['p50'])}, p90 {money(q['p90'])}, worst {money(q['max'])}/yr. " if q else "")
+         + ("Decisions that flip: " + _text(", ".join(f"{study.names.get(s, s)} {r:.0%}" for s, r in rates)) if rates else "No decision flips."))
+    for b in study.tornado()[:5]:
+        _say(f"  {_text(b.label)}: least cost {money(b.cost_swing_usd_per_year)} from low to high")
+    _say(f"Saved: {_text(Path(study.folder) / 'robustness.json')}")
+    if len(study.solved()) < len(study.samples):
+        err.print("[bold red]Some samples failed[/] (re-run the same command to retry them).")
+        raise typer.Exit(EXIT_BATCH_INCOMPLETE)
+
+
 data_app = typer.Typer(no_args_is_help=True, help="The embedded default data.")
 app.add_typer(data_app, name="data")
 
@@ -855,7 +1045,7 @@ def _internal_error(exc: BaseException) -> None:
     raise typer.Exit(EXIT_INTERNAL_ERROR)
 
 
-for _command in app.registered_commands + data_app.registered_commands:
+for _command in app.registered_commands + data_app.registered_commands + why_app.registered_commands:
     _command.callback = _friendly(_command.callback)
 
 

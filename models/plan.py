@@ -84,6 +84,9 @@ class JobPlacement(PlanRecord):
     fabric: str
     chip: str
     gpus_h100_equiv: float
+    standby_site: str | None = None  # jobs with standby_required: where the job can resume (docs/resilience.md)
+    standby_fabric: str | None = None
+    standby_chip: str | None = None
 
 
 class SolveRecord(PlanRecord):
@@ -101,6 +104,7 @@ class SolveRecord(PlanRecord):
     options: dict[str, Any]
     model: dict[str, int]
     pairs: dict[str, Any] = {}  # candidate-pair path only (optimizer.pairs): pricing rounds, full LP bound
+    failover: dict[str, Any] = {}  # N-1 only (optimizer.solving.failover): classes, losses generated, rounds, secure
 
 
 class Plan(PlanRecord):

@@ -28,6 +28,18 @@ def _split_list(value: Any) -> Any:
 NameList = Annotated[tuple[str, ...], BeforeValidator(_split_list)]
 
 
+def _survive_map(value: Any) -> Any:
+    """`survive_site_loss` as class -> share: a list (or 'a;b') of classes means share 1 each."""
+    if value is None:
+        return {}
+    if isinstance(value, (str, list, tuple)):
+        return {w: 1.0 for w in _split_list(value)}
+    return value
+
+
+SurviveMap = Annotated[dict[str, Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]], BeforeValidator(_survive_map)]
+
+
 def fix(text: str) -> dict[str, str]:
     """The hint shown with a validation failure of this field."""
     return {"fix": text}
@@ -87,6 +99,9 @@ class Region(Record):
         json_schema_extra=fix("round-trip latency budget in milliseconds, > 0")
     )
     allowed_countries: NameList = Field(default=(), json_schema_extra=fix("ISO codes separated by ';'; empty = any country"))
+    failover_rtt_ms: dict[str, Annotated[float, Field(gt=0, allow_inf_nan=False)]] = Field(
+        default={}, json_schema_extra=fix("round-trip budget in ms this region accepts while a site is down (failover_rtt_<class>_ms), > 0")
+    )
 
 
 class Chip(Record):
@@ -168,6 +183,8 @@ class TrainingJob(Record):
     eligible_chips: NameList = Field(default=(), json_schema_extra=fix("chip ids separated by ';'; empty = any training chip"))
     min_fabric_tier: int = Field(default=0, ge=0)
     allowed_countries: NameList = Field(default=(), json_schema_extra=fix("ISO codes separated by ';'; empty = any country"))
+    standby_required: bool = Field(default=False, json_schema_extra=fix(
+        "true: a second site must hold the capacity and fabric to resume the job if its site is lost; false: accept the delay"))
 
 
 class PairCost(Record):
@@ -217,6 +234,16 @@ class Policies(Record):
     forced_sites: NameList = ()
     forbidden_sites: NameList = ()
     single_purpose_sites: bool = False
+    # resilience (docs/resilience.md): class -> share of each region's class demand that must still be served
+    # after the loss of any one open site (1 = all of it); a class not named need not survive.
+    survive_site_loss: SurviveMap = Field(default={}, json_schema_extra=fix(
+        "class -> share of demand that must survive the loss of any one site, 0 < share <= 1 (e.g. {chat: 1, reasoning: 0.8}); "
+        "a list of classes means 1 each"))
+    failover_rtt_ms: dict[str, Annotated[float, Field(gt=0, allow_inf_nan=False)]] = Field(default={}, json_schema_extra=fix(
+        "class -> round-trip budget in ms while a site is down; default twice the region's rtt_budget_<class>_ms"))
+    site_outage_days: float = Field(default=14.0, gt=0, le=365, json_schema_extra=fix("days a lost site stays down, for the outage table"))
+    standby_resume_days: float = Field(default=1.0, ge=0, le=365, json_schema_extra=fix(
+        "days a job with a standby site loses to resume there from its last checkpoint"))
 
 
 class Catalog(Record):

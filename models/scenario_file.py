@@ -179,13 +179,13 @@ def build_scenario(
     regions_table = open_table(spec.regions)
     if regions_table and catalog is not None:
         reshape = RegionReshape([w.id for w in catalog.workloads])
-        regions_table = overridden(regions_table, "regions", set(Region.model_fields) | reshape.columns)
+        regions_table = overridden(regions_table, "regions", set(Region.model_fields) | reshape.columns | reshape.optional)
         for w in reshape.workload_ids:
             for column in (f"demand_{w}_tok_s", f"rtt_budget_{w}_ms"):
                 if column not in regions_table.columns:
                     log.add(spec.regions, None, column, f"required column for workload class '{w}' is missing.", f"add a '{column}' column.")
         if all(c in regions_table.columns for c in reshape.columns):
-            regions = parse_rows(regions_table, Region, log, reshape, reshape.column_of, reshape.columns)
+            regions = parse_rows(regions_table, Region, log, reshape, reshape.column_of, reshape.columns | reshape.optional)
         check_unique(regions, spec.regions, log)
 
     jobs: list[tuple[int, TrainingJob]] = []
@@ -427,6 +427,11 @@ def _cross_check(spec: ScenarioFile, label: str, catalog: Catalog, sites, jobs, 
         for sid in getattr(policies, key):
             if sid not in site_ids:
                 log.add(label, None, f"policies.{key}", f"unknown site '{sid}'.", "use ids from the sites table.")
+    workload_ids = {w.id for w in catalog.workloads}
+    for key in ("survive_site_loss", "failover_rtt_ms"):  # resilience policies name workload classes
+        for w in getattr(policies, key):
+            if w not in workload_ids:
+                log.add(label, None, f"policies.{key}", f"unknown workload class '{w}'.", known_hint("workload classes", workload_ids))
     both = set(policies.forced_sites) & set(policies.forbidden_sites)
     if both:
         log.add(label, None, "policies.forced_sites", f"sites both forced and forbidden: {', '.join(sorted(both))}.", "remove them from one of the two lists.")

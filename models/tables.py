@@ -371,13 +371,17 @@ class RegionReshape:
 
     def __init__(self, workload_ids: list[str]):
         self.workload_ids = workload_ids
-        self.consumes = {"demand_tok_s", "rtt_budget_ms"}
+        self.consumes = {"demand_tok_s", "rtt_budget_ms", "failover_rtt_ms"}
         self.columns = {f"demand_{w}_tok_s" for w in workload_ids} | {f"rtt_budget_{w}_ms" for w in workload_ids}
+        self.optional = {f"failover_rtt_{w}_ms" for w in workload_ids}  # per-region failover budgets (docs/resilience.md)
 
     def __call__(self, values: dict[str, Any]) -> dict[str, Any]:
         out = {k: v for k, v in values.items() if k not in self.columns}
         out["demand_tok_s"] = {w: values.get(f"demand_{w}_tok_s") for w in self.workload_ids}
         out["rtt_budget_ms"] = {w: values.get(f"rtt_budget_{w}_ms") for w in self.workload_ids}
+        out = {k: v for k, v in out.items() if k not in self.optional}
+        out["failover_rtt_ms"] = {w: values[f"failover_rtt_{w}_ms"] for w in self.workload_ids
+                                  if values.get(f"failover_rtt_{w}_ms") is not None}
         if all(v is None for v in out["demand_tok_s"].values()):
             out["demand_tok_s"] = {w: 0.0 for w in self.workload_ids}
         return out
@@ -388,6 +392,8 @@ class RegionReshape:
             return f"demand_{loc[1]}_tok_s"
         if len(loc) >= 2 and loc[0] == "rtt_budget_ms":
             return f"rtt_budget_{loc[1]}_ms"
+        if len(loc) >= 2 and loc[0] == "failover_rtt_ms":
+            return f"failover_rtt_{loc[1]}_ms"
         return ".".join(loc)
 
 

@@ -69,12 +69,15 @@ def _write_tables(scenario: Scenario, folder: Path) -> None:
         _records_frame(getattr(scenario.catalog, name), cols).to_csv(folder / "catalog" / f"{name}.csv", index=False)
     _records_frame(scenario.sites, list(Site.model_fields)).to_csv(folder / "sites.csv", index=False)
     workload_ids = [w.id for w in scenario.catalog.workloads]
+    failover_ids = [w for w in workload_ids if any(w in r.failover_rtt_ms for r in scenario.regions)]
     region_rows = []
     for r in scenario.regions:
-        row = {k: _cell(v) for k, v in r.model_dump(exclude={"demand_tok_s", "rtt_budget_ms"}).items()}
+        row = {k: _cell(v) for k, v in r.model_dump(exclude={"demand_tok_s", "rtt_budget_ms", "failover_rtt_ms"}).items()}
         for w in workload_ids:
             row[f"demand_{w}_tok_s"] = r.demand_tok_s.get(w)
             row[f"rtt_budget_{w}_ms"] = r.rtt_budget_ms.get(w)
+        for w in failover_ids:  # only the classes some region overrides (docs/resilience.md)
+            row[f"failover_rtt_{w}_ms"] = r.failover_rtt_ms.get(w)
         region_rows.append(row)
     pd.DataFrame(region_rows).to_csv(folder / "regions.csv", index=False)
     _records_frame(scenario.jobs, list(TrainingJob.model_fields)).to_csv(folder / "jobs.csv", index=False)

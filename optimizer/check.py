@@ -405,6 +405,118 @@ class PlanChecker:
         if pol.get("capex_budget_usd") is not None and capex > pol["capex_budget_usd"] * (1 + REL_TOL):
             self.fail("policy", f"upfront capex ${capex:,.0f} exceeds the budget ${pol['capex_budget_usd']:,.0f}.")
 
+    # ------------------------------------------------------------------ resilience (docs/resilience.md)
+
+    FAILOVER_RTT_FACTOR = 2.0  # default failover budget: twice the region's rtt_budget_<class>_ms (docs/plan-format.md)
+
+    def _survive(self) -> dict[str, float]:
+        """policies.survive_site_loss as class -> share (a list means 1 each)."""
+        value = self.inp.policies.get("survive_site_loss") or {}
+        if isinstance(value, str):
+            value = _list(value)
+        if isinstance(value, (list, tuple)):
+            return {w: 1.0 for w in value}
+        return {w: float(a) for w, a in value.items()}
+
+    def _failover_budget(self, r: str, w: str) -> float:
+        cell = self.inp.regions[r].get(f"failover_rtt_{w}_ms")
+        if cell is not None and not (isinstance(cell, float) and math.isnan(cell)) and str(cell) != "":
+            return float(cell)
+        stated = (self.inp.policies.get("failover_rtt_ms") or {}).get(w)
+        if stated is not None:
+            return float(stated)
+        return self.FAILOVER_RTT_FACTOR * float(self.inp.regions[r][f"rtt_budget_{w}_ms"])
+
+    def check_failover(self) -> None:
+        """N-1: for every open site f and every class w in policies.survive_site_loss (share a),
+        a max-flow re-serves what each region loses beyond 1 - a of its demand,
+        max(0, share[r,w,f] - (1 - a)) x demand, from the other sites' spare capacity
+        (inference capacity of w minus what they serve) over pairs within the region's
+        failover budget and allowed countries. Capacities are whole milli-tokens/s."""
+        survive = self._survive()
+        if not survive:
+            return
+        util = self.inp.economics["inference_target_utilization"]
+        capacity, served = defaultdict(float), defaultdict(float)
+        for site, ln in self.lines():
+            if ln["purpose"] == "inference" and ln["workload"] in survive:
+                tok = self.inp.tok_s.get((ln["chip"], ln["workload"]), 0.0)
+                capacity[site["id"], ln["workload"]] += ln["racks"] * self.inp.gpus_per_rack(ln["config"]) * tok * util
+        for a in self.plan["assignments"]:
+            served[a["site"], a["workload"]] += self._served(a)
+        open_sites = sorted(s["id"] for s in self.plan["sites"] if s["open"])
+        for f in open_sites:
+            for w, share_kept in survive.items():
+                need = {}
+                for a in self.plan["assignments"]:
+                    if a["site"] == f and a["workload"] == w:
+                        lost = max(0.0, a["share"] - (1.0 - share_kept)) * self.inp.demand(a["region"], w)
+                        if lost > 0:
+                            need[a["region"]] = need.get(a["region"], 0.0) + lost
+                if not need:
+                    continue
+                g = nx.DiGraph()
+                for r, v in need.items():
+                    g.add_edge("source", ("region", r), capacity=int(round(v * 1000)))
+                    allowed = _list(self.inp.regions[r].get("allowed_countries"))
+                    budget = self._failover_budget(r, w)
+                    for s in open_sites:
+                        spare = capacity[s, w] - served[s, w]
+                        if s == f or spare <= 0 or (allowed and self.inp.sites[s]["country"] not in allowed):
+                            continue
+                        if self._rtt_ms(r, s) <= budget + 1e-6:
+                            g.add_edge(("region", r), ("site", s))  # no capacity attribute: unbounded
+                            g.add_edge(("site", s), "sink", capacity=int(math.floor(spare * 1000)))
+                if "sink" in g:
+                    value, flows = nx.maximum_flow(g, "source", "sink")
+                else:
+                    value, flows = 0, {}
+                total = sum(need.values())
+                short = total - value / 1000
+                if short > 1e-5 * total + 1e-2:
+                    gone = {r: v - sum(flows.get(("region", r), {}).values()) / 1000 for r, v in need.items()}
+                    worst = sorted(((v, r) for r, v in gone.items() if v > 1e-3), reverse=True)[:3]
+                    named = ", ".join(f"{self.inp.regions[r]['name']} {v:,.0f} tok/s" for v, r in worst)
+                    self.fail("failover", f"losing site {f} leaves {short:,.1f} tok/s of '{w}' unserved within the failover "
+                              f"budgets (policies.survive_site_loss {w}: {share_kept:g}): {named}.")
+
+    def check_standby(self) -> None:
+        """A job with standby_required has a standby site other than its own, with an eligible chip, a fabric of its
+        tier, room for its cluster, allowed countries, and capacity beside the jobs placed there (not pooled)."""
+        need, have = defaultdict(float), defaultdict(float)
+        for p in self.plan["jobs"]:
+            need[p["site"], p["fabric"], p["chip"]] += float(self.inp.jobs[p["job"]]["gpus_h100_equiv"])
+        for p in self.plan["jobs"]:
+            job = self.inp.jobs[p["job"]]
+            flag = job.get("standby_required", False)
+            required = flag if isinstance(flag, bool) else str(flag).strip().lower() in ("true", "1", "yes")
+            if not p.get("standby_site"):
+                if required:
+                    self.fail("standby", f"job {p['job']} requires a standby site (jobs.csv standby_required) and has none.")
+                continue
+            s, f, x = p["standby_site"], p.get("standby_fabric"), p.get("standby_chip")
+            if s == p["site"]:
+                self.fail("standby", f"job {p['job']}: its standby site {s} is the site it runs at.")
+            chip, fabric = self.inp.chips[x], self.inp.fabrics[f]
+            eligible = _list(job.get("eligible_chips"))
+            if chip["h100_equiv"] <= 0 or (eligible and x not in eligible) or fabric["tier"] < job["min_fabric_tier"]:
+                self.fail("standby", f"job {p['job']}: standby on {f}/{x} is not an eligible fabric and chip for it.")
+            elif job["gpus_h100_equiv"] / (fabric["training_efficiency"] * chip["h100_equiv"]) > fabric["max_cluster_gpus"] + 1e-9:
+                self.fail("standby", f"job {p['job']}: standby fabric {f} cannot carry its cluster.")
+            allowed = _list(job.get("allowed_countries"))
+            if allowed and self.inp.sites[s]["country"] not in allowed:
+                self.fail("standby", f"job {p['job']}: standby site {s} is outside {';'.join(allowed)}.")
+            need[s, f, x] += float(job["gpus_h100_equiv"])
+        for site, ln in self.lines():
+            if ln["purpose"] == "training":
+                have[site["id"], ln["fabric"], ln["chip"]] += (self.inp.fabrics[ln["fabric"]]["training_efficiency"]
+                                                              * self.inp.chips[ln["chip"]]["h100_equiv"] * ln["gpus"])
+        for key, n in need.items():
+            if any(p.get("standby_site") == key[0] and p.get("standby_fabric") == key[1] and p.get("standby_chip") == key[2]
+                   for p in self.plan["jobs"]) and n > have[key] * (1 + REL_TOL) + 1e-6:
+                self.fail("standby", f"site {key[0]} holds {n:,.0f} H100-eq of jobs and standbys on {key[1]}/{key[2]} "
+                          f"with {have[key]:,.1f} H100-eq installed.")
+
     def _load_factor(self, ln) -> float:
         if ln["purpose"] == "training":
             return self.inp.economics["training_load_factor"]
@@ -728,6 +840,8 @@ class PlanChecker:
         fields = ("region", "region_name", "workload", "site", "share", "served_tok_s", "rtt_ms", "rtt_budget_ms")
         self._compare_table("assignments.csv", "region", [{k: a.get(k) for k in fields} for a in self.plan["assignments"]], fields)
         fields = ("job", "name", "site", "fabric", "chip", "gpus_h100_equiv")
+        if any("standby_site" in p for p in self.plan["jobs"]):  # plan folders written since resilience (docs/resilience.md)
+            fields += ("standby_site", "standby_fabric", "standby_chip")
         self._compare_table("jobs.csv", "job", [{k: p.get(k) for k in fields} for p in self.plan["jobs"]], fields)
 
     def _compare_table(self, name: str, key: str, rows: list[dict], columns=None) -> None:

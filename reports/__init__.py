@@ -22,16 +22,20 @@ _WHERE = {
     "FORMATS": "export", "export_layers": "export", "read_layer": "export",
     "save_html_map": "htmlmap",
     "NoPlanToReport": "layers", "NotAPlanFolder": "layers", "PlanLayers": "layers", "load_plan_layers": "layers",
-    "save_report": "report",
+    "save_report": "why",  # reports.why registers the explanation sections, then hands on report.save_report
     "save_static_map": "staticmap",
 }
 
 __all__ = sorted(_WHERE)
+_MORE_SECTIONS = ("outages",)  # reports.outages: what losing each site costs (docs/resilience.md)
 
 
 def __getattr__(name: str) -> Any:
     if name not in _WHERE:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name == "save_report":
+        for extra in _MORE_SECTIONS:  # each appends its section builder to report.EXTRA_SECTIONS on import
+            import_module(f"{__name__}.{extra}")
     value = getattr(import_module(f"{__name__}.{_WHERE[name]}"), name)
     globals()[name] = value
     return value

@@ -40,8 +40,9 @@ import numpy as np
 from shapely.geometry import MultiLineString
 
 from dcplace.models.versions import package_versions
-from dcplace.reports.layers import CRS, INPUT_PROVENANCE_AS_GIVEN, PlanLayers, field_rows
-from dcplace.reports.style import CLOSED_COLOUR, REGION_COLOUR, ROLE_COLOURS
+from dcplace.reports.layers import CRS, PlanLayers, field_rows
+from dcplace.reports.style import CLOSED_COLOUR, REGION_COLOUR, ROLE_COLOURS, workload_classes
+from dcplace.reports.style import class_colours as colours_by_class  # `class_colours` names a local below
 from dcplace.reports.output import from_spreadsheet_frame, spreadsheet_frame, staged_files
 
 FORMATS = ("geojson", "gpkg", "parquet", "csv")
@@ -106,8 +107,6 @@ _LAYER_STYLES_DDL = """CREATE TABLE IF NOT EXISTS layer_styles (
     f_table_name TEXT(256), f_geometry_column TEXT(256), styleName TEXT(30), styleQML TEXT, styleSLD TEXT,
     useAsDefault BOOLEAN, description TEXT, owner TEXT(30), ui TEXT(30), update_time DATETIME DEFAULT CURRENT_TIMESTAMP)"""
 
-# Colour per workload class (ColorBrewer Dark2), in catalog order.
-CLASS_COLOURS = ("#1b9e77", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#666666", "#d95f02")
 # Regions graduated by demand: five quantile classes, light to dark blue (ColorBrewer Blues).
 DEMAND_RAMP = ("#c6dbef", "#9ecae1", "#6baed6", "#3182bd", "#08519c")
 
@@ -156,7 +155,7 @@ def metadata_rows(layers: PlanLayers, exported_utc: str) -> list[tuple[str, str]
         "objective_usd_per_year": number(plan.objective_usd_per_year), "gap": number(solve.gap),
         "mip_gap": number(solve.options.get("mip_gap")),
         "dcplace_version": package_versions(("dcplace",))["dcplace"],
-        "crs": CRS, "input_provenance": INPUT_PROVENANCE_AS_GIVEN,
+        "crs": CRS, "input_provenance": layers.provenance.origin or "as given: no provenance recorded for these inputs",
         "rerun": str(plan.provenance.get("rerun", "")),
         "layers": "sites;regions;assignments",
     }
@@ -174,8 +173,8 @@ def layer_styles(layers: PlanLayers) -> dict[str, tuple[str, str, str]]:
         geometry_type=0, label_field="name", label_filter='"open"')
     site_sld = _sld("sites", [(f"role {v}", ("role", v), "point", colour, 6) for v, colour in roles])
 
-    classes = list(dict.fromkeys([w.id for w in layers.scenario.catalog.workloads] + list(lines["workload"])))
-    class_colours = [(c, c, CLASS_COLOURS[i % len(CLASS_COLOURS)]) for i, c in enumerate(classes)]
+    # The same colour per class as the static and interactive maps.
+    class_colours = [(c, c, colour) for c, colour in colours_by_class(workload_classes(layers)).items()]
     max_tok = float(lines["served_tok_s"].max()) if len(lines) else 0.0
     width = f'coalesce(scale_linear("served_tok_s", 0, {max(max_tok, 1e-9)!r}, 0.2, 3), 0.2)'
     line_qml = _qml(_categorized("workload", class_colours, "line", width_expression=width), geometry_type=1)

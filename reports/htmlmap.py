@@ -27,6 +27,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from pyproj import Transformer
 
+from dcplace.optimizer.studies.outages import outages_of
 from dcplace.reports.layers import PlanLayers, line_ends, line_parts, plan_extent
 from dcplace.reports.output import check_destination, staged_files
 from dcplace.reports.style import (
@@ -69,8 +70,9 @@ def plan_figure(layers: PlanLayers) -> go.Figure:
     _add_closed_sites(fig, layers)
     mw_max = max(float(layers.sites["it_mw"].max()), 1e-9)
     labels = site_labels(layers, mw_max)
+    losses = outage_hover(layers)
     for role in SITE_ROLES:
-        _add_sites(fig, layers, role, mw_max, labels)
+        _add_sites(fig, layers, role, mw_max, labels, losses)
     _layout(fig, layers)
     return fig
 
@@ -176,7 +178,31 @@ def _site_hover(row) -> str:
     )
 
 
-def _add_sites(fig: go.Figure, layers: PlanLayers, role: str, mw_max: float, labels: dict[str, tuple[str, str]]) -> None:
+def outage_hover(layers: PlanLayers) -> dict[str, str]:
+    """Site id -> what its loss costs, for the site's hover (optimizer.studies.outages, the
+    same table as `dcplace outages` and the report's section)."""
+    table = outages_of(layers.plan, layers.scenario, str(layers.folder))
+    peak = sum(o.lost_total_tok_s for o in table.outages) or 1.0
+    out = {}
+    for o in table.outages:
+        parts = []
+        if o.lost_total_tok_s > 0:
+            if o.at_risk_total_tok_s > 1e-6:
+                regions = o.regions_at_risk()
+                named = ", ".join(esc(r.region_name) for r in regions[:3]) + (f" and {len(regions) - 3} more" if len(regions) > 3 else "")
+                parts.append(f"{tok_s_text(o.at_risk_total_tok_s)} at risk ({o.at_risk_total_tok_s / peak:.1%} of peak): {named}")
+            else:
+                parts.append("all its inference re-served within the failover budgets")
+            if o.fallback_rtt_ms is not None:
+                parts.append(f"fallback RTT {o.fallback_rtt_ms:.1f} ms")
+        if o.jobs:
+            parts.append(f"{len(o.jobs)} training job(s) stall, {o.training_days_at_risk:,.0f} days at risk")
+        out[o.site] = "<br><i>if lost:</i> " + "; ".join(parts) if parts else ""
+    return out
+
+
+def _add_sites(fig: go.Figure, layers: PlanLayers, role: str, mw_max: float, labels: dict[str, tuple[str, str]],
+               losses: dict[str, str]) -> None:
     sites = layers.sites[layers.sites["role"] == role]
     if sites.empty:
         return
@@ -188,7 +214,7 @@ def _add_sites(fig: go.Figure, layers: PlanLayers, role: str, mw_max: float, lab
         textfont={"size": LABEL_FONT_PX, "color": "#1a1a1a", "shadow": "1px 1px 2px white"},
         marker={"size": sizes, "color": ROLE_COLOURS[role], "opacity": 0.9, "symbol": ROLE_SYMBOLS[role],
                 "line": {"width": 1, "color": "white"}},
-        text=[_site_hover(r) for r in sites.itertuples()], hovertemplate="%{text}<extra></extra>",
+        text=[_site_hover(r) + losses.get(r.id, "") for r in sites.itertuples()], hovertemplate="%{text}<extra></extra>",
         customdata=list(sites["id"]), legendgroup=f"sites-{role}", legendrank=10,
         meta={"layer": "sites", "role": role},
     ))

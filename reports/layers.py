@@ -28,6 +28,7 @@ from shapely.geometry.base import BaseGeometry
 from dcplace.models import ScenarioError, load_scenario
 from dcplace.models.plan import HAS_PLAN, Plan, read_plan
 from dcplace.models.records import Scenario
+from dcplace.models.provenance import IMPUTED, Provenance, basis, input_provenance
 
 CRS = "EPSG:4326"
 ROLES = ("training", "inference", "mixed", "idle", "closed")
@@ -40,10 +41,6 @@ LINE_MIN_POINTS = 8  # ... and never fewer than 8, so a short line is still a cu
 # The site inputs (inputs/sites.csv, in dcplace units) that drive where the plan builds.
 SITE_INPUTS = ("power_price_usd_per_mwh", "grid_carbon_g_per_kwh", "colocation_usd_per_kw_month", "power_limit_kw",
                "floor_racks", "fixed_cost_usd_per_year", "pue_climate_factor")
-# A plan folder keeps the resolved inputs but not the per-cell provenance of the source
-# tables (the loader drops their source/rule/assumption columns), so every input is
-# labelled with the only kind the folder can vouch for.
-INPUT_PROVENANCE_AS_GIVEN = "as given"
 
 
 class NotAPlanFolder(ValueError):
@@ -64,6 +61,7 @@ class PlanLayers:
     sites: gpd.GeoDataFrame
     regions: gpd.GeoDataFrame
     assignments: gpd.GeoDataFrame
+    provenance: Provenance = Provenance({}, "")  # of the input cells (models.provenance)
 
     def layers(self) -> dict[str, gpd.GeoDataFrame]:
         return {"sites": self.sites, "regions": self.regions, "assignments": self.assignments}
@@ -91,12 +89,16 @@ def load_plan_layers(folder: str | Path) -> PlanLayers:
             f"{folder}: the scenario was {plan.solve.status}, so there is no plan to draw ({reasons}). "
             "Fix: loosen the limits named, re-solve, then report on the new folder."
         )
-    return PlanLayers(folder, plan, scenario, site_layer(plan, scenario), region_layer(plan, scenario), assignment_layer(plan, scenario))
+    provenance = input_provenance(scenario, folder)
+    return PlanLayers(folder, plan, scenario, site_layer(plan, scenario, provenance), region_layer(plan, scenario),
+                      assignment_layer(plan, scenario), provenance)
 
 
-def site_layer(plan: Plan, scenario: Scenario | None = None) -> gpd.GeoDataFrame:
+def site_layer(plan: Plan, scenario: Scenario | None = None, provenance: Provenance | None = None) -> gpd.GeoDataFrame:
     """One point per candidate site: role, racks, GPUs, MW, cost, chips, cooling, fabric,
-    tok/s served per class and (given the scenario) the site inputs of `SITE_INPUTS`."""
+    tok/s served per class and (given the scenario) the site inputs of `SITE_INPUTS`, each
+    with its provenance kind in `<input>_basis` and the filled-in ones listed in `imputed_inputs`."""
+    provenance = provenance or Provenance({}, "")
     classes = _classes(scenario) if scenario is not None else sorted({c for s in plan.sites for c in s.served_tok_s})
     inputs = {s.id: s for s in scenario.sites} if scenario is not None else {}
     rows = []
@@ -116,9 +118,11 @@ def site_layer(plan: Plan, scenario: Scenario | None = None) -> gpd.GeoDataFrame
             row[f"served_{c}_tok_s"] = float(s.served_tok_s.get(c, 0.0))
         if scenario is not None:
             given = inputs[s.id]
+            kinds = {column: basis(provenance, "sites", s.id, column) for column in SITE_INPUTS}
             for column in SITE_INPUTS:
                 row[column] = getattr(given, column)
-            row["input_provenance"] = INPUT_PROVENANCE_AS_GIVEN
+                row[f"{column}_basis"] = kinds[column]
+            row["imputed_inputs"] = ";".join(c for c in SITE_INPUTS if kinds[c] in IMPUTED)
         row["geometry"] = Point(s.lon, s.lat)
         rows.append(row)
     return gpd.GeoDataFrame(rows, geometry="geometry", crs=CRS)
@@ -262,7 +266,9 @@ FIELDS: dict[str, dict[str, tuple[str, str]]] = {
         "floor_racks": ("racks", "input: floor space in rack positions"),
         "fixed_cost_usd_per_year": ("USD/yr", "input: annual fixed cost of opening the site"),
         "pue_climate_factor": ("", "input: multiplier on the cooling overhead (PUE - 1)"),
-        "input_provenance": ("", "provenance kind of the inputs: 'as given' (the plan folder keeps the values, not their sources)"),
+        "<input>_basis": ("", "provenance kind of the input: source, derived, rule, assumption, or 'as given' (no record: "
+                               "changed by an override or given by the user)"),
+        "imputed_inputs": ("", "the inputs filled in by a rule or an assumption, ';'-separated"),
     },
     "regions": {
         "id": ("", "region id (inputs/regions.csv)"), "name": ("", "region name"), "country": ("", "ISO 3166-1 alpha-2"),
@@ -294,13 +300,15 @@ def field_rows(layers: PlanLayers) -> list[tuple[str, str, str, str]]:
             if column == frame.geometry.name:
                 continue
             unit, text = known.get(column) or next(
-                (v for k, v in known.items() if "<class>" in k and _matches(k, column)), ("", ""))
+                (v for k, v in known.items() if "<" in k and _matches(k, column)), ("", ""))
             rows.append((name, column, unit, text))
     return rows
 
 
 def _matches(pattern: str, column: str) -> bool:
-    head, tail = pattern.split("<class>")
+    """`served_<class>_tok_s` matches `served_chat_tok_s`; `<input>_basis` matches `floor_racks_basis`."""
+    head, tail = pattern.split(">", 1)
+    head = head.split("<", 1)[0]
     return column.startswith(head) and column.endswith(tail) and len(column) > len(head) + len(tail)
 
 

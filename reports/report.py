@@ -20,6 +20,7 @@ with parse_math=False, so a '$' in a name is a dollar sign.
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 from dataclasses import dataclass, field
@@ -40,10 +41,10 @@ from dcplace.reports.layers import PlanLayers
 from dcplace.reports.mpl import plt  # the one place that picks matplotlib's backend
 from dcplace.reports.output import check_destination, render_html, staged_files
 from dcplace.reports.staticmap import draw_static_map
-from dcplace.reports.style import ROLE_COLOURS, money, mw_text
+from dcplace.reports.style import ROLE_COLOURS, money, mw_number, mw_text, tok_s_text
 from dcplace.reports.summary import (
-    SMALL_SITE_FIXED_SHARE, Provenance, Summary, executive_summary, input_provenance, latency_reason, provenance_text,
-    site_tokens_share, small_site, vintages,
+    FULL_COST_RULE, SMALL_SITE_FIXED_SHARE, TRAINING_HOUR_RULE, Provenance, Summary, executive_summary, latency_reason, provenance_text,
+    site_tokens_share, small_site, status_text, vintages, workload_costs,
 )
 
 A4_LANDSCAPE_IN = (11.69, 8.27)
@@ -94,6 +95,7 @@ class Image:
     alt: str
     half: bool = False  # two half-width images in a row
     max_height: float = 10_000.0  # points, in the PDF
+    png: bytes | None = field(default=None, repr=False)  # a section's own figure (EXTRA_SECTIONS), drawn by its builder
 
 
 @dataclass(frozen=True)
@@ -158,13 +160,26 @@ def _summary_section(plan: Plan, summary: Summary) -> Section:
     return Section("summary", "Executive summary", blocks)
 
 
+def _full_cost_blocks(layers: PlanLayers) -> list[Block]:
+    """Every cost line allocated to the classes and training (summary.workload_costs): they add up to the plan's cost."""
+    uses = workload_costs(layers.plan, layers.scenario)
+    rows = [[u.name, money(u.direct_usd_per_year), money(u.shared_usd_per_year), money(u.total_usd_per_year),
+             "—" if not u.units_per_year else f"${u.usd_per_unit:,.3f} per M tokens" if u.use != "training"
+             else f"${u.usd_per_unit:,.2f} per effective H100-hour"] for u in uses]
+    rows.append(["Total", money(sum(u.direct_usd_per_year for u in uses)), money(sum(u.shared_usd_per_year for u in uses)),
+                 money(sum(u.total_usd_per_year for u in uses)), ""])
+    return [Table("workloads-full", ["Use", "Own cost lines / yr", "Share of fixed costs / yr", "Fully loaded / yr", "Fully loaded unit cost"],
+                  rows, [False, True, True, True, True]),
+            Paragraphs([FULL_COST_RULE + " " + TRAINING_HOUR_RULE], "note")]
+
+
 def _workload_section(layers: PlanLayers, summary: Summary) -> Section:
     plan, scenario = layers.plan, layers.scenario
     chips = {c.id: c.name.split(" (")[0] for c in scenario.catalog.chips}
     rows, flags = [], []
     for c in summary.classes:
         rows.append([c.name, _num(c.peak_tok_s), _num(c.racks), ", ".join(f"{chips.get(k, k)} {v:,}" for k, v in sorted(c.gpus_by_chip.items())) or "—",
-                     f"{c.it_mw:,.1f}", money(c.cost_usd_per_year), f"${c.usd_per_m_tokens:,.3f}",
+                     mw_number(c.it_mw), money(c.cost_usd_per_year), f"${c.usd_per_m_tokens:,.3f}",
                      f"{c.rtt_p50:.1f} / {c.rtt_p95:.1f} / {c.rtt_max:.1f}",
                      f"{c.budget_min:.0f}" if c.budget_min == c.budget_max else f"{c.budget_min:.0f}–{c.budget_max:.0f}",
                      f"{c.within_budget_share:.1%}"])
@@ -175,7 +190,7 @@ def _workload_section(layers: PlanLayers, summary: Summary) -> Section:
         for ln in train:
             gpus[ln.chip] = gpus.get(ln.chip, 0) + ln.gpus
         rows.append([f"Training ({len(plan.jobs)} jobs)", "—", _num(sum(ln.racks for ln in train)),
-                     ", ".join(f"{chips.get(k, k)} {v:,}" for k, v in sorted(gpus.items())), f"{sum(ln.it_kw for ln in train) / 1000:,.1f}",
+                     ", ".join(f"{chips.get(k, k)} {v:,}" for k, v in sorted(gpus.items())), mw_number(sum(ln.it_kw for ln in train) / 1000),
                      money(sum(sum(ln.cost_usd_per_year.values()) for ln in train)), "—", "—", "—", "—"])
         flags.append(False)
     table = Table("workloads", ["Class", "Tokens/s at peak", "Racks", "GPUs by chip", "IT MW", "Cost / yr", "$ per M tokens",
@@ -184,6 +199,7 @@ def _workload_section(layers: PlanLayers, summary: Summary) -> Section:
     return Section("workloads", "Per-workload economics", [
         table,
         Paragraphs([summary.class_rule + " RTT percentiles are weighted by tokens/s served."], "note"),
+        *_full_cost_blocks(layers),
     ])
 
 
@@ -258,10 +274,10 @@ def _key_figures_section(plan: Plan) -> Section:
     k = plan.kpis
     kpis = [
         Kpi("Annual cost", money(plan.objective_usd_per_year), f"upfront capex {money(k['upfront_capex_usd'])}"),
-        Kpi("Inference cost", f"${k['usd_per_m_tokens']:.3f} per M tokens", f"{k['tokens_per_s_served_peak'] / 1e6:,.1f} M tok/s at peak"),
+        Kpi("Inference cost", f"${k['usd_per_m_tokens']:.3f} per M tokens", f"{tok_s_text(k['tokens_per_s_served_peak'])} at peak"),
         Kpi("Demand within latency budget", f"{k['demand_within_budget_share']:.1%}", f"mean RTT {k['mean_rtt_ms']:.1f} ms"),
-        Kpi("IT power", f"{k['it_mw_inference'] + k['it_mw_training']:,.1f} MW",
-            f"{k['it_mw_inference']:,.1f} inference + {k['it_mw_training']:,.1f} training; facility {k['facility_mw']:,.1f} MW"),
+        Kpi("IT power", mw_text(k['it_mw_inference'] + k['it_mw_training']),
+            f"{mw_text(k['it_mw_inference'])} inference + {mw_text(k['it_mw_training'])} training; facility {mw_text(k['facility_mw'])}"),
         Kpi("Carbon", f"{k['emissions_t_per_year']:,.0f} t CO₂/yr", "grid emissions of facility power"),
         Kpi("Sites open", f"{int(k['sites_open'])} of {len(plan.sites)}",
             f"{int(k['gpus_inference'] + k['gpus_training']):,} physical GPUs; {int(k['training_jobs_placed'])} training jobs placed"),
@@ -284,7 +300,7 @@ def _sites_section(plan: Plan) -> Section:
     rows = [
         [x.name, x.country, x.role, _num(x.racks_total), _num(x.gpus), ", ".join(sorted({r.chip for r in x.racks})),
          ", ".join(x.zones), ", ".join(x.fabrics) or "—", f"{x.it_kw / 1000:,.2f}",
-         f"{x.facility_kw / 1000:,.1f} / {x.power_limit_kw / 1000:,.0f}", money(x.total_cost_usd_per_year),
+         f"{mw_number(x.facility_kw / 1000)} / {x.power_limit_kw / 1000:,.0f}", money(x.total_cost_usd_per_year),
          f"{x.total_cost_usd_per_year / total:.1%}"]
         for x in sorted((x for x in plan.sites if x.open), key=lambda x: -x.total_cost_usd_per_year)
     ]
@@ -412,7 +428,7 @@ def _solver_section(layers: PlanLayers) -> Section:
     s = plan.solve
     gap = f"{s.gap:.2%}" if s.gap is not None else "n/a"
     rows = [
-        ("Status", f"{s.status} ({s.termination})"), ("Solver", f"{s.solver} {s.solver_version}"),
+        ("Status", f"{status_text(plan)}; solver status {s.status} ({s.termination})"), ("Solver", f"{s.solver} {s.solver_version}"),
         ("Objective", f"${s.objective_usd_per_year:,.2f}/yr" if s.objective_usd_per_year is not None else "n/a"),
         ("Best bound", f"${s.best_bound_usd_per_year:,.2f}/yr" if s.best_bound_usd_per_year is not None else "n/a"),
         ("Gap", f"{gap} (asked for {s.options.get('mip_gap', 'n/a')})"),
@@ -442,9 +458,7 @@ def _solver_section(layers: PlanLayers) -> Section:
 
 def report_content(layers: PlanLayers) -> ReportContent:
     plan = layers.plan
-    s = plan.solve
-    gap = f"{s.gap:.2%}" if s.gap is not None else "n/a"
-    prov = input_provenance(layers)
+    prov = layers.provenance
     summary = executive_summary(layers, prov)
     sections: list[Section | None] = [
         _summary_section(plan, summary),
@@ -464,7 +478,7 @@ def report_content(layers: PlanLayers) -> ReportContent:
     ]
     return ReportContent(
         title=f"dcplace plan — {plan.scenario}",
-        subtitle=f"Solved {plan.created_utc[:10]} · {s.status}, gap {gap} · {len(plan.assignments):,} region assignments",
+        subtitle=f"Solved {plan.created_utc[:10]} · {status_text(plan)} · {len(plan.assignments):,} region assignments",
         sections=[x for x in sections if x is not None],
     )
 
@@ -561,10 +575,7 @@ class PdfLayout:
         if isinstance(block, Headline):
             return 78 if block.large else 62
         if isinstance(block, Table):
-            widths = self._column_widths(block)
-            head = self._row_height(block.columns, widths, True)
-            rows = block.rows[:3]
-            return head + sum(self._row_height(r, widths, False) for r in rows)
+            return self._table_opening(block, self._column_widths(block))
         if isinstance(block, Image):
             return 200
         if isinstance(block, Definitions):
@@ -580,8 +591,20 @@ class PdfLayout:
             self.new_page()
 
     # -- sections
+    def _opening_height(self, section: Section) -> float:
+        """What must follow a heading on its page: any short intro paragraphs in full and the
+        start of the first other block (a table's header and first rows)."""
+        height = 0.0
+        for block in section.blocks:
+            if isinstance(block, Paragraphs) and sum(len(t) for t in block.texts) < 600:
+                size = self._size(block.style)
+                height += sum(len(wrap(t, CONTENT_W, size)) for t in block.texts) * size * 1.35 + 6
+                continue
+            return height + self.first_height(block)
+        return height
+
     def heading(self, section: Section) -> None:
-        first = self.first_height(section.blocks[0]) if section.blocks else 0
+        first = self._opening_height(section)
         if section.new_page:
             self.new_page()
         else:
@@ -635,32 +658,38 @@ class PdfLayout:
             self.y += height
 
     def _column_widths(self, table: Table) -> list[float]:
+        """Column widths that fill the text width. Numbers are never wrapped: a numeric
+        column is at least its widest cell. When the table is too wide, numeric headers wrap
+        first (one word a line), then text columns wrap, each shrunk in proportion to its
+        room above its longest word (at most 110 pt), so a name column keeps whole words."""
         pad = 8.0
-        natural = []
-        for j, col in enumerate(table.columns):
-            cells = [r[j] for r in table.rows]
-            widest_cell = max((text_width(c, TABLE_PT) for c in cells), default=0.0)
-            widest_head_word = max((text_width(w, TABLE_PT, True) for w in col.split()), default=0.0)
-            natural.append(max(widest_cell, min(widest_head_word * 2.2, text_width(col, TABLE_PT, True)), widest_head_word) + pad)
-        total = sum(natural)
-        if total <= CONTENT_W:
-            extra = (CONTENT_W - total) / len(natural)
-            return [w + extra for w in natural]
-        # Shrink the text columns (wrapped), keep numbers whole.
-        fixed = sum(w for w, num in zip(natural, table.numeric) if num)
-        flexible = [w for w, num in zip(natural, table.numeric) if not num]
-        room = max(CONTENT_W - fixed, 40.0 * len(flexible))
-        scale = room / sum(flexible) if flexible else 1.0
-        floors = [max([text_width(w, TABLE_PT, True) for w in col.split()] + [text_width(w, TABLE_PT) for r in table.rows
-                       for w in r[j].split()] + [0.0]) + 8.0 for j, col in enumerate(table.columns)]
-        floors = [min(f, 110.0) for f in floors]
-        widths = [w if num else max(f, w * scale) for w, num, f in zip(natural, table.numeric, floors)]
-        over = sum(widths) - CONTENT_W
-        if over > 0:  # take the rest from the text columns above their floors
-            slack = [w - f if not num else 0.0 for w, f, num in zip(widths, floors, table.numeric)]
-            total_slack = sum(slack) or 1.0
-            widths = [w - over * s / total_slack for w, s in zip(widths, slack)]
-        return widths
+        columns = range(len(table.columns))
+        cells = [[r[j] for r in table.rows] for j in columns]
+        widest_cell = [max((text_width(c, TABLE_PT) for c in cells[j]), default=0.0) for j in columns]
+        head_word = [max((text_width(w, TABLE_PT, True) for w in h.split()), default=0.0) for h in table.columns]
+        head_full = [text_width(h, TABLE_PT, True) for h in table.columns]
+        natural = [max(widest_cell[j], min(head_word[j] * 2.2, head_full[j]), head_word[j]) + pad for j in columns]
+
+        def fill(widths: list[float], give_to: list[float]) -> list[float]:
+            extra, weight = CONTENT_W - sum(widths), sum(give_to)
+            if weight <= 0:
+                return [w + extra / len(widths) for w in widths]
+            return [w + extra * g / weight for w, g in zip(widths, give_to)]
+
+        if sum(natural) <= CONTENT_W:
+            return fill(natural, [1.0] * len(natural))
+        compact = [max(widest_cell[j], head_word[j]) + pad if table.numeric[j] else natural[j] for j in columns]
+        if sum(compact) <= CONTENT_W:
+            return fill(compact, [n - c for n, c in zip(natural, compact)])
+        floors = [compact[j] if table.numeric[j] else
+                  min(110.0, max([text_width(w, TABLE_PT) for c in cells[j] for w in c.split()] + [head_word[j]]) + pad)
+                  for j in columns]
+        floors = [min(f, c) for f, c in zip(floors, compact)]
+        slack = [c - f for c, f in zip(compact, floors)]
+        over = sum(compact) - CONTENT_W
+        if sum(slack) <= over:
+            return floors
+        return [c - over * s / sum(slack) for c, s in zip(compact, slack)]
 
     def _cell_lines(self, text: str, width: float, bold: bool) -> list[str]:
         return wrap(text, width - 8, TABLE_PT, bold)
@@ -687,16 +716,25 @@ class PdfLayout:
         self.y += height
         self.hline(MARGIN_L, MARGIN_L + CONTENT_W, self.y)
 
+    def _table_opening(self, block: Table, widths: list[float]) -> float:
+        """A table starts where its header and first three rows fit, or all of it when it has
+        at most six rows (a short table is never split)."""
+        rows = block.rows if len(block.rows) <= 6 else block.rows[:3]
+        return self._row_height(block.columns, widths, True) + sum(self._row_height(r, widths, False) for r in rows)
+
     def table(self, block: Table, title: str) -> None:
         widths = self._column_widths(block)
-        head_h = self._row_height(block.columns, widths, True)
         flagged = block.flagged or [False] * len(block.rows)
         rows = block.rows or [["—"] * len(block.columns)]
+        opening = self._table_opening(block, widths)
         first = True
+        heights = [self._row_height(r, widths, False) for r in rows]
         for i, row in enumerate(rows):
-            h = self._row_height(row, widths, False)
-            if first or h > self.room:
-                if not first or head_h + h > self.room:
+            h = heights[i]
+            # ... and never leaves fewer than three rows alone on the next page.
+            widow = not first and i >= 3 and len(rows) - i == 3 and sum(heights[i:]) > self.room
+            if first or h > self.room or widow:
+                if not first or opening > self.room:
                     self.new_page()
                     self.text(MARGIN_L, self.y, f"{title} (continued)", 10, bold=True, colour="#4a5560")
                     self.y += 16
@@ -809,6 +847,11 @@ def write_pdf(path: Path, content: ReportContent, images: dict[str, bytes]) -> i
         return layout.draw(pdf)
 
 
+def _own_pngs(content: ReportContent) -> dict[str, bytes]:
+    """The figures sections carry themselves (Image.png), by key."""
+    return {b.key: b.png for sec in content.sections for b in sec.blocks if isinstance(b, Image) and b.png is not None}
+
+
 def save_report(layers: PlanLayers, out_dir: str | Path, html: bool = True, pdf: bool = True) -> list[Path]:
     """Write report.html and/or report.pdf into `out_dir`; returns the paths."""
     check_destination(out_dir, "report")  # refuse a bad --out before drawing, not after
@@ -822,9 +865,10 @@ def save_report(layers: PlanLayers, out_dir: str | Path, html: bool = True, pdf:
             if html:
                 uris = {"map": figure_data_uri(map_fig, "png", dpi=130), "cost-by-category": figure_data_uri(category),
                         "cost-by-site": figure_data_uri(by_site)}
+                uris.update({key: "data:image/png;base64," + base64.b64encode(png).decode("ascii") for key, png in _own_pngs(content).items()})
                 (stage.dir / "report.html").write_text(report_html(content, uris), encoding="utf-8")
             if pdf:
-                pngs = {key: _png(fig, 170 if key == "map" else 200) for key, fig in figures.items()}
+                pngs = {key: _png(fig, 170 if key == "map" else 200) for key, fig in figures.items()} | _own_pngs(content)
                 write_pdf(stage.dir / "report.pdf", content, pngs)
     finally:
         for fig in figures.values():

@@ -39,8 +39,8 @@ from dcplace.reports.style import (
 )
 
 WORLD_CRS = CRS("EPSG:8857")  # Equal Earth: equal-area, and a world that still looks like the world
-MARKER_AREA_PT2_PER_MW = 9.0
-MIN_MARKER_AREA_PT2 = 12.0
+MAX_MARKER_AREA_PT2 = 700.0  # the plan's largest site; area is proportional to IT MW below it
+MIN_MARKER_AREA_PT2 = 28.0  # a 100 kW site must still be seen and its colour read
 LABEL_FONT_PT = 7
 LABEL_OFFSETS_PT = [(6, 0), (-6, 0), (0, 6), (0, -6), (5, 5), (-5, 5), (5, -5), (-5, -5)]
 FLOW_ALPHA = 0.6
@@ -156,8 +156,15 @@ def _draw_regions(ax, layers: PlanLayers, to_map: Transformer, result: StaticMap
     result.regions = ax.scatter(x, y, s=sizes, color=REGION_COLOUR, alpha=0.45, linewidths=0, zorder=Z_REGIONS)
 
 
-def _marker_area(it_mw) -> np.ndarray:
-    return np.maximum(MIN_MARKER_AREA_PT2, MARKER_AREA_PT2_PER_MW * np.asarray(it_mw, dtype=float))
+def _largest_open_mw(layers: PlanLayers) -> float:
+    open_mw = layers.sites.loc[layers.sites["open"], "it_mw"]
+    return float(open_mw.max()) if len(open_mw) and open_mw.max() > 0 else 1.0
+
+
+def _marker_area(it_mw, mw_max: float) -> np.ndarray:
+    """Area proportional to IT MW, the plan's largest site at MAX_MARKER_AREA_PT2 (so a
+    small plan is as legible as a large one), never below MIN_MARKER_AREA_PT2."""
+    return np.maximum(MIN_MARKER_AREA_PT2, MAX_MARKER_AREA_PT2 * np.asarray(it_mw, dtype=float) / mw_max)
 
 
 def _draw_sites(ax, layers: PlanLayers, to_map: Transformer, result: StaticMap) -> tuple[np.ndarray, np.ndarray]:
@@ -168,7 +175,7 @@ def _draw_sites(ax, layers: PlanLayers, to_map: Transformer, result: StaticMap) 
     # the same city) and the flows, below the open sites.
     result.candidates = ax.scatter(x[closed], y[closed], s=22, facecolors="white", edgecolors=CLOSED_COLOUR, linewidths=0.9,
                                    zorder=Z_CANDIDATES)
-    area = np.where(closed, 0.0, _marker_area(sites["it_mw"].to_numpy()))
+    area = np.where(closed, 0.0, _marker_area(sites["it_mw"].to_numpy(), _largest_open_mw(layers)))
     roles = sites["role"].to_numpy()
     for role, marker in ROLE_MARKERS.items():
         idx = np.flatnonzero(~closed & (roles == role))
@@ -251,8 +258,8 @@ def _legend(ax, layers: PlanLayers, result: StaticMap) -> None:
     if it_max > 0:
         references = sorted({nice_floor(it_max), nice_floor(it_max / 4), nice_floor(it_max / 20)}, reverse=True)
         # Only sizes above the smallest symbol: below it every site has the same size.
-        for mw in [mw for mw in references if MARKER_AREA_PT2_PER_MW * mw > MIN_MARKER_AREA_PT2]:
-            handles.append(Line2D([], [], marker="o", linestyle="", markersize=math.sqrt(_marker_area(mw)), color="#bbbbbb",
+        for mw in [mw for mw in references if MAX_MARKER_AREA_PT2 * mw / it_max > MIN_MARKER_AREA_PT2]:
+            handles.append(Line2D([], [], marker="o", linestyle="", markersize=math.sqrt(_marker_area(mw, it_max)), color="#bbbbbb",
                                   label=mw_text(mw)))
     handles.append(Line2D([], [], marker="o", linestyle="", markersize=math.sqrt(22), markerfacecolor="white",
                           markeredgecolor=CLOSED_COLOUR, markeredgewidth=0.9, label="candidate, not opened"))
@@ -276,7 +283,7 @@ def _legend(ax, layers: PlanLayers, result: StaticMap) -> None:
     result.legend = legend
 
 
-def _wrap(text: str, width: int = 26) -> str:
+def _wrap(text: str, width: int = 22) -> str:
     """A legend entry on at most two lines of `width` characters (longer names end in …)."""
     lines = textwrap.wrap(text, width) or [""]
     if len(lines) > 2:

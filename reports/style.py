@@ -48,6 +48,12 @@ def money(usd: float) -> str:
     return f"{sign}${abs(millions):,.2f} M"
 
 
+def mw_number(mw: float) -> str:
+    """A table cell in MW: 12.3, 0.032 (three significant digits below 1 MW, so a small site
+    does not read as zero)."""
+    return f"{mw:,.1f}" if abs(mw) >= 1 or mw == 0 else f"{mw:.2g}" if abs(mw) >= 0.001 else "<0.001"
+
+
 def mw_text(mw: float) -> str:
     """12 MW, 3.4 MW, 250 kW: enough digits that a small site does not read as zero."""
     return f"{mw:,.0f} MW" if mw >= 10 else f"{mw:.1f} MW" if mw >= 1 else f"{mw * 1000:,.0f} kW"

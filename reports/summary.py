@@ -30,12 +30,9 @@ The rules, stated once (the report repeats them where it uses them):
 
 from __future__ import annotations
 
-import csv
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from importlib import resources
-from pathlib import Path
 from statistics import median_low
 
 import numpy as np
@@ -45,7 +42,8 @@ from dcplace.models.records import Scenario
 from dcplace.optimizer.model.costs import crf, rack_economics
 from dcplace.optimizer.model.latency import distance_matrix_km, rtt_matrix_ms
 from dcplace.reports.layers import PlanLayers
-from dcplace.reports.style import money
+from dcplace.models.provenance import Provenance
+from dcplace.reports.style import money, mw_text, tok_s_text
 
 SECONDS_PER_HOUR = 3600.0
 SMALL_SITE_FIXED_SHARE = 0.5
@@ -67,89 +65,6 @@ CATEGORY_INPUTS = {
 
 
 # ----------------------------------------------------------------------------- provenance
-
-
-@dataclass(frozen=True)
-class Provenance:
-    """(table, id, field) -> (basis, reference); `origin` says where the rows came from."""
-
-    rows: dict[tuple[str, str, str], tuple[str, str]]
-    origin: str
-
-    def get(self, table: str, id: str, field: str) -> tuple[str, str] | None:
-        return self.rows.get((table, id, field))
-
-
-def _read_provenance_csv(path: Path) -> dict[tuple[str, str, str], tuple[str, str]]:
-    out = {}
-    with path.open(newline="", encoding="utf-8") as fh:
-        for row in csv.DictReader(fh):
-            if {"table", "id", "field", "basis", "reference"} <= set(row):
-                out[(row["table"], row["id"], row["field"])] = (row["basis"], row["reference"])
-    return out
-
-
-def _cell_values(scenario: Scenario) -> dict[tuple[str, str, str], float]:
-    """The plan's numeric input cells under the names the provenance tables use."""
-    cells: dict[tuple[str, str, str], float] = {}
-    for s in scenario.sites:
-        for f in ("power_price_usd_per_mwh", "grid_carbon_g_per_kwh", "fixed_cost_usd_per_year", "colocation_usd_per_kw_month",
-                  "pue_climate_factor", "floor_racks"):
-            cells[("sites", s.id, f)] = float(getattr(s, f))
-        cells[("sites", s.id, "power_limit_mw")] = s.power_limit_kw / 1000
-        cells[("sites", s.id, "power_limit_kw")] = s.power_limit_kw
-    c = scenario.catalog
-    for table, records in (("chips", c.chips), ("cooling", c.cooling), ("fabrics", c.fabrics), ("rack_configs", c.rack_configs),
-                           ("workloads", c.workloads)):
-        for r in records:
-            for f, v in r.model_dump().items():
-                if isinstance(v, (int, float)) and not isinstance(v, bool):
-                    cells[(table, r.id, f)] = float(v)
-    return cells
-
-
-def _default_cell_values() -> dict[tuple[str, str, str], float]:
-    root = resources.files("dcplace.data")
-    out: dict[tuple[str, str, str], float] = {}
-    for table, rel in (("sites", "default/sites.csv"), ("chips", "catalog/chips.csv"), ("cooling", "catalog/cooling.csv"),
-                       ("fabrics", "catalog/fabrics.csv"), ("rack_configs", "catalog/rack_configs.csv"),
-                       ("workloads", "catalog/workloads.csv")):
-        path = root / rel
-        if not path.is_file():
-            continue
-        with path.open(newline="", encoding="utf-8") as fh:
-            for row in csv.DictReader(fh):
-                for f, v in row.items():
-                    try:
-                        out[(table, row["id"], f)] = float(v)
-                    except (TypeError, ValueError):
-                        pass
-    return out
-
-
-def input_provenance(layers: PlanLayers) -> Provenance:
-    inputs = layers.folder / "inputs"
-    found = {}
-    for path in (inputs / "provenance.csv", inputs / "catalog" / "provenance.csv"):
-        if path.is_file():
-            found.update(_read_provenance_csv(path))
-    if found:
-        return Provenance(found, "the provenance tables in the plan's inputs")
-    root = resources.files("dcplace.data")
-    default_rows: dict[tuple[str, str, str], tuple[str, str]] = {}
-    for rel in ("default/provenance.csv", "catalog/provenance.csv"):
-        path = root / rel
-        if path.is_file():
-            default_rows.update(_read_provenance_csv(Path(str(path))))
-    if not default_rows:
-        return Provenance({}, "")
-    mine, theirs = _cell_values(layers.scenario), _default_cell_values()
-    matched = {}
-    for key, value in mine.items():
-        other = theirs.get(key)
-        if key in default_rows and other is not None and abs(other - value) <= 1e-9 * max(1.0, abs(value)):
-            matched[key] = default_rows[key]
-    return Provenance(matched, "the embedded default data's provenance (cells whose value matches the default)")
 
 
 def _short_reference(reference: str) -> str:
@@ -264,6 +179,87 @@ def class_economics(plan: Plan, scenario: Scenario) -> list[ClassEconomics]:
             rtt_p95=_weighted_quantile(rtts, weights, 0.95), rtt_max=max(rtts, default=float("nan")),
             budget_min=min(budgets), budget_max=max(budgets), within_budget_share=within / peak if peak else 1.0,
         ))
+    return out
+
+
+FULL_COST_RULE = ("Fully loaded: each open site's fixed cost is split over what its racks do (each inference class, training) "
+                  "in proportion to their IT kW, and each cooling zone's fixed cost over the racks in that zone the same way; "
+                  "so the classes and training add up to the plan's annual cost.")
+TRAINING_HOUR_RULE = ("Effective H100-hours a year = installed training GPUs x chip H100-equivalence x fabric training efficiency "
+                      "x 8,760 h x the training load factor.")
+
+
+@dataclass(frozen=True)
+class WorkloadCost:
+    """One use of the plan (an inference class or "training"): its own cost lines (direct) and
+    its share of site and cooling-zone fixed costs (shared), by FULL_COST_RULE."""
+
+    use: str
+    name: str
+    direct_usd_per_year: float
+    shared_usd_per_year: float
+    units_per_year: float  # tokens a year (inference) or effective H100-hours a year (training)
+
+    @property
+    def total_usd_per_year(self) -> float:
+        return self.direct_usd_per_year + self.shared_usd_per_year
+
+    @property
+    def usd_per_unit(self) -> float:
+        """USD per M tokens (inference) or per effective H100-hour (training), fully loaded."""
+        if not self.units_per_year:
+            return 0.0
+        return self.total_usd_per_year / (self.units_per_year / 1e6 if self.use != "training" else self.units_per_year)
+
+
+def workload_costs(plan: Plan, scenario: Scenario) -> list[WorkloadCost]:
+    """Every cost line of the plan allocated to the inference classes and training (FULL_COST_RULE);
+    the totals add up to plan.objective_usd_per_year (an open site with no racks, if any, is listed as
+    use "idle")."""
+    classes = {c.workload: c for c in class_economics(plan, scenario)}
+    chips = {c.id: c for c in scenario.catalog.chips}
+    fabrics = {f.id: f for f in scenario.catalog.fabrics}
+    zone_fixed = {c.id: c.zone_fixed_usd_per_year for c in scenario.catalog.cooling}
+    direct: dict[str, float] = defaultdict(float)
+    shared: dict[str, float] = defaultdict(float)
+    for w, c in classes.items():
+        direct[w] = c.cost_usd_per_year  # racks serving the class and transport of its flows
+    for s in plan.sites:
+        if not s.open:
+            continue
+        kw: dict[str, float] = defaultdict(float)
+        zone_kw: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+        for ln in s.racks:
+            use = ln.workload if ln.purpose == "inference" else "training"
+            kw[use] += ln.it_kw
+            zone_kw[ln.cooling][use] += ln.it_kw
+            if use == "training":
+                direct[use] += sum(ln.cost_usd_per_year.values())
+        fixed = s.cost_usd_per_year.get("site_fixed", 0.0)
+        zones = s.cost_usd_per_year.get("cooling_zones", 0.0)
+        total_kw = sum(kw.values())
+        if total_kw <= 0:
+            shared["idle"] += fixed + zones
+            continue
+        for use, v in kw.items():
+            shared[use] += fixed * v / total_kw
+        priced = {c: zone_fixed.get(c, 0.0) for c in s.zones}
+        scale = zones / sum(priced.values()) if sum(priced.values()) > 0 else 0.0
+        for c, per_use in zone_kw.items():
+            zkw = sum(per_use.values())
+            for use, v in per_use.items():
+                shared[use] += priced.get(c, 0.0) * scale * v / zkw
+        unzoned = zones - sum(priced.get(c, 0.0) * scale for c in zone_kw)  # a built zone with no racks
+        for use, v in kw.items():
+            shared[use] += unzoned * v / total_kw
+    h100_hours = sum(ln.gpus * chips[ln.chip].h100_equiv * fabrics[ln.fabric].training_efficiency
+                     for s in plan.sites for ln in s.racks if ln.purpose == "training" and ln.fabric)
+    h100_hours *= scenario.economics.hours_per_year * scenario.economics.training_load_factor
+    out = [WorkloadCost(w, c.name, direct[w], shared[w], c.tokens_per_year) for w, c in classes.items()]
+    if direct.get("training") or shared.get("training"):
+        out.append(WorkloadCost("training", "Training", direct["training"], shared["training"], h100_hours))
+    if shared.get("idle"):
+        out.append(WorkloadCost("idle", "Open sites with no racks", 0.0, shared["idle"], 0.0))
     return out
 
 
@@ -453,14 +449,14 @@ def _per_h100(x: float) -> str:
 def executive_summary(layers: PlanLayers, prov: Provenance | None = None) -> Summary:
     plan, scenario = layers.plan, layers.scenario
     k = plan.kpis
-    prov = prov if prov is not None else input_provenance(layers)
+    prov = prov if prov is not None else layers.provenance
     names = {s.id: s.name for s in plan.sites}
     total = plan.objective_usd_per_year or 0.0
     summary = Summary(headline=[
         ("Annual cost", money(total), "annualized capex plus operating cost, per year"),
         ("Upfront capex", money(k["upfront_capex_usd"]), "chips, cooling and fabric, paid once"),
         ("Inference", f"${k['usd_per_m_tokens']:.3f} per M tokens", f"{k['demand_within_budget_share']:.1%} of demand within its latency budget"),
-        ("Sites open", f"{int(k['sites_open'])} of {len(plan.sites)}", f"{k['facility_mw']:,.1f} MW facility power"),
+        ("Sites open", f"{int(k['sites_open'])} of {len(plan.sites)}", f"{mw_text(k['facility_mw'])} facility power"),
     ])
 
     # Training
@@ -502,7 +498,7 @@ def executive_summary(layers: PlanLayers, prov: Provenance | None = None) -> Sum
         top = sorted(shares.items(), key=lambda kv: -kv[1])[:3]
         countries = {next(s.country for s in plan.sites if s.id == sid) for sid in shares}
         summary.inference = [
-            f"Inference runs at {len(shares)} sites in {len(countries)} countries, {k['tokens_per_s_served_peak'] / 1e6:,.1f} M tokens/s at peak "
+            f"Inference runs at {len(shares)} sites in {len(countries)} countries, {tok_s_text(k['tokens_per_s_served_peak'])} at peak "
             f"({k['tokens_per_year'] / 1e12:,.1f} trillion tokens a year). The largest hubs are "
             + ", ".join(f"{names[s]} ({v:.0%})" for s, v in top)
             + f" of tokens, {sum(v for _, v in top):.0%} together; {k['demand_within_budget_share']:.1%} of peak demand is served "
@@ -528,3 +524,22 @@ def executive_summary(layers: PlanLayers, prov: Provenance | None = None) -> Sum
 
 def annuity_text(rate: float, years: float) -> str:
     return f"{crf(rate, years):.3f}"
+
+
+PROVEN_OPTIMAL_GAP = 1e-6  # below this relative gap the plan is stated as proven optimal
+
+
+def status_text(plan: Plan) -> str:
+    """The plan's status as a strategist should read it: how far from the best possible plan
+    it is proven to be, in % and in dollars a year (objective - the solver's best bound), not a
+    bare "optimal" (which only means "within the asked gap")."""
+    s = plan.solve
+    objective, bound = s.objective_usd_per_year, s.best_bound_usd_per_year
+    if objective is None:
+        return s.status
+    if bound is None or s.gap is None:
+        return "a feasible plan; no bound was proven, so how much better a plan may exist is unknown"
+    if s.gap <= PROVEN_OPTIMAL_GAP:
+        return "proven optimal: no cheaper plan exists"
+    return (f"within {s.gap:.2%} of the best possible plan (at most {money(max(objective - bound, 0.0))} a year better exists)"
+            + ("" if s.status == "optimal" else "; stopped by the time limit"))

@@ -97,7 +97,7 @@ def make_scenario(
         "policies": policies or {},
     }
     if jobs is not None:
-        write_csv(folder / "jobs.csv", jobs, list(job("x", 1)))
+        write_csv(folder / "jobs.csv", jobs, list(dict.fromkeys([*job("x", 1), *(key for j in jobs for key in j)])))
         spec["jobs"] = "jobs.csv"
     path = folder / "scenario.yaml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False))

@@ -5,6 +5,8 @@ QGIS layer styles and the record of the plan it came from."""
 from __future__ import annotations
 
 import copy
+from importlib import resources
+from types import SimpleNamespace
 import sqlite3
 import xml.dom.minidom
 
@@ -18,7 +20,9 @@ from shapely.geometry import LineString, MultiLineString
 
 from dcplace.optimizer.solving.pipeline import solve_to_folder
 from dcplace.reports import FORMATS, export_layers, load_plan_layers, read_layer
-from dcplace.reports.layers import SITE_INPUTS, great_circle, line_ends, line_parts
+from dcplace.models import default_scenario_path, load_scenario
+from dcplace.reports.layers import SITE_INPUTS, great_circle, line_ends, line_parts, site_layer
+from dcplace.models.provenance import input_provenance
 
 GEOD = Geod(ellps="WGS84")
 LAYERS = ("sites", "regions", "assignments")
@@ -147,10 +151,34 @@ def test_sites_carry_the_input_prices_of_inputs_sites_csv(pacific_plan, pacific_
     assert sites.at["dateline", "power_price_usd_per_mwh"] == 71.5
     assert sites.at["dateline", "colocation_usd_per_kw_month"] == 143.25
     assert sites.at["nyc", "grid_carbon_g_per_kwh"] == 310
-    # The plan folder keeps the values, not their sources: the provenance kind says so.
-    assert set(sites["input_provenance"]) == {"as given"}
+    # A scenario of the user's own, with no provenance table: every input is "as given".
+    for column in SITE_INPUTS:
+        assert set(sites[f"{column}_basis"]) == {"as given"}, column
+    assert set(sites["imputed_inputs"].fillna("")) == {""}
     # Served tok/s per class adds up to the site's inference total.
     assert np.allclose(sites["served_chat_tok_s"] + sites["served_reasoning_tok_s"], sites["inference_tok_s"])
+
+
+def test_site_inputs_carry_their_provenance_kind_from_the_default_data():
+    """Cells equal to the embedded default's take its provenance kind; a changed cell is 'as given'."""
+    scenario = load_scenario(default_scenario_path())
+    recorded = pd.read_csv(resources.files("dcplace.data") / "default" / "provenance.csv")
+    kind = {(r.id, r.field): r.basis for r in recorded.itertuples() if r.table == "sites"}
+    first, second = scenario.sites[0], scenario.sites[1]
+    changed = scenario.model_copy(update={"sites": [first.model_copy(update={"power_price_usd_per_mwh": first.power_price_usd_per_mwh + 1}),
+                                                     *scenario.sites[1:]]})
+    plan = SimpleNamespace(sites=[SimpleNamespace(id=x.id, name=x.name, country=x.country, role="closed", open=False, racks_total=0,
+                                                  gpus=0, racks=[], zones=[], fabrics=[], it_kw=0.0, facility_kw=0.0,
+                                                  power_limit_kw=x.power_limit_kw, served_tok_s={}, emissions_t_per_year=0.0,
+                                                  upfront_capex_usd=0.0, total_cost_usd_per_year=0.0, lon=x.lon, lat=x.lat)
+                                  for x in (first, second)], jobs=[])
+    layer = site_layer(plan, changed, input_provenance(changed)).set_index("id")
+    assert layer.at[first.id, "power_price_usd_per_mwh_basis"] == "as given"  # changed: its source no longer applies
+    assert layer.at[second.id, "power_price_usd_per_mwh_basis"] == kind[(second.id, "power_price_usd_per_mwh")]
+    assert layer.at[second.id, "grid_carbon_g_per_kwh_basis"] == kind[(second.id, "grid_carbon_g_per_kwh")]
+    assert layer.at[second.id, "power_limit_kw_basis"] == kind[(second.id, "power_limit_mw")]  # recorded in MW
+    imputed = [c for c in SITE_INPUTS if layer.at[second.id, f"{c}_basis"] in ("rule", "assumption")]
+    assert imputed and layer.at[second.id, "imputed_inputs"] == ";".join(imputed)
 
 
 def test_regions_carry_demand_by_class_equal_to_the_inputs(pacific_plan, pacific_gpkg):

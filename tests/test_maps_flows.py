@@ -4,6 +4,8 @@ tests/test_browser.py."""
 
 from __future__ import annotations
 
+import html
+
 import numpy as np
 import pytest
 from helpers import europe_scenario, hostile_world_scenario
@@ -121,3 +123,22 @@ def test_html_candidates_above_regions_and_main_sites_labelled(europe, world):
         labels = [text for t in sites for text in t.texttemplate if text]
         assert labels, "the main open sites carry text labels"
         assert all(t.mode == "markers+text" for t in sites)
+
+
+def test_html_site_hover_says_what_its_loss_costs(world):
+    """Each open site's hover carries its row of the outage table (the same LP as `dcplace outages`)."""
+    from dcplace.optimizer.studies.outages import outages_of
+
+    table = {o.site: o for o in outages_of(world.plan, world.scenario).outages}
+    fig = plan_figure(world)
+    hovers = {site: text for t in fig.data if t.meta["layer"] == "sites" for site, text in zip(t.customdata, t.text)}
+    assert set(hovers) == set(table)
+    for site, outage in table.items():
+        text = hovers[site]
+        assert "if lost:" in text
+        if outage.at_risk_total_tok_s > 1e-6:
+            assert "at risk" in text and html.escape(outage.regions_at_risk()[0].region_name) in text
+        elif outage.lost_total_tok_s > 0:
+            assert "re-served within the failover budgets" in text
+        if outage.jobs:
+            assert f"{len(outage.jobs)} training job(s) stall" in text

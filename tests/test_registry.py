@@ -39,6 +39,14 @@ def two_towns(tmp_path, **kw):
     return make_scenario(tmp_path, **args)
 
 
+def two_backups(tmp_path):
+    return make_scenario(
+        tmp_path, sites=[site("mid", 0, 0, power_price_usd_per_mwh=10), site("west", 0, -1.2, power_price_usd_per_mwh=300),
+                         site("east", 0, 1.2, power_price_usd_per_mwh=100)],
+        regions=[region("wtown", 0, -0.5, budget=0.6), region("etown", 0, 0.5, budget=0.6)],
+        policies={"survive_site_loss": {"chat": 1.0}, "failover_rtt_ms": {"chat": 1.0}})
+
+
 def with_job(tmp_path):
     return two_towns(tmp_path, jobs=[job("pretrain", 48)])
 
@@ -75,10 +83,17 @@ CASES = {
     "single_purpose_sites": lambda p: make_scenario(
         p, sites=[site("liq", 0, 0, power_price_usd_per_mwh=10), site("air", 0, 0.2, cooling_allowed="air")],
         regions=[region("town", 0, 0.1, budget=5)], jobs=[job("pretrain", 48)], policies={"single_purpose_sites": True}),
+    # N-1 (docs/resilience.md): 'mid' is cheapest and the only site within reach of either town; a town reaches its own
+    # backup only ('west' or the cheaper 'east') within its failover budget, so the aggregate alone would put all the
+    # spare capacity at 'east'
+    "failover_reserve": lambda p: two_backups(p),
+    "failover_capacity": lambda p: two_backups(p),
+    "training_standby": lambda p: two_towns(p, jobs=[job("pretrain", 48, standby_required=True)]),
 }
 TIGHTENING = {  # implied in the MIP by the families named; kept for the LP bound
     "share_needs_open": (two_towns, ("inference_capacity", "density_needs_zone", "zone_needs_open", "site_power")),
     "zone_needs_open": (with_job, ("density_needs_zone", "site_power")),
+    "failover_aggregate": (lambda p: two_backups(p), ("failover_reserve", "failover_capacity")),
 }
 
 

@@ -100,7 +100,8 @@ Generated from the constraint-family registry (`optimizer/model/families.py`) by
 `python -m dcplace.optimizer.model.formulation_doc --write docs/formulation.md`; do not edit by
 hand (tests/test_registry.py fails when this file is stale).
 
-Each family is one function in `optimizer/model/formulation.py`; its rows carry the
+Each family is one function in `optimizer/model/formulation.py` (the resilience families in
+`optimizer/model/failover.py`, docs/resilience.md); its rows carry the
 family's name in the LinearModel, in the Pyomo model and in HiGHS's infeasible subset.
 The independent checker (`optimizer/check.py`) verifies each family with the method named
 here, from the plan folder alone. When no plan exists, the elastic diagnosis
@@ -126,7 +127,7 @@ def render_markdown() -> str:
     for f in REGISTRY.values():
         out.append(f"## {f.name}\n")
         out.append("```text\n" + f.math + "\n```\n")
-        out.append(f"- builder: `formulation.{f.builder.__name__}`; writes {'rows named ' + repr(f.name) if f.writes == ROWS else 'column bounds (no rows)'}")
+        out.append(f"- builder: `{f.builder.__module__.rsplit('.', 1)[-1]}.{f.builder.__name__}`; writes {'rows named ' + repr(f.name) if f.writes == ROWS else 'column bounds (no rows)'}")
         out.append(f"- checked by: `PlanChecker.{f.checker}`")
         if f.relax:
             r = f.relax

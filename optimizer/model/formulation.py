@@ -292,6 +292,8 @@ def objective(lm: LinearModel, ix: IndexSets) -> None:
             lm.add_cost("transport", share.start + i, cost)
 
 
+import dcplace.optimizer.model.failover  # noqa: E402,F401 - registers the resilience families, after the core ones
+
 FAMILIES = tuple(f.builder for f in REGISTRY.values())  # every registered family, in build order
 
 

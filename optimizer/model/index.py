@@ -39,6 +39,7 @@ from dcplace.models import Chip, Cooling, Fabric, RackConfig, Region, Scenario, 
 from dcplace.optimizer.model.candidates import candidate_mask
 from dcplace.optimizer.model.costs import RackEconomics, crf, rack_economics
 from dcplace.optimizer.model.latency import distance_matrix_km, rtt_matrix_ms
+from dcplace.optimizer.model.resilience import failover_masks, seed_reroutings
 
 
 @dataclass
@@ -57,6 +58,8 @@ class IndexSets:
     region_pos: dict[str, int]
     site_pos: dict[str, int]
     eligible: dict[str, np.ndarray] = field(default_factory=dict)  # class -> regions x scenario sites
+    failover: dict[str, np.ndarray] = field(default_factory=dict)  # survivable class -> pairs that may re-serve a lost site (model.resilience)
+    failover_lost: list[tuple[str, str, str]] = field(default_factory=list)  # (lost site, region, class) re-routings in the model (optimizer.solving.failover)
 
     serve: list[tuple[str, str, str]] = field(default_factory=list)
     zones: list[tuple[str, str]] = field(default_factory=list)
@@ -107,6 +110,10 @@ class IndexSets:
         if name == "serve_by_rw":
             for r, w, s in self.serve:
                 out[r, w].append(s)
+        elif name == "serve_by_fw":  # site -> (r, w) it serves of the survivable classes
+            for r, w, s in self.serve:
+                if w in self.failover:
+                    out[s].append((r, w))
         elif name == "serve_by_sw":
             for r, w, s in self.serve:
                 out[s, w].append(r)
@@ -170,8 +177,9 @@ class PruningRules:
       left. (One rack configuration alone is not a valid bound: when floor and power both
       bind, a mix of sparse and dense racks holds more GPUs than either.)
     * `idle_inference_racks`: inference racks of class w at s are dropped when no region
-      can be served by s for w. Proof: such racks appear in no capacity row that has
-      demand, and every cost is >= 0, so setting them to zero keeps a plan feasible (it
+      can be served by s for w, nor re-served from s while another site is down (a
+      survivable class's failover pairs, model.resilience). Proof: such racks appear in no
+      capacity row that has demand, and every cost is >= 0, so setting them to zero keeps a plan feasible (it
       only lowers power, floor, emissions and capex) and no dearer.
     """
 
@@ -271,7 +279,10 @@ def build_index(scenario: Scenario, max_full_pairs: int = MAX_FULL_PAIRS, prunin
     serves_class = {(s, w) for s in sites for (k, c, _) in holdable[s] for w in ix.workloads if (k, w) in ix.tok_s_per_rack}
     ix.eligible = _eligible_pairs(ix, serves_class)
     site_ids = [site.id for site in scenario.sites]
-    served_at = {(site_ids[j], w) for w, mask in ix.eligible.items() for j in np.flatnonzero(mask.any(axis=0))}
+    ix.failover = failover_masks(ix, serves_class)
+    # a site may hold racks of w to serve a region, or to re-serve one while another site is down
+    served_at = {(site_ids[j], w) for masks in (ix.eligible, ix.failover) for w, mask in masks.items()
+                 for j in np.flatnonzero(mask.any(axis=0))}
     ix.pair_cost = {(p.region, p.workload, p.site): p.usd_per_year for p in scenario.pair_costs}
     for s, site in sites.items():
         for k, c, limit in holdable[s]:
@@ -327,6 +338,7 @@ def build_index(scenario: Scenario, max_full_pairs: int = MAX_FULL_PAIRS, prunin
         ix.serve = _serve_list(ix, ix.eligible)
     else:  # the large-scale path: candidates now, the rest priced in by optimizer.solvers.pairs
         ix.serve = _serve_list(ix, candidate_mask(ix))
+    ix.failover_lost = seed_reroutings(ix)  # N-1: losses certain to need re-routing (model.resilience)
     return ix
 
 

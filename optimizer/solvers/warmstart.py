@@ -126,6 +126,14 @@ def round_lp(
     for (s, w), v in load.items():
         if v > 1e-9:
             load_at[s][w] = v
+    n1 = "spare" in lm.blocks or "reroute" in lm.blocks  # N-1 rows (optimizer.model.failover): the LP's capacity, not only its load
+    if n1:
+        capacity = defaultdict(float)
+        for key in ix.inf_racks:
+            capacity[key[0], key[3]] += max(lp("racks_inf", key), 0.0) * ix.tok_s_per_rack[key[1], key[3]]
+        for (s, w), v in capacity.items():
+            if v > load_at[s].get(w, 0.0) + 1e-6:
+                load_at[s][w] = v
     for s in ix.sites:
         racks_inf.update(_inference_racks(ix, s, load_at.get(s, {}), training_zones, s in lean))
 
@@ -160,6 +168,12 @@ def round_lp(
         start[col("racks_inf", key)] = float(racks_inf.get(key, 0))
     for key in ix.trn_racks:
         start[col("racks_trn", key)] = float(racks_trn.get(key, 0))
+    if n1 and "spare" in lm.blocks:  # spare = capacity - load, at the rounded capacity (>= the LP's)
+        built = defaultdict(float)
+        for key, n in racks_inf.items():
+            built[key[0], key[3]] += n * ix.tok_s_per_rack[key[1], key[3]]
+        for s, w in lm.blocks["spare"].keys:
+            start[col("spare", (s, w))] = max(built[s, w] - load.get((s, w), 0.0), 0.0)
     return start
 
 

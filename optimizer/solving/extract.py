@@ -79,11 +79,17 @@ def extract(x: np.ndarray, lm: LinearModel, ix: IndexSets) -> dict:
             )
         )
 
+    standby = {}  # job -> (site, fabric, chip) it can resume at (optimizer.model.failover.training_standby)
+    if "standby" in lm.blocks:
+        for key in lm.blocks["standby"].keys:
+            if _value("standby", key) > 0.5:
+                standby[key[0]] = key[1:]
     jobs = []
     for j, s, f, chip in ix.place:
         if _value("place", (j, s, f, chip)) > 0.5:
             job = ix.jobs[j]
-            jobs.append(JobPlacement(job=j, name=job.name, site=s, fabric=f, chip=chip, gpus_h100_equiv=job.gpus_h100_equiv))
+            backup = dict(zip(("standby_site", "standby_fabric", "standby_chip"), standby[j])) if j in standby else {}
+            jobs.append(JobPlacement(job=j, name=job.name, site=s, fabric=f, chip=chip, gpus_h100_equiv=job.gpus_h100_equiv, **backup))
 
     sites = []
     for s, site in ix.sites.items():

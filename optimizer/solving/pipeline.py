@@ -30,24 +30,24 @@ class PlanCheckFailed(Exception):
 
 def solve_to_folder(
     scenario: Scenario | str | Path | None, out_dir: str | Path, options: SolveOptions | None = None,
-    progress: ProgressCallback | None = None,
+    progress: ProgressCallback | None = None, start=None,
 ) -> tuple[Plan, CheckReport]:
     """Solve `scenario` (a Scenario, a YAML path, or None for the embedded default) into `out_dir`.
-    `progress` as for solve(), with the phases load, write and check added."""
+    `progress` as for solve(), with the phases load, write and check added; `start(lm, ix)` as for solve()."""
     check_destination(out_dir, "plan")  # refuse a folder dcplace did not write before any work, not after
     feed, _ = as_feed(progress, (options or SolveOptions()).time_limit_s)
     try:
-        return _solve_to_folder(scenario, out_dir, options, feed)
+        return _solve_to_folder(scenario, out_dir, options, feed, start)
     finally:
         feed.close()
 
 
-def _solve_to_folder(scenario, out_dir, options, feed) -> tuple[Plan, CheckReport]:
+def _solve_to_folder(scenario, out_dir, options, feed, start=None) -> tuple[Plan, CheckReport]:
     if not isinstance(scenario, Scenario):
         feed.phase("load")
         scenario = load_scenario(scenario)
     try:
-        plan = solve(scenario, options, progress=feed)
+        plan = solve(scenario, options, start=start, progress=feed)
     except InfeasibleScenario as exc:
         feed.phase("write")
         write_plan_folder(exc.plan, scenario, out_dir)

@@ -10,6 +10,7 @@ import math
 
 from dcplace.models import InputProblem, Scenario, ScenarioError
 from dcplace.optimizer.model.index import MAX_FULL_PAIRS, IndexSets, PruningRules, build_index, most_per_site
+from dcplace.optimizer.solving.failover import failover_reachable, standby_reachable  # resilience (docs/resilience.md)
 
 
 def _row(scenario: Scenario, table: str, position: int) -> int | None:
@@ -252,7 +253,7 @@ def capacity_shortfall(ix: IndexSets) -> list[InputProblem]:
     return out
 
 
-CHECKS = (unreachable_regions, redundancy_reachable, unplaceable_jobs, capacity_shortfall)
+CHECKS = (unreachable_regions, redundancy_reachable, unplaceable_jobs, capacity_shortfall, failover_reachable, standby_reachable)
 
 
 def precheck(ix: IndexSets) -> list[InputProblem]:

@@ -34,6 +34,7 @@ from dcplace.optimizer.solving.extract import extract
 from dcplace.optimizer.model.formulation import build_model
 from dcplace.optimizer.solvers.backends import RunResult, get_backend, run_backend
 from dcplace.optimizer.solving.diagnose import diagnose
+from dcplace.optimizer.solving.failover import ROUND_SHARE as N1_ROUND_SHARE, needs_n1, secure
 from dcplace.optimizer.model.index import MAX_FULL_PAIRS, IndexSets, PruningRules
 from dcplace.optimizer.model.linear import LinearModel
 from dcplace.optimizer.solvers.pairs import PricedLP, solve_priced_lp
@@ -182,12 +183,29 @@ def _solve(scenario: Scenario, options: SolveOptions, start, feed: ProgressFeed)
     # the back-end stops a little early: extraction and the plan record come after it
     remaining_s = max(remaining_s - min(POST_SOLVE_RESERVE_S, POST_SOLVE_RESERVE_SHARE * options.time_limit_s), 1e-3)
     incumbent = start(lm, ix) if start is not None else None
+    if needs_n1(ix):  # the first round of the N-1 loop gets a share of the time: later rounds follow
+        remaining_s = max(remaining_s * N1_ROUND_SHARE, 1e-3)
     result, x = run_backend(lm, ix, replace(options, time_limit_s=remaining_s), relaxation, good_enough, incumbent,
                             progress=feed if feed else None)
+    failover: dict = {}
+    if needs_n1(ix) and result.has_plan and x is not None:  # N-1: losses generated lazily (optimizer.solving.failover)
+        reserve = min(POST_SOLVE_RESERVE_S, POST_SOLVE_RESERVE_SHARE * options.time_limit_s)
+
+        def solve_again(model: LinearModel, start_plan, final: bool = False):
+            feed.phase("build")
+            left = max((deadline - reserve - time.perf_counter()) * (1.0 if final else N1_ROUND_SHARE), 1e-3)
+            return run_backend(model, ix, replace(options, time_limit_s=left), incumbent=start_plan, progress=feed if feed else None)
+
+        lm, result, x, failover = secure(ix, lm, result, x, build_model, solve_again, deadline - reserve, options.threads,
+                                         options.mip_gap)
+        if result.has_plan and not failover["secure"] and failover["stopped"] == "time limit":
+            result = replace(result, status="no_solution", termination=f"{result.termination}; the time limit ended before "
+                             f"every single-site loss could be re-routed ({failover['scenarios_generated']} generated)")
+            x = None
     if len(ix.serve) < ix.eligible_pairs():
         result = _against_full_bound(result, priced, options.mip_gap)
     record_args = dict(result.record(), build_time_s=build_time, options=asdict(options), model=lm.size(),
-                       pairs=priced.record() if priced else {})
+                       pairs=priced.record() if priced else {}, failover=failover)
     if result.status in ("infeasible", "unbounded"):
         feed.phase("diagnose")
         plan = plan_record(scenario, options, SolveRecord(**record_args), None, _diagnosis(ix, lm, options, deadline))

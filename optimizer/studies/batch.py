@@ -136,10 +136,12 @@ class Progress:
 # ------------------------------------------------------------------------------ one member
 
 
-def run_member(base: str, member: Member, options: dict[str, Any], out_dir: str, starts: tuple[str, ...] = ()) -> MemberResult:
+def run_member(base: str, member: Member, options: dict[str, Any], out_dir: str, starts: tuple[str, ...] = (),
+               start: Callable | None = None) -> MemberResult:
     """Solve one member into out_dir/member.name; never raises (the batch must go on).
 
-    `starts`: plan folders that may meet the member's limits (see the module docstring)."""
+    `starts`: plan folders that may meet the member's limits (see the module docstring);
+    `start(lm, ix)`: a picklable function giving a first incumbent, as for solve()."""
     started = time.perf_counter()
     folder = Path(out_dir) / member.name
     result = MemberResult(member.name, "error", dict(member.overrides), folder=str(folder))
@@ -153,6 +155,8 @@ def run_member(base: str, member: Member, options: dict[str, Any], out_dir: str,
         try:
             if starts:
                 plan = solve_from_starts(scenario, folder, solve_options, [Path(p) for p in starts])
+            elif start is not None:
+                plan, _ = solve_to_folder(scenario, folder, solve_options, start=start)
             else:
                 plan, _ = solve_to_folder(scenario, folder, solve_options)
         except InfeasibleScenario as exc:
@@ -339,10 +343,12 @@ def run_batch(
     scheduler: str | None = None,
     on_progress: Callable[[Progress], None] | None = None,
     starts: dict[str, list[str | Path]] | None = None,
+    start_fns: dict[str, Callable] | None = None,
 ) -> BatchResult:
     """Run every member of `sweep` into `out_dir`; see the module docstring.
 
-    `starts` maps a member's name to plan folders that may meet its limits."""
+    `starts` maps a member's name to plan folders that may meet its limits; `start_fns` to a
+    picklable `start(lm, ix)` function (a first incumbent, as for solve())."""
     options = batch_options(sweep)
     out_dir = claim_folder(out_dir, "batch")
     member_starts = {name: tuple(str(p) for p in folders) for name, folders in (starts or {}).items()}
@@ -351,7 +357,7 @@ def run_batch(
         progress = Progress(total=len(sweep.members))
         results: dict[str, MemberResult] = {}
         runner = _run_dask if scheduler else _run_local
-        jobs = [(m, member_starts.get(m.name, ())) for m in sweep.members]
+        jobs = [(m, member_starts.get(m.name, ()), (start_fns or {}).get(m.name)) for m in sweep.members]
         for result in runner(sweep, jobs, options, out_dir, workers, scheduler, progress, on_progress, lock):
             results[result.name] = result
             progress.done += 1
@@ -368,7 +374,7 @@ def run_batch(
 def _run_local(sweep, jobs, options, out_dir, workers, _scheduler, progress, on_progress, lock) -> Iterator[MemberResult]:
     init_args = (os.getpid(), lock.handle.fileno())
     with ProcessPoolExecutor(max_workers=max(1, workers), initializer=_worker_init, initargs=init_args) as pool:
-        futures = {pool.submit(run_member, str(sweep.base), m, options, str(out_dir), st): m for m, st in jobs}
+        futures = {pool.submit(run_member, str(sweep.base), m, options, str(out_dir), st, fn): m for m, st, fn in jobs}
         progress.running = min(workers, len(futures))
         if on_progress:
             on_progress(progress)
@@ -388,8 +394,8 @@ def _run_dask(sweep, jobs, options, out_dir, workers, scheduler, progress, on_pr
 
     with Client(scheduler) as client:
         futures = {
-            client.submit(run_member, str(sweep.base), m, options, str(out_dir), st, key=f"dcplace-{sweep.name}-{m.name}-{time.time_ns()}", pure=False): m
-            for m, st in jobs
+            client.submit(run_member, str(sweep.base), m, options, str(out_dir), st, fn, key=f"dcplace-{sweep.name}-{m.name}-{time.time_ns()}", pure=False): m
+            for m, st, fn in jobs
         }
         slots = sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values()) or 1
         progress.running = min(slots, len(futures))

@@ -1,0 +1,178 @@
+"""Constraint families of resilience: re-serving a lost site's load (N-1) and training standby.
+
+Notation as in optimizer.model.formulation, plus (docs/resilience.md):
+  a[w]            share of class-w demand that must survive the loss of any one site
+                  (policies.survive_site_loss; classes not named have no rows here);
+  L               the (lost site f, region r, class w) re-routings the model holds
+                  (ix.failover_lost), generated lazily by optimizer.solving.failover:
+                  solve, re-route every single-site loss in an LP, add the regions of the
+                  losses that break, re-solve;
+  reroute[f,r,w,s] in [0, 1]: the share of region r's class-w demand that s takes over
+                  when f is down, for s != f within r's failover budget (model.resilience);
+  standby[j,s,f,x] in {0, 1}: job j can resume at site s on fabric f and chip x.
+
+A (f, r, w) not in L has no rows: the model is a relaxation of the full N-1 model, and the
+plan it returns is N-1-secure once every loss re-routes (the proof is in
+optimizer/solving/failover.py).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dcplace.optimizer.model.families import Relax, family
+from dcplace.optimizer.model.index import IndexSets
+from dcplace.optimizer.model.linear import LinearModel
+from dcplace.optimizer.model.resilience import failover_budget_ms, reroute_pairs, survivable
+
+MISSION = 1e6  # as unserved demand in the diagnosis: every limit moves before demand is left unserved
+
+
+def reroute_keys(ix: IndexSets) -> list[tuple[str, str, str, str]]:
+    """(f, r, w, s) for every re-routing (f, r, w) in ix.failover_lost and every site s that may re-serve it."""
+    return [(f, r, w, s) for f, r, w in ix.failover_lost for s in reroute_pairs(ix, f, r, w)]
+
+
+def _reroute_block(lm: LinearModel, ix: IndexSets):
+    """The reroute columns, created by whichever failover family runs first."""
+    if "reroute" not in lm.blocks:
+        lm.add_block("reroute", reroute_keys(ix), 0.0, 1.0, "continuous")
+    return lm.blocks["reroute"]
+
+
+def _reserve_fields(ix: IndexSets, key, share: float) -> dict:
+    f, r, w = key
+    region = ix.regions[r]
+    return dict(site=ix.sites[f].name, region=region.name, w=w, short=f"{share * region.demand_tok_s[w]:,.0f}",
+                budget=f"{failover_budget_ms(ix.scenario, region, w):g}")
+
+
+@family(checker="check_failover", section="resilience", relax=Relax(
+    "short", "share of the region's demand", lambda ix, key: 1.0,
+    "when site {site} is down, region {region} '{w}' loses {short} tok/s more than policies.survive_site_loss allows: "
+    "no spare capacity within its failover budget of {budget} ms", _reserve_fields,
+    "policies.survive_site_loss or failover_rtt_ms, regions.csv failover_rtt_<class>_ms, or sites.csv power_limit_kw near the region",
+    weight=MISSION))
+def failover_reserve(lm: LinearModel, ix: IndexSets) -> None:
+    """sum_{s != f} reroute[f,r,w,s] - share[r,w,f] >= -(1 - a[w])   for every (f, r, w) in L.
+
+    What region r loses when f is down beyond the share 1 - a[w] it may lose is re-served
+    elsewhere; with no pair within the failover budget the row reads share[r,w,f] <= 1 - a[w].
+    """
+    if not ix.failover_lost:
+        return
+    block = _reroute_block(lm, ix)
+    alpha = survivable(ix.scenario)
+    by_lost: dict[tuple[str, str, str], list[int]] = {}
+    for i, (f, r, w, s) in enumerate(block.keys):
+        by_lost.setdefault((f, r, w), []).append(block.start + i)
+    for f, r, w in ix.failover_lost:
+        terms = [(j, 1.0) for j in by_lost.get((f, r, w), [])] + [(lm.col("share", (r, w, f)), -1.0)]
+        lm.add_row("failover_reserve", (f, r, w), terms, lower=-(1.0 - alpha[w]))
+
+
+@family(checker="check_failover", section="resilience", not_relaxed="a law of the model like inference_capacity: "
+        "what a surviving site re-serves comes out of its racks; the limits behind it (power, floor, failover budgets) are relaxed instead")
+def failover_capacity(lm: LinearModel, ix: IndexSets) -> None:
+    """sum_r share[r,w,s] * demand[r,w] + sum_r reroute[f,r,w,s] * demand[r,w] - sum_{k,c} racks_inf[s,k,c,w] * tok_s[k,w] <= 0
+    for every lost site f of L and every (s, w) that may re-serve its load.
+
+    A surviving site keeps its own load and takes over what it re-serves from its spare
+    capacity: nobody else's users are moved.
+    """
+    if not ix.failover_lost:
+        return
+    block = _reroute_block(lm, ix)
+    into: dict[tuple[str, str, str], list[tuple[int, float]]] = {}
+    for i, (f, r, w, s) in enumerate(block.keys):
+        into.setdefault((f, s, w), []).append((block.start + i, ix.demand(r, w)))
+    by_sw = ix.group("serve_by_sw")
+    racks = ix.group("inf_by_sw")
+    for (f, s, w), rerouted in into.items():
+        own = [(lm.col("share", (r, w, s)), ix.demand(r, w)) for r in by_sw.get((s, w), [])]
+        capacity = [(lm.col("racks_inf", (s, k, c, w)), -ix.tok_s_per_rack[k, w]) for k, c in racks.get((s, w), [])]
+        lm.add_row("failover_capacity", (f, s, w), own + rerouted + capacity, upper=0.0)
+
+
+@family(checker="check_failover", section="resilience", not_relaxed="implied, for every loss, by failover_reserve and "
+         "failover_capacity of the full N-1 model; it only makes the lazily generated model anticipate losses not yet generated")
+def failover_aggregate(lm: LinearModel, ix: IndexSets) -> None:
+    """spare[s,w] - sum_{k,c} racks_inf[s,k,c,w] * tok_s[k,w] + sum_r share[r,w,s] * demand[r,w] = 0   key (spare, s, w);
+    sum_{r in R(f,w)} share[r,w,f] * demand[r,w] - sum_{s in N(f,w)} spare[s,w] <= (1 - a[w]) * sum_{r in R(f,w)} demand[r,w]
+                                                                                            key (loss, f, w);
+    for every site f and survivable w, where R(f,w) = the regions f may serve and N(f,w) = the
+    sites other than f within the failover budget of some region of R(f,w).
+
+    The aggregate of the full N-1 rows of loss f: what f's regions lose beyond 1 - a must
+    fit in the spare capacity of the sites that could take any of it. It holds for every
+    loss from the first solve on, so the lazy loop generates far fewer losses.
+    """
+    alpha = survivable(ix.scenario)
+    if not alpha:
+        return
+    inf = ix.group("inf_by_sw")
+    by_sw = ix.group("serve_by_sw")
+    keys = sorted(key for key in inf if key[1] in alpha)
+    lm.add_block("spare", keys, 0.0, float("inf"), "continuous")
+    for s, w in keys:
+        terms = [(lm.col("spare", (s, w)), 1.0)]
+        terms += [(lm.col("racks_inf", (s, k, c, w)), -ix.tok_s_per_rack[k, w]) for k, c in inf[s, w]]
+        terms += [(lm.col("share", (r, w, s)), ix.demand(r, w)) for r in by_sw.get((s, w), [])]
+        lm.add_row("failover_aggregate", ("spare", s, w), terms, lower=0.0, upper=0.0)
+    has_spare = set(keys)
+    site_ids = [site.id for site in ix.scenario.sites]
+    for f, w in sorted(key for key in by_sw if key[1] in alpha):
+        regions = by_sw[f, w]
+        reach = ix.failover[w][[ix.region_pos[r] for r in regions]].any(axis=0)
+        backups = [site_ids[j] for j in np.flatnonzero(reach) if site_ids[j] != f and (site_ids[j], w) in has_spare]
+        terms = [(lm.col("share", (r, w, f)), ix.demand(r, w)) for r in regions]
+        terms += [(lm.col("spare", (s, w)), -1.0) for s in backups]
+        lm.add_row("failover_aggregate", ("loss", f, w), terms, upper=(1.0 - alpha[w]) * sum(ix.demand(r, w) for r in regions))
+
+
+def standby_keys(ix: IndexSets) -> list[tuple[str, str, str, str]]:
+    """(j, s, f, x): every placement option of a job that requires a standby site."""
+    return [key for key in ix.place if ix.jobs[key[0]].standby_required]
+
+
+@family(checker="check_standby", section="resilience", not_relaxed="a yes/no requirement per job with no amount "
+        "to move; a job no second site can hold is named before solving (optimizer.solving.failover.standby_reachable)")
+def training_standby(lm: LinearModel, ix: IndexSets) -> None:
+    """sum_{s,f,x} standby[j,s,f,x] = 1                                           key (once, j);
+    sum_{f,x} place[j,s,f,x] + sum_{f,x} standby[j,s,f,x] <= 1                     key (apart, j, s);
+    sum_j (place[j,s,f,x] + standby[j,s,f,x]) * gpus_h100[j] - eff[f] * h100_equiv[x] * sum racks_trn[s,k,c,f] * gpus[k] <= 0
+                                                                                   key (capacity, s, f, x).
+
+    For every job with standby_required: a second site with an eligible fabric and chip and
+    the capacity to resume it, reserved for it (standby capacity is not pooled between
+    jobs, so it holds whichever single site is lost). Options are those of `place`.
+    """
+    keys = standby_keys(ix)
+    if not keys:
+        return
+    lm.add_block("standby", keys, 0.0, 1.0, "binary")
+    name = "training_standby"
+    by_job: dict[str, list] = {}
+    for key in keys:
+        by_job.setdefault(key[0], []).append(key)
+    for j, options in by_job.items():
+        lm.add_row(name, ("once", j), [(lm.col("standby", key), 1.0) for key in options], lower=1.0, upper=1.0)
+    place = ix.group("place_by_job")
+    for j, options in by_job.items():
+        for s in sorted({key[1] for key in options}):
+            terms = [(lm.col("place", (j, s2, f, x)), 1.0) for s2, f, x in place.get(j, []) if s2 == s]
+            terms += [(lm.col("standby", key), 1.0) for key in options if key[1] == s]
+            lm.add_row(name, ("apart", j, s), terms, upper=1.0)
+    standby_at: dict[tuple[str, str, str], list[str]] = {}
+    for j, s, f, x in keys:
+        standby_at.setdefault((s, f, x), []).append(j)
+    racks = ix.group("trn_by_sfchip")
+    placed = ix.group("place_by_sfchip")
+    for (s, f, x), jobs in sorted(standby_at.items()):
+        need = [(lm.col("place", (j, s, f, x)), ix.jobs[j].gpus_h100_equiv) for j in placed.get((s, f, x), [])]
+        need += [(lm.col("standby", (j, s, f, x)), ix.jobs[j].gpus_h100_equiv) for j in jobs]
+        have = [(lm.col("racks_trn", (s, k, c, f)), -ix.h100_per_rack(k, f)) for k, c in racks.get((s, f, x), [])]
+        lm.add_row(name, ("capacity", s, f, x), need + have, upper=0.0)
+
+
+__all__ = ["failover_reserve", "failover_capacity", "failover_aggregate", "training_standby", "reroute_keys", "standby_keys"]

@@ -1,0 +1,102 @@
+"""The outage table in words and tables: the report's resilience section and what
+`dcplace outages` prints (docs/resilience.md). The figures come from
+optimizer.studies.outages; this module only formats them.
+
+    table = outage_table("plan")
+    columns, rows, numeric = site_rows(table)
+"""
+
+from __future__ import annotations
+
+from dcplace.optimizer.studies.outages import OutageTable, outages_of
+from dcplace.reports.layers import PlanLayers
+from dcplace.reports.report import EXTRA_SECTIONS, Paragraphs, Section, Table
+from dcplace.reports.style import tok_s_text
+
+SITE_COLUMNS = ["Site lost", "Served there", "Re-served elsewhere", "At risk", "Regions at risk", "Fallback RTT",
+                "Training jobs stalled", "Training days at risk", "Meets policy"]
+SITE_NUMERIC = [False, True, True, True, False, True, False, True, False]
+REGION_COLUMNS = ["Site lost", "Region", "Class", "Lost", "At risk", "RTT before", "Fallback RTT", "Failover budget"]
+REGION_NUMERIC = [False, False, False, True, True, True, True, True]
+
+
+def _ms(value: float | None) -> str:
+    return "—" if value is None else f"{value:,.1f} ms"
+
+
+def site_rows(table: OutageTable, top_regions: int = 3) -> tuple[list[str], list[list[str]], list[bool]]:
+    """One row per open site: what its loss costs."""
+    rows = []
+    for o in sorted(table.outages, key=lambda o: (-o.at_risk_total_tok_s, -o.gpu_days_at_risk, o.site)):
+        risky = o.regions_at_risk()
+        named = ", ".join(f"{r.region_name} ({r.workload})" for r in risky[:top_regions])
+        if len(risky) > top_regions:
+            named += f" and {len(risky) - top_regions} more"
+        jobs = ", ".join(f"{j.name}{' (standby ' + j.standby_site + ')' if j.standby_site else ''}" for j in o.jobs)
+        policy = "—" if o.meets_policy is None else "yes" if o.meets_policy else "NO"
+        rows.append([o.name, tok_s_text(o.lost_total_tok_s), tok_s_text(sum(o.reserved_tok_s.values())),
+                     tok_s_text(o.at_risk_total_tok_s), named or "none", _ms(o.fallback_rtt_ms), jobs or "none",
+                     f"{o.training_days_at_risk:,.1f}", policy])
+    return SITE_COLUMNS, rows, SITE_NUMERIC
+
+
+def region_rows(table: OutageTable, limit: int = 40) -> tuple[list[str], list[list[str]], list[bool]]:
+    """The (lost site, region, class) with demand at risk, largest first."""
+    found = [(o, r) for o in table.outages for r in o.regions_at_risk()]
+    found.sort(key=lambda pair: -pair[1].at_risk_tok_s)
+    rows = [[o.name, r.region_name, r.workload, tok_s_text(r.lost_tok_s), tok_s_text(r.at_risk_tok_s),
+             _ms(r.normal_rtt_ms), _ms(r.fallback_rtt_ms), _ms(r.failover_budget_ms)] for o, r in found[:limit]]
+    return REGION_COLUMNS, rows, REGION_NUMERIC
+
+
+def summary_lines(table: OutageTable) -> list[str]:
+    """What the table says, in a few sentences."""
+    out = []
+    n = len(table.outages)
+    worst = table.worst()
+    if table.survive_site_loss:
+        policy = ", ".join(f"{w} {a:.0%}" for w, a in sorted(table.survive_site_loss.items()))
+        verdict = ("every single-site loss keeps it" if table.secure
+                   else "some single-site losses break it (rows marked NO)")
+        out.append(f"Policy: the classes {policy} of demand must survive the loss of any one open site; {verdict}.")
+    else:
+        out.append("The scenario asks no class to survive a site loss (policies.survive_site_loss); the table shows what "
+                   "each loss would cost today.")
+    if worst is not None and worst.at_risk_total_tok_s > 0:
+        out.append(f"Of the {n} open sites, losing {worst.name} puts the most at risk: {tok_s_text(worst.at_risk_total_tok_s)} "
+                   f"of {tok_s_text(worst.lost_total_tok_s)} it serves find no spare capacity within the failover budgets.")
+    elif n:
+        out.append(f"Losing any one of the {n} open sites leaves no demand unserved within the failover budgets.")
+    days = sum(o.training_days_at_risk for o in table.outages)
+    if days:
+        out.append(f"Training: a lost site stalls its jobs for {table.site_outage_days:g} days without a standby site, "
+                   f"{table.standby_resume_days:g} with one.")
+    return out
+
+
+REPORT_REGION_ROWS = 15  # the report shows the largest; the command lists them all
+
+
+def outages_section(layers: PlanLayers) -> Section | None:
+    """The report's resilience section: what losing each open site costs."""
+    table = outages_of(layers.plan, layers.scenario, str(layers.folder))
+    if not table.outages:
+        return None
+    columns, rows, numeric = site_rows(table)
+    blocks = [Paragraphs(summary_lines(table)),
+              Table("outages", columns, rows, numeric, flagged=[row[-1] == "NO" for row in rows],
+                    note="Re-served: by the other sites' spare capacity (built minus their own load) within each region's "
+                    "failover budget, shortest round trips first (an LP per lost site). docs/resilience.md.")]
+    rcolumns, rrows, rnumeric = region_rows(table, limit=REPORT_REGION_ROWS)
+    if rrows:
+        total = sum(len(o.regions_at_risk()) for o in table.outages)
+        shown = f"the largest {len(rrows)} of {total:,}" if total > len(rrows) else f"all {total}"
+        blocks.append(Table("outage-regions", rcolumns, rrows, rnumeric,
+                            note=f"Regions with demand at risk, largest first: {shown} (every row: `dcplace outages PLAN`)."))
+    return Section("resilience", "What losing a site costs", blocks)
+
+
+if outages_section not in EXTRA_SECTIONS:
+    EXTRA_SECTIONS.append(outages_section)
+
+__all__ = ["outages_section", "site_rows", "region_rows", "summary_lines"]
