@@ -88,10 +88,10 @@ def write(args, base, base_s, default_budget, runs, today, secured, best, best_l
                  f"default 2 x 120 ms). At chat's default failover budget (2 x 40 ms) the precheck reports {default_budget}")
     lines.append("")
     lines.append("| run | time limit | threads | status | annual cost | premium over today | gap (vs bound) | wall time | "
-                 "scenarios generated | rounds | re-routings in model | independent check |")
-    lines.append("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+                 "scenarios generated | rounds | re-routings in model | min cuts in model | independent check |")
+    lines.append("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     lines.append(f"| today (no policy) | 300 s | {args.threads} | {base.solve.status} | {money(base.objective_usd_per_year)} | — | "
-                 f"{(base.solve.gap or 0) * 100:.2f} % | {base_s:.1f} s | — | — | — | pass |")
+                 f"{(base.solve.gap or 0) * 100:.2f} % | {base_s:.1f} s | — | — | — | — | pass |")
     for limit, plan, wall, ok, _ in runs:
         f = plan.solve.failover
         premium = plan.objective_usd_per_year / base.objective_usd_per_year - 1
@@ -99,7 +99,7 @@ def write(args, base, base_s, default_budget, runs, today, secured, best, best_l
         extra = " (repaired plan)" if f.get("repaired") else ""
         lines.append(f"| N-1 chat + reasoning | {limit:g} s | {args.threads} | {plan.solve.status}{extra} | "
                      f"{money(plan.objective_usd_per_year)} | {premium * 100:+.2f} % | {gap} | {wall:.1f} s | "
-                     f"{f['scenarios_generated']} | {len(f['rounds'])} | {f['reroutings_in_model']} | {'pass' if ok else 'FAIL'} |")
+                     f"{f['scenarios_generated']} | {len(f['rounds'])} | {f['reroutings_in_model']} | {f.get('cuts_in_model', 0)} | {'pass' if ok else 'FAIL'} |")
     lines.append("")
     for limit, plan, wall, ok, _ in runs:
         bound = plan.solve.best_bound_usd_per_year
@@ -111,13 +111,13 @@ def write(args, base, base_s, default_budget, runs, today, secured, best, best_l
                          f"{(plan.objective_usd_per_year / base.objective_usd_per_year - 1) * 100:+.2f} %; target "
                          f"(within 0.5 % in at most 60 s): {'met' if met else 'not met'}.")
     lines.append("")
-    lines.append("Rounds of the lazy loop (" + f"{best_limit:g} s run): objective, open sites whose loss broke, re-routings added, "
+    lines.append("Rounds of the lazy loop (" + f"{best_limit:g} s run): objective, open sites whose loss broke, min cuts and re-routings added, "
                  "tok/s left unserved by the broken losses:")
     lines.append("")
     for i, r in enumerate(best.solve.failover["rounds"], 1):
         objective = money(r["objective_usd_per_year"]) if r["objective_usd_per_year"] is not None else "—"
         lines.append(f"{i}. {objective}; {len(r['losses_broken'])} of {r['losses_checked']} losses broke; "
-                     f"{r['reroutings_added']} re-routings added; {r['unserved_tok_s']:,.0f} tok/s unserved; solve {r['solve_s']:.1f} s"
+                     f"{r.get('cuts_added', 0)} min cuts and {r['reroutings_added']} re-routings added; {r['unserved_tok_s']:,.0f} tok/s unserved; solve {r['solve_s']:.1f} s"
                      + (f"; repaired into a secure plan of {money(r['repaired_usd_per_year'])}" if r.get("repaired_usd_per_year") else ""))
     lines.append("")
     before, after = inference_mw(base), inference_mw(best)

@@ -299,3 +299,19 @@ def test_an_n1_that_power_cannot_hold_is_diagnosed(tmp_path):
     assert info.value.diagnosis == [
         "site A power 18.0 kW is over by 8.4 kW: raise power_limit_kw in sites.csv to at least 26.4 kW",
         "site B power 18.0 kW is over by 8.4 kW: raise power_limit_kw in sites.csv to at least 26.4 kW"]
+
+
+def test_min_cut_of_a_broken_reroute_is_violated_by_exactly_its_shortfall():
+    """The min cut the lazy loop adds (optimizer.solving.failover.min_cut): its regions reach no
+    site outside it, and their need exceeds its sites' spare by the tok/s left unserved."""
+    from dcplace.optimizer.solving.failover import min_cut, reroute_lp
+
+    cases = [({"a": 10.0, "b": 5.0}, {"s1": 4.0, "s2": 100.0}, {("a", "s1"): 1.0, ("b", "s1"): 1.0, ("b", "s2"): 2.0}),
+             ({"a": 10.0, "b": 5.0}, {"s1": 8.0, "s2": 2.0}, {("a", "s1"): 1.0, ("b", "s1"): 1.0, ("b", "s2"): 2.0}),
+             ({"a": 3.0, "b": 5.0}, {"s1": 0.0, "s2": 2.0}, {("a", "s1"): 1.0, ("a", "s2"): 1.0, ("b", "s2"): 2.0})]
+    for need, spare, arcs in cases:
+        rr = reroute_lp(need, spare, arcs)
+        assert rr.breaks
+        regions, sites = min_cut(rr, arcs, spare)
+        assert {s for (r, s) in arcs if r in regions} <= set(sites)
+        assert sum(need[r] for r in regions) - sum(spare[s] for s in sites) == pytest.approx(rr.short_tok_s, rel=1e-6)

@@ -40,6 +40,33 @@ def _reroute_block(lm: LinearModel, ix: IndexSets):
     return lm.blocks["reroute"]
 
 
+def hall_cuts(ix: IndexSets) -> list[tuple[str, str, tuple[str, ...], tuple[str, ...]]]:
+    """(f, w, regions, sites) for every site f, survivable w and region r that f may serve: the
+    regions of f whose every backup (other than f) lies within r's backups, and those backups;
+    then the min cuts the lazy loop found (ix.failover_cuts). Duplicates are dropped, and so is a
+    cut whose every region has its re-routing of f in the model (L): the exact rows hold there."""
+    alpha = survivable(ix.scenario)
+    by_sw = ix.group("serve_by_sw")
+    has = {key for key in ix.group("inf_by_sw") if key[1] in alpha}
+    site_ids = [site.id for site in ix.scenario.sites]
+    lost = set(ix.failover_lost)
+    out, seen = [], set()
+    for f, w in sorted(key for key in by_sw if key[1] in alpha):
+        regions = by_sw[f, w]
+        reach = {r: frozenset(site_ids[j] for j in np.flatnonzero(ix.failover[w][ix.region_pos[r]])
+                              if site_ids[j] != f and (site_ids[j], w) in has) for r in regions}
+        for r in regions:
+            inside = tuple(sorted(q for q in regions if reach[q] <= reach[r]))
+            if (f, w, inside) not in seen and any((f, q, w) not in lost for q in inside):
+                seen.add((f, w, inside))
+                out.append((f, w, inside, tuple(sorted(reach[r]))))
+    for f, w, inside, sites in getattr(ix, "failover_cuts", []):
+        if (f, w, inside) not in seen and any((f, q, w) not in lost for q in inside):
+            seen.add((f, w, inside))
+            out.append((f, w, inside, tuple(s for s in sites if (s, w) in has)))
+    return out
+
+
 def _reserve_fields(ix: IndexSets, key, share: float) -> dict:
     f, r, w = key
     region = ix.regions[r]
@@ -103,9 +130,18 @@ def failover_aggregate(lm: LinearModel, ix: IndexSets) -> None:
     for every site f and survivable w, where R(f,w) = the regions f may serve and N(f,w) = the
     sites other than f within the failover budget of some region of R(f,w).
 
+    sum_{q in Q} share[q,w,f] * demand[q,w] - sum_{s in N} spare[s,w] <= (1 - a[w]) * sum_{q in Q} demand[q,w]
+                                                                                            key (cut f, w, Q)
+    for every site f, survivable w and region r that f may serve, with N = r's backups other
+    than f and Q = the regions of f with no backup outside N; and for every min cut (Q, N) of
+    a broken loss the lazy loop found (optimizer.solving.failover). A cut whose regions all
+    have their re-routing of f in L is left out (the exact rows hold there).
+
     The aggregate of the full N-1 rows of loss f: what f's regions lose beyond 1 - a must
-    fit in the spare capacity of the sites that could take any of it. It holds for every
-    loss from the first solve on, so the lazy loop generates far fewer losses.
+    fit in the spare capacity of the sites that could take any of it; a cut row is the same
+    sum over regions Q that reach no backup outside N (the Hall condition of the re-route:
+    with a = 1, a plan meeting every cut is secure). They hold for every loss from the first
+    solve on, so the lazy loop adds cuts instead of re-routings and the model stays small.
     """
     alpha = survivable(ix.scenario)
     if not alpha:
@@ -128,6 +164,11 @@ def failover_aggregate(lm: LinearModel, ix: IndexSets) -> None:
         terms = [(lm.col("share", (r, w, f)), ix.demand(r, w)) for r in regions]
         terms += [(lm.col("spare", (s, w)), -1.0) for s in backups]
         lm.add_row("failover_aggregate", ("loss", f, w), terms, upper=(1.0 - alpha[w]) * sum(ix.demand(r, w) for r in regions))
+    for f, w, inside, near in hall_cuts(ix):  # divided by the regions' demand: coefficients near 1, as the shares'
+        total = sum(ix.demand(q, w) for q in inside)
+        terms = [(lm.col("share", (q, w, f)), ix.demand(q, w) / total) for q in inside]
+        terms += [(lm.col("spare", (s, w)), -1.0 / total) for s in near if (s, w) in has_spare]
+        lm.add_row("failover_aggregate", (f"cut {f}", w, ",".join(inside)), terms, upper=1.0 - alpha[w])
 
 
 def standby_keys(ix: IndexSets) -> list[tuple[str, str, str, str]]:
@@ -175,4 +216,4 @@ def training_standby(lm: LinearModel, ix: IndexSets) -> None:
         lm.add_row(name, ("capacity", s, f, x), need + have, upper=0.0)
 
 
-__all__ = ["failover_reserve", "failover_capacity", "failover_aggregate", "training_standby", "reroute_keys", "standby_keys"]
+__all__ = ["hall_cuts", "failover_reserve", "failover_capacity", "failover_aggregate", "training_standby", "reroute_keys", "standby_keys"]

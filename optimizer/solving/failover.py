@@ -8,13 +8,21 @@ generated lazily (docs/resilience.md):
    (`reroute_lp`): each region r needs max(0, share[r,w,f] - (1 - a[w])) x demand[r,w]
    re-served, by sites s != f within its failover budget, from their spare capacity
    (built capacity minus their own load);
-3. for every loss f whose LP leaves demand unserved, add (f, r, w) to L for each region r
-   with load to re-serve (optimizer.model.failover builds its `reroute` columns and
-   rows), re-solve; stop when no loss breaks.
+3. for every loss f whose LP leaves demand unserved, add its min cut (`min_cut`: the
+   regions Q left short and every region sharing a saturated backup with them, and every
+   site N they reach; sum_Q need <= sum_N spare is valid for every plan and this plan
+   breaks it by the tok/s unserved) to ix.failover_cuts, a row of failover_aggregate; only
+   when a broken loss yields no new cut, add (f, r, w) to L for each region r with load to
+   re-serve (optimizer.model.failover builds its `reroute` columns and rows); repair the
+   plan into a secure one (the best secure plan so far is kept, carried into every new
+   model and handed to the solver as its start, and returned if the solver does not beat
+   it); re-solve; stop when no loss breaks.
 
 Proof that the final plan is N-1-secure and within the gap of the full N-1 model: the
 model with L is the full N-1 model with the rows of the (f, r, w) not in L left out (their
-reroute columns then sit at zero in every capacity row), so it is a relaxation and its best bound is a lower bound of the full model's optimum. The final
+reroute columns then sit at zero in every capacity row) plus cut rows that every plan of
+the full model meets (a cut's regions reach no backup outside its sites, so whatever they
+re-serve comes out of those sites' spare), so it is a relaxation and its best bound is a lower bound of the full model's optimum. The final
 plan passes step 2 for every open site, and a closed site carries no load, so its loss
 needs nothing: the plan is feasible for the full model. A feasible plan whose cost is
 within the gap of a lower bound of the full model is within that gap of the full model's
@@ -38,6 +46,7 @@ import numpy as np
 
 from dcplace.models import InputProblem
 from dcplace.optimizer.model.index import IndexSets
+from dcplace.optimizer.model.failover import hall_cuts
 from dcplace.optimizer.model.linear import LinearModel
 from dcplace.optimizer.model.resilience import failover_budget_ms, survivable
 from dcplace.optimizer.solvers.highs_model import HighsAbandoned, run_until, set_deadline, to_highs
@@ -342,10 +351,56 @@ class Round:
     reroutings_added: int  # (lost site, region, class) added to the model
     unserved_tok_s: float
     repaired_usd_per_year: float | None = None  # the secure plan repaired from this round's, handed to the next
+    cuts_added: int = 0  # min cuts of broken losses added to the model (failover_aggregate rows "cut f")
 
 
 def needs_n1(ix: IndexSets) -> bool:
     return bool(ix.failover)
+
+
+def min_cut(rr: Reroute, arcs: dict[tuple[str, str], float], spare: dict[str, float]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The regions and sites on the source side of a broken re-route's min cut: from the regions
+    left short, every site they may reach, and back from a site (all its spare used) to the
+    regions whose flow uses it. The regions' need exceeds the sites' spare by the unserved tok/s."""
+    out_of: dict[str, list[str]] = defaultdict(list)
+    for r, s in arcs:
+        out_of[r].append(s)
+    into: dict[str, list[str]] = defaultdict(list)
+    for (r, s), v in rr.flows.items():
+        if v > 1e-9:
+            into[s].append(r)
+    regions, sites = set(rr.unserved_tok_s), set()
+    todo = list(regions)
+    while todo:
+        r = todo.pop()
+        for s in out_of[r]:
+            if s in sites:
+                continue
+            sites.add(s)  # a site with no spare now is in the cut too: another plan may give it some
+            for q in into[s]:
+                if q not in regions:
+                    regions.add(q)
+                    todo.append(q)
+    return tuple(sorted(regions)), tuple(sorted(sites))
+
+
+def _new_cuts(ix: IndexSets, state: ServingState, losses: dict[str, dict[str, Reroute]], bad: dict[str, float]) -> list[tuple]:
+    """(f, w, regions, sites): the min cut of every broken loss, not yet in the model. Every
+    region reaches only sites of the cut, so sum_regions need <= sum_sites spare is valid for
+    every plan (the Hall condition of the re-route), and the plan at hand breaks it."""
+    have = {cut[:3] for cut in hall_cuts(ix)}
+    lost = set(ix.failover_lost)
+    out = []
+    for f in bad:
+        for w, rr in losses[f].items():
+            if not rr.breaks:
+                continue
+            spare = state.spare(w)
+            cut = (f, w) + min_cut(rr, failover_arcs(ix, rr.need_tok_s, w, f, ix.failover[w]), spare)
+            if cut[:3] not in have and any((f, q, w) not in lost for q in cut[2]):  # else the exact rows hold: re-routings
+                have.add(cut[:3])
+                out.append(cut)
+    return out
 
 
 def _new_reroutings(ix: IndexSets, losses: dict[str, dict[str, Reroute]], bad: dict[str, float]) -> list[tuple[str, str, str]]:
@@ -374,8 +429,9 @@ def secure(ix: IndexSets, lm: LinearModel, result, x, build: Callable[[IndexSets
         losses = check_losses(ix, state, threads)
         bad = broken(losses)
         checked = len(state.open_sites)
-        new = _new_reroutings(ix, losses, bad)
-        rounds.append(Round(result.objective_usd_per_year, result.solve_time_s, len(losses), sorted(bad), len(new), sum(bad.values())))
+        cuts = _new_cuts(ix, state, losses, bad)
+        new = [] if cuts else _new_reroutings(ix, losses, bad)  # a cut per broken loss; the re-routings once no new cut is found
+        rounds.append(Round(result.objective_usd_per_year, result.solve_time_s, len(losses), sorted(bad), len(new), sum(bad.values()), cuts_added=len(cuts)))
         if not bad:
             record["secure"] = True
             gap = result.gap
@@ -394,7 +450,7 @@ def secure(ix: IndexSets, lm: LinearModel, result, x, build: Callable[[IndexSets
                     x = y
                     rounds.append(Round(result.objective_usd_per_year, again.solve_time_s, len(losses), [], 0, 0.0))
             break
-        if not new:
+        if not new and not cuts:
             record["stopped"] = f"losses of {', '.join(sorted(bad))} still break with their re-routing in the model"
             break
         if len(rounds) > MAX_ROUNDS:
@@ -409,6 +465,7 @@ def secure(ix: IndexSets, lm: LinearModel, result, x, build: Callable[[IndexSets
                     fallback = (lm, float(lm.objective() @ start), start)
             break
         ix.failover_lost = sorted(set(ix.failover_lost) | set(new))
+        ix.failover_cuts = getattr(ix, "failover_cuts", []) + cuts  # read by model.failover.hall_cuts
         old_lm, lm = lm, build(ix)
         start = None
         if repaired is None:  # a secure plan to start the next round from (and to fall back on): least-cost additions first
@@ -420,6 +477,12 @@ def secure(ix: IndexSets, lm: LinearModel, result, x, build: Callable[[IndexSets
             start = transfer(repaired[0], old_lm, lm, ix, repaired[1])
         if start is not None and not lm.is_feasible(start):
             start = None
+        if fallback is not None and fallback[0] is old_lm:  # the best secure plan so far stays a start: every row added holds for it
+            kept = transfer(fallback[2], old_lm, lm, ix, check_losses(ix, state_from_columns(fallback[2], old_lm, ix), threads))
+            if lm.is_feasible(kept):
+                fallback = (lm, fallback[1], kept)
+                if start is None or fallback[1] < lm.objective() @ start:
+                    start = kept
         if start is not None:
             rounds[-1].repaired_usd_per_year = float(lm.objective() @ start)
         if start is not None and (fallback is None or lm.objective() @ start < fallback[1]):
@@ -443,6 +506,11 @@ def secure(ix: IndexSets, lm: LinearModel, result, x, build: Callable[[IndexSets
                          "secure plan is returned")
         record["secure"] = True
         record["repaired"] = True
+    if (record["secure"] and not record.get("repaired") and fallback is not None and fallback[0] is lm and result.has_plan
+            and result.objective_usd_per_year is not None and fallback[1] < result.objective_usd_per_year - 1e-6):
+        x = fallback[2]  # a repaired secure plan of an earlier round beats the solver's last one
+        result = replace(result, objective_usd_per_year=fallback[1])
+        record["repaired"] = True
     if result.has_plan and result.objective_usd_per_year is not None and bounds:
         objective = result.objective_usd_per_year
         bound = min(max(bounds + [result.best_bound_usd_per_year or -math.inf]), objective)
@@ -454,6 +522,7 @@ def secure(ix: IndexSets, lm: LinearModel, result, x, build: Callable[[IndexSets
         "scenarios_generated": len(lost_sites),  # single-site losses with a re-routing in the final model
         "losses_in_model": lost_sites,
         "reroutings_in_model": len(ix.failover_lost),
+        "cuts_in_model": len(getattr(ix, "failover_cuts", [])),
         "open_sites_checked": checked,
         "rounds": [vars(r) for r in rounds],
         "loop_s": time.perf_counter() - started,
@@ -522,4 +591,4 @@ def standby_reachable(ix: IndexSets) -> list[InputProblem]:
 
 
 __all__ = ["Reroute", "reroute_lp", "ServingState", "state_from_columns", "with_load", "lost_need", "failover_arcs",
-           "check_losses", "broken", "secure", "needs_n1", "failover_reachable", "standby_reachable", "UNSERVED_MS"]
+           "check_losses", "broken", "min_cut", "secure", "needs_n1", "failover_reachable", "standby_reachable", "UNSERVED_MS"]
