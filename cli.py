@@ -935,15 +935,9 @@ def why_alternatives(
     _alternatives(folder, k, slack, time_limit)
 
 
-@app.command("alternatives")
-def alternatives(
-    folder: Path = PlanFolderArg,
-    k: int = typer.Option(5, "--k", "-k", help="How many alternatives."),
-    slack: float = typer.Option(0.02, "--slack", help="Cost slack over the plan (0.02 = within 2 %)."),
-    time_limit: float = typer.Option(60.0, "--time-limit", help="Search time per alternative, seconds."),
-) -> None:
-    """Near-optimal alternatives (MGA): k checked plans within the slack that open other sites (= `dcplace why alternatives`)."""
-    _alternatives(folder, k, slack, time_limit)
+# The same command at the top level, since alternatives are what a strategist asks for first.
+app.command("alternatives", help="Near-optimal alternatives (MGA): k checked plans within the slack that open other sites "
+            "(= `dcplace why alternatives`).")(why_alternatives)
 
 
 @why_app.command("robustness")

@@ -38,7 +38,7 @@ import numpy as np
 from dcplace.models import Chip, Cooling, Fabric, RackConfig, Region, Scenario, Site, TrainingJob, Workload
 from dcplace.optimizer.model.candidates import candidate_mask
 from dcplace.optimizer.model.costs import RackEconomics, crf, rack_economics
-from dcplace.optimizer.model.latency import distance_matrix_km, rtt_matrix_ms
+from dcplace.optimizer.model.latency import allowed_mask, distance_matrix_km, rtt_matrix_ms
 from dcplace.optimizer.model.resilience import failover_masks, seed_reroutings
 
 
@@ -346,12 +346,7 @@ def _eligible_pairs(ix: IndexSets, serves_class: set[tuple[str, str]]) -> dict[s
     """Class -> regions x scenario-sites mask: demand > 0, rtt within budget, site allowed
     for the region and able to host a rack that serves the class."""
     scenario = ix.scenario
-    n_regions, n_sites = len(scenario.regions), len(scenario.sites)
-    countries = np.array([s.country for s in scenario.sites], dtype=object)
-    allowed = np.ones((n_regions, n_sites), dtype=bool)
-    for i, region in enumerate(scenario.regions):
-        if region.allowed_countries:
-            allowed[i] = np.isin(countries, list(region.allowed_countries))
+    allowed = allowed_mask(scenario)
     out = {}
     for w in ix.workloads:
         hosts = np.array([(s.id, w) in serves_class for s in scenario.sites], dtype=bool)  # forbidden sites are not in it

@@ -65,3 +65,14 @@ def rtt_matrix_ms(scenario: Scenario, distance_km: np.ndarray | None = None) -> 
     else:
         fibre_km = (distance_matrix_km(scenario) if distance_km is None else distance_km) * lat.route_factor
     return 2.0 * fibre_km / lat.fiber_km_per_ms + lat.overhead_ms
+
+
+def allowed_mask(scenario: Scenario) -> np.ndarray:
+    """Regions x scenario-sites: the site lies in one of the region's allowed countries (all
+    sites where the region names none)."""
+    countries = np.array([s.country for s in scenario.sites], dtype=object)
+    allowed = np.ones((len(scenario.regions), len(scenario.sites)), dtype=bool)
+    for i, region in enumerate(scenario.regions):
+        if region.allowed_countries:
+            allowed[i] = np.isin(countries, list(region.allowed_countries))
+    return allowed

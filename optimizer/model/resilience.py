@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from dcplace.optimizer.model.latency import allowed_mask
+
 if TYPE_CHECKING:  # type names only: index.py imports this module
     from dcplace.models import Region, Scenario
     from dcplace.optimizer.model.index import IndexSets
@@ -46,12 +48,7 @@ def failover_masks(ix: IndexSets, serves_class: set[tuple[str, str]]) -> dict[st
     site's load: demand > 0, rtt within the failover budget, site allowed for the region
     and able to host a rack that serves the class (forbidden sites are not in `serves_class`)."""
     scenario = ix.scenario
-    n_regions, n_sites = len(scenario.regions), len(scenario.sites)
-    countries = np.array([s.country for s in scenario.sites], dtype=object)
-    allowed = np.ones((n_regions, n_sites), dtype=bool)
-    for i, region in enumerate(scenario.regions):
-        if region.allowed_countries:
-            allowed[i] = np.isin(countries, list(region.allowed_countries))
+    allowed = allowed_mask(scenario)
     out = {}
     for w in survivable(scenario):
         hosts = np.array([(s.id, w) in serves_class for s in scenario.sites], dtype=bool)
