@@ -25,7 +25,7 @@ from pyproj import Transformer
 
 from dcplace.optimizer.studies.alternatives import AlternativesStudy
 from dcplace.optimizer.studies.duals import LimitPrices
-from dcplace.optimizer.studies.explain import WHY_FOLDER, saved_analysis
+from dcplace.optimizer.studies.explain import WHY_FOLDER, saved_analysis, write_file
 from dcplace.optimizer.studies.robustness import RobustnessStudy
 from dcplace.optimizer.studies.worth import WorthStudy
 from dcplace.reports.layers import PlanLayers
@@ -44,24 +44,15 @@ def _money_or(x: float | None, none: str = "—") -> str:
 # ----------------------------------------------------------------------------- loading
 
 
-def load_prices(layers: PlanLayers) -> LimitPrices | None:
-    doc = saved_analysis(layers.folder, "prices", "prices.json", layers.plan)
-    return LimitPrices.from_dict(doc) if doc else None
+ANALYSES = {LimitPrices: "prices", WorthStudy: "worth", AlternativesStudy: "alternatives", RobustnessStudy: "robustness"}
 
 
-def load_worth(layers: PlanLayers) -> WorthStudy | None:
-    doc = saved_analysis(layers.folder, "worth", "worth.json", layers.plan)
-    return WorthStudy.from_dict(doc) if doc else None
-
-
-def load_alternatives(layers: PlanLayers) -> AlternativesStudy | None:
-    doc = saved_analysis(layers.folder, "alternatives", "alternatives.json", layers.plan)
-    return AlternativesStudy.from_dict(doc) if doc else None
-
-
-def load_robustness(layers: PlanLayers) -> RobustnessStudy | None:
-    doc = saved_analysis(layers.folder, "robustness", "robustness.json", layers.plan)
-    return RobustnessStudy.from_dict(doc) if doc else None
+def load_analysis(layers: PlanLayers, study_type: type):
+    """This plan's saved analysis of `study_type` (PLAN/why/<kind>/<kind>.json), or None when
+    none was run for this plan."""
+    kind = ANALYSES[study_type]
+    doc = saved_analysis(layers.folder, kind, f"{kind}.json", layers.plan)
+    return study_type.from_dict(doc) if doc else None
 
 
 # ----------------------------------------------------------------------------- sections
@@ -72,7 +63,7 @@ def _price_text(value: float, unit: str) -> str:
 
 
 def prices_section(layers: PlanLayers, prices: LimitPrices | None = None) -> Section | None:
-    prices = prices or load_prices(layers)
+    prices = prices or load_analysis(layers, LimitPrices)
     if prices is None:
         return None
     binding = [p for p in prices.binding() if p.limit != "latency budget"]
@@ -107,7 +98,7 @@ def prices_section(layers: PlanLayers, prices: LimitPrices | None = None) -> Sec
 
 
 def worth_section(layers: PlanLayers, study: WorthStudy | None = None) -> Section | None:
-    study = study or load_worth(layers)
+    study = study or load_analysis(layers, WorthStudy)
     if study is None:
         return None
     names = {s.id: s.name for s in layers.plan.sites}
@@ -170,7 +161,7 @@ def _short_reason(message: str) -> str:
 
 
 def alternatives_section(layers: PlanLayers, study: AlternativesStudy | None = None) -> Section | None:
-    study = study or load_alternatives(layers)
+    study = study or load_analysis(layers, AlternativesStudy)
     if study is None:
         return None
     names = study.names
@@ -206,7 +197,7 @@ def alternatives_section(layers: PlanLayers, study: AlternativesStudy | None = N
 
 
 def robustness_section(layers: PlanLayers, study: RobustnessStudy | None = None) -> Section | None:
-    study = study or load_robustness(layers)
+    study = study or load_analysis(layers, RobustnessStudy)
     if study is None:
         return None
     solved = study.solved()
@@ -297,14 +288,14 @@ def alternatives_map_figure(layers: PlanLayers, study: AlternativesStudy):
 def save_why_figures(layers: PlanLayers) -> list[Path]:
     """tornado.png and alternatives-map.png beside their analyses, where those exist."""
     written = []
-    robust, alts = load_robustness(layers), load_alternatives(layers)
+    robust, alts = load_analysis(layers, RobustnessStudy), load_analysis(layers, AlternativesStudy)
     if robust is not None and robust.tornado():
         path = layers.folder / WHY_FOLDER / "robustness" / "tornado.png"
-        path.write_bytes(_png(tornado_figure(robust)))
+        write_file(path, _png(tornado_figure(robust)))
         written.append(path)
     if alts is not None:
         path = layers.folder / WHY_FOLDER / "alternatives" / "alternatives-map.png"
-        path.write_bytes(_png(alternatives_map_figure(layers, alts)))
+        write_file(path, _png(alternatives_map_figure(layers, alts)))
         written.append(path)
     return written
 
@@ -314,6 +305,5 @@ for _builder in SECTIONS:
     if _builder not in EXTRA_SECTIONS:
         EXTRA_SECTIONS.append(_builder)
 
-__all__ = ["SECTIONS", "alternatives_map_figure", "alternatives_section", "load_alternatives", "load_prices", "load_robustness",
-           "load_worth", "prices_section", "robustness_section", "save_report", "save_why_figures", "tornado_figure",
+__all__ = ["ANALYSES", "SECTIONS", "alternatives_map_figure", "alternatives_section", "load_analysis", "prices_section", "robustness_section", "save_report", "save_why_figures", "tornado_figure",
            "worth_section"]

@@ -62,10 +62,15 @@ def analysis_folder(plan_folder: str | Path, name: str, out_dir: str | Path | No
     return claim_folder(folder, "batch")
 
 
-def write_json(path: Path, doc: dict[str, Any]) -> None:
+def write_file(path: Path, data: bytes) -> None:
+    """Write `data` to `path` whole or not at all (a killed run leaves only a `.partial`)."""
     tmp = path.with_name(f".{path.name}.partial")
-    tmp.write_text(json.dumps(doc, indent=2, default=_plain))
+    tmp.write_bytes(data)
     os.replace(tmp, path)
+
+
+def write_json(path: Path, doc: dict[str, Any]) -> None:
+    write_file(path, json.dumps(doc, indent=2, default=_plain).encode("utf-8"))
 
 
 def _plain(value: Any) -> Any:
