@@ -71,12 +71,18 @@ def delivered_usd_per_h100_year(scenario, site, job) -> float:
 
 
 def test_each_training_job_sits_among_the_cheapest_quarter_of_its_eligible_sites(default):
+    """Delivered cost per effective H100-year, plus the site's fixed cost spread over the job
+    where the plan opens the site for nothing else (a fine-tune beside inference that is there
+    anyway does not pay to open a site)."""
     scenario, plan = default
     jobs = {j.id: j for j in scenario.jobs}
     for placed in plan.jobs:
         job = jobs[placed.job]
+        open_anyway = {s.id for s in plan.sites if s.open and (any(r.purpose == "inference" for r in s.racks)
+                                                                  or any(o.site == s.id and o.job != job.id for o in plan.jobs))}
         sites = [s for s in scenario.sites if not job.allowed_countries or s.country in job.allowed_countries]
-        cost = {s.id: delivered_usd_per_h100_year(scenario, s, job) for s in sites}
+        cost = {s.id: delivered_usd_per_h100_year(scenario, s, job)
+                + (0.0 if s.id in open_anyway else s.fixed_cost_usd_per_year / job.gpus_h100_equiv) for s in sites}
         eligible = sorted((c, sid) for sid, c in cost.items() if math.isfinite(c))
         quarter = {sid for _, sid in eligible[: max(1, math.ceil(len(eligible) / 4))]}
         assert placed.site in quarter, (
