@@ -205,8 +205,13 @@ def main() -> None:
         shown = "; ".join(r["flips"][:4]) + (f"; and {len(r['flips']) - 4} more" if len(r["flips"]) > 4 else "")
         lines.append(f"| {r['input']} | {r['step']} | {money(r['cost'])} | {money(r['delta'])} | "
                      f"{money(r['regret']) if r['regret'] is not None else 'infeasible'}{' (tie)' if r['tie'] else ''} | {shown} |")
-    steady = sorted({r["input"] for r in rows if not r["flips"]})
-    lines += ["", "Inputs whose +-5 % moves change no decision: " + (", ".join(steady) or "none") + "."]
+    moved = {r["input"] for r in rows if r["flips"]}
+    steady = sorted({r["input"] for r in rows} - moved)
+    lines += ["", "Throughput and utilisation move capacity, not prices: the default plan's rack counts were sized for the "
+              "old capacity, so at -5 % it no longer serves all demand (its regret is undefined: 'infeasible') and at +5 % "
+              "its regret is mostly the racks it no longer needs; their flips are re-sizing of the rack mix, not a change of "
+              "where or on what the plan runs.",
+              "", "Inputs whose -5 % and +5 % moves both change no decision: " + (", ".join(steady) or "none") + "."]
     body = "\n".join(lines)
     print(body)
     replace_section(args.out, "robustness", body)
