@@ -63,10 +63,10 @@ def test_the_wheel_solves_beside_a_users_own_models_and_data(venv_python, tmp_pa
     script = textwrap.dedent("""
         import json, dcplace
         scenario = dcplace.load_scenario()
-        plan, report = dcplace.solve_to_folder(scenario, "plan", dcplace.SolveOptions(time_limit_s=300))
+        plan, report = dcplace.solve_to_folder(scenario, "plan", dcplace.SolveOptions(time_limit_s=120))
         print(json.dumps({"status": plan.solve.status, "ok": report.ok, "file": dcplace.__file__}))
     """)
-    done = subprocess.run([str(venv_python), "-c", script], cwd=project, capture_output=True, text=True, timeout=600)
+    done = subprocess.run([str(venv_python), "-c", script], cwd=project, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["ok"] and result["status"] in ("optimal", "feasible")
