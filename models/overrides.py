@@ -28,9 +28,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-SECTIONS = ("economics", "latency", "policies")
+SECTIONS = ("economics", "latency", "policies", "clock")
 TOP_LEVEL = ("name", "description")
-TABLES = ("sites", "regions", "jobs", "pair_costs")
+TABLES = ("sites", "regions", "jobs", "pair_costs", "profiles", "cloud_regions")
 _PATH = re.compile(r"^(?P<table>[a-z_]+)(\[(?P<selector>[^\]]+)\])?\.(?P<column>[A-Za-z0-9_]+)$")
 _ARITHMETIC = re.compile(r"^\s*(?P<op>[*+-])\s*(?P<number>[0-9.eE+-]+)\s*$")
 

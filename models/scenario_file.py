@@ -36,10 +36,13 @@ from dcplace.models.errors import ProblemLog
 from dcplace.models.overrides import Override, OverrideError, apply_to_rows, apply_to_section, parse_override
 from dcplace.models.records import (
     Catalog,
+    Clock,
+    CloudRegion,
     Economics,
     Latency,
     PairCost,
     Policies,
+    Profile,
     Region,
     Scenario,
     Site,
@@ -72,10 +75,13 @@ class ScenarioFile(BaseModel):
     overrides: dict[str, Any] = {}  # path -> value, see models/overrides.py (`extends` is folded in before this)
     jobs: str | None = None
     pair_costs: str | None = None
+    profiles: str | None = None
+    cloud_regions: str | None = None
     catalog: str | None = None
     economics: dict[str, Any] = {}
     latency: dict[str, Any] = {}
     policies: dict[str, Any] = {}
+    clock: dict[str, Any] = {}
 
 
 def default_scenario_path() -> Path:
@@ -159,6 +165,7 @@ def build_scenario(
     economics = section(Economics, spec.economics, label, "economics", sections_log)
     latency = section(Latency, spec.latency, label, "latency", sections_log)
     policies = section(Policies, spec.policies, label, "policies", sections_log)
+    clock = section(Clock, spec.clock, label, "clock", sections_log)
     for problem in sections_log.problems:  # a bad value set by a sweep is blamed on the sweep
         origin = (origins or {}).get(problem.field or "")
         if origin:
@@ -200,6 +207,18 @@ def build_scenario(
         pair_costs = parse_rows(pairs_table, PairCost, log) if pairs_table else []
         _check_pairs(pair_costs, spec.pair_costs, sites, regions, catalog, log)
 
+    profiles: list[tuple[int, Profile]] = []
+    if spec.profiles:
+        profiles_table = overridden(open_table(spec.profiles), "profiles", set(Profile.model_fields))
+        profiles = parse_rows(profiles_table, Profile, log) if profiles_table else []
+    clouds: list[tuple[int, CloudRegion]] = []
+    if spec.cloud_regions:
+        clouds_table = overridden(open_table(spec.cloud_regions), "cloud_regions", set(CloudRegion.model_fields))
+        clouds = parse_rows(clouds_table, CloudRegion, log) if clouds_table else []
+        check_unique(clouds, spec.cloud_regions, log)
+    if catalog is not None:
+        _check_clock(spec, label, clock, profiles, clouds, regions, catalog, log)
+
     backbone: list[tuple[str, str, float]] = []
     if latency.backbone:
         backbone = _load_backbone(open_table(latency.backbone), latency.backbone, log)
@@ -224,11 +243,15 @@ def build_scenario(
         catalog=catalog,
         jobs=tuple(rec for _, rec in jobs),
         pair_costs=tuple(rec for _, rec in pair_costs),
+        profiles=tuple(rec for _, rec in profiles),
+        cloud_regions=tuple(rec for _, rec in clouds),
+        clock=clock,
         economics=economics,
         latency=latency,
         policies=policies,
         backbone_edges=tuple(backbone),
-        files={"scenario": label, "sites": spec.sites, "regions": spec.regions, "jobs": spec.jobs or ""},
+        files={"scenario": label, "sites": spec.sites, "regions": spec.regions, "jobs": spec.jobs or "",
+               "profiles": spec.profiles or "", "cloud_regions": spec.cloud_regions or ""},
         source_path=source_path,
     )
     return scenario.model_copy(update={"content_hash": scenario_hash(scenario)})
@@ -240,7 +263,8 @@ def _origin_label(label: str, path: str, origins: dict[str, str] | None) -> str:
 
 # ------------------------------------------------------------------ extends / overrides
 
-TABLE_KEYS = ("sites", "regions", "jobs", "pair_costs", "catalog")
+TABLE_KEYS = ("sites", "regions", "jobs", "pair_costs", "profiles", "cloud_regions", "catalog")
+SECTION_KEYS = ("economics", "latency", "policies", "clock")
 
 
 def _read_yaml(path: Path, label: str, log: ProblemLog) -> dict[str, Any] | None:
@@ -282,8 +306,8 @@ def _resolved_raw(path: Path, label: str, log: ProblemLog, chain: tuple[Path, ..
         log.add(label, None, "extends", f"base scenario '{extends}' not found (looked for {base_path}).", "give a path relative to this file, or 'default'.")
         return {}
     base = _absolute_paths(_resolved_raw(base_path, str(base_path), log, (*chain, path.resolve())), base_path.parent)
-    merged = {**base, **{k: v for k, v in raw.items() if k not in ("economics", "latency", "policies", "overrides")}}
-    for section in ("economics", "latency", "policies"):
+    merged = {**base, **{k: v for k, v in raw.items() if k not in (*SECTION_KEYS, "overrides")}}
+    for section in SECTION_KEYS:
         merged[section] = {**(base.get(section) or {}), **(raw.get(section) or {})}
     merged["overrides"] = {**(base.get("overrides") or {}), **(raw.get("overrides") or {})}
     return merged
@@ -293,7 +317,7 @@ def _apply_spec_overrides(spec: ScenarioFile, label: str, log: ProblemLog, origi
     """Apply name, description and section overrides to the spec; return the table overrides."""
     table_overrides: list[Override] = []
     update: dict[str, Any] = {}
-    section_models = {"economics": Economics, "latency": Latency, "policies": Policies}
+    section_models = {"economics": Economics, "latency": Latency, "policies": Policies, "clock": Clock}
     for path, value in spec.overrides.items():
         try:
             override = parse_override(path, value)
@@ -355,7 +379,7 @@ def _convert_column(table: Table, column: str, target: str, factor: float) -> No
 
 
 def _loaded_tables(spec: ScenarioFile) -> set[str]:
-    return {"sites", "regions"} | {k for k in ("jobs", "pair_costs") if getattr(spec, k)}
+    return {"sites", "regions"} | {k for k in ("jobs", "pair_costs", "profiles", "cloud_regions") if getattr(spec, k)}
 
 
 def scenario_hash(scenario: Scenario) -> str:
@@ -437,3 +461,52 @@ def _cross_check(spec: ScenarioFile, label: str, catalog: Catalog, sites, jobs, 
         log.add(label, None, "policies.forced_sites", f"sites both forced and forbidden: {', '.join(sorted(both))}.", "remove them from one of the two lists.")
     if policies.max_sites is not None and policies.max_sites < policies.min_sites:
         log.add(label, None, "policies.max_sites", f"max_sites {policies.max_sites} < min_sites {policies.min_sites}.", "raise max_sites or lower min_sites.")
+
+
+def _check_clock(spec: ScenarioFile, label: str, clock: Clock, profiles, clouds, regions, catalog: Catalog, log: ProblemLog) -> None:
+    """Profiles: known classes and regions, 24 hours each, peak 1; the clock needs a profile
+    for every class; cloud regions rent a catalog chip that can serve or train something."""
+    ptable = spec.profiles or "profiles"
+    workload_ids = {w.id for w in catalog.workloads}
+    region_ids = {r.id for _, r in regions}
+    hours: dict[tuple[str, str], dict[int, int]] = {}
+    for row, p in profiles:
+        if p.workload not in workload_ids:
+            log.add(ptable, row, "workload", f"unknown workload class '{p.workload}'.", known_hint("workload classes", workload_ids))
+            continue
+        if p.region and p.region not in region_ids:
+            log.add(ptable, row, "region", f"unknown region '{p.region}'.", "use an id from the regions table, or leave it empty for every region.")
+            continue
+        seen = hours.setdefault((p.workload, p.region), {})
+        if p.local_hour in seen:
+            log.add(ptable, row, "local_hour", f"hour {p.local_hour} of '{p.workload}'{' in ' + p.region if p.region else ''} is given twice "
+                    f"(rows {seen[p.local_hour]} and {row}).", "keep one row per class, region and hour.")
+        seen[p.local_hour] = row
+    for (w, r), seen in hours.items():
+        where = f" in region '{r}'" if r else ""
+        missing = sorted(set(range(24)) - set(seen))
+        if missing:
+            log.add(ptable, None, "local_hour", f"the profile of '{w}'{where} has no row for hour(s) {', '.join(map(str, missing))}.",
+                    "give all 24 local hours, 0..23.")
+        peak = max(p.load for _, p in profiles if (p.workload, p.region) == (w, r))
+        if abs(peak - 1.0) > 1e-6:
+            log.add(ptable, None, "load", f"the profile of '{w}'{where} peaks at {peak:g}, not 1: loads are relative to the day's peak.",
+                    f"divide every load of this profile by {peak:g}.")
+    if clock.on:
+        demanded = {w for _, r in regions for w, d in r.demand_tok_s.items() if d > 0}
+        for w in sorted(demanded):
+            if (w, "") not in hours and not all((w, r.id) in hours for _, r in regions if r.demand_tok_s.get(w, 0) > 0):
+                log.add(label, None, "clock.hours", f"the clock is on (hours {clock.hours}) but class '{w}' has no daily profile.",
+                        f"add 24 rows (workload {w}, local_hour 0..23, load) to the profiles table{' (' + spec.profiles + ')' if spec.profiles else ' and name it under profiles:'}.")
+    ctable = spec.cloud_regions or "cloud_regions"
+    chips = {c.id: c for c in catalog.chips}
+    serves = {t.chip for t in catalog.throughput}
+    for row, q in clouds:
+        if q.chip not in chips:
+            log.add(ctable, row, "chip", f"cloud region '{q.id}' rents unknown chip '{q.chip}'.", known_hint("chips", set(chips)))
+        elif q.chip not in serves and not chips[q.chip].h100_equiv:
+            log.add(ctable, row, "chip", f"chip '{q.chip}' has no throughput and no h100_equiv: renting it serves nothing.",
+                    "rent a chip the catalog gives a throughput or a training equivalence.")
+        if q.usd_per_gpu_hour_on_demand is None and q.usd_per_gpu_hour_reserved is None:
+            log.add(ctable, row, "usd_per_gpu_hour_on_demand", f"cloud region '{q.id}' has neither an on-demand nor a reserved price.",
+                    "give usd_per_gpu_hour_on_demand or usd_per_gpu_hour_reserved.")

@@ -1,0 +1,500 @@
+"""The clock: hourly demand by local time, coincident sizing, training in the troughs, rented GPU-hours.
+
+Docs: docs/clock.md. With `clock.hours = 0` (the default) every site is sized for the sum
+of the peaks it serves (the `inference_capacity` family) and none of the hourly families
+writes a row. With the clock on, a day is a set of represented UTC hours H with weights
+w_h (sum 24) and region r's class-w demand at hour h is demand[r,w] x p[r,w,h], where p
+is the class's profile in r's local time (peak 1). Then:
+
+* capacity: a site's busy GPUs serve the load it carries at every represented hour
+  (`hourly_serving`), and no more GPUs are busy than are installed (`busy_within_racks`);
+* energy follows the load: an inference rack always draws `idle_power_share` of its rated
+  power, and each busy GPU the rest of its share for the hours it is busy; busy GPUs are a
+  dispatch (the LP loads the racks that cost least per token first, as an operator would);
+* interruptible jobs take GPU-hours from the inference GPUs the served load leaves idle
+  (`trough_job_hours`, `trough_fits_idle`) or else run on their own racks;
+* cloud regions rent GPU-hours: on demand for the hours used, reserved for every hour
+  (`rental_capacity`, `rental_cap`); training may rent reserved capacity.
+
+Rentals work with the clock off too: the day is then one block of 24 hours at the peak.
+
+Representative hours (`clock.hours = k < 24`) are k contiguous blocks of the UTC day
+chosen to lose least: each block carries, for every (region, class), the largest load of
+the hours it stands for, so capacity sized on k blocks covers all 24 hours (never
+undersized) and energy is overstated by the loss the block choice minimises
+(`ClockSets.block_overstatement` reports it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from functools import lru_cache
+
+import numpy as np
+
+from dcplace.models import Scenario
+from dcplace.optimizer.model.families import Relax, family
+from dcplace.optimizer.model.latency import great_circle_km
+from dcplace.optimizer.model.linear import LinearModel
+
+HOURS_PER_DAY = 24
+
+
+# ---------------------------------------------------------------------- time zones
+
+
+@lru_cache(maxsize=1)
+def _finder():
+    from timezonefinder import TimezoneFinder
+
+    return TimezoneFinder()
+
+
+def standard_offset_h(lat: float, lon: float) -> tuple[float, str]:
+    """Standard-time (no daylight saving) UTC offset in hours at a point, and how it was found:
+    the IANA zone from timezonefinder's shipped polygons, its offset on 2026-01-15 minus any
+    DST then in force; solar time round(lon / 15) where no zone covers the point (at sea)."""
+    from zoneinfo import ZoneInfo
+
+    name = _finder().timezone_at(lat=lat, lng=lon)
+    if name:
+        zone = ZoneInfo(name)
+        instant = datetime(2026, 1, 15, 12, tzinfo=timezone.utc).astimezone(zone)
+        hours = (instant.utcoffset() - (instant.dst() or instant.utcoffset() * 0)).total_seconds() / 3600.0
+        return hours, name
+    return float(round(lon / 15.0)), "solar time (no zone at this point)"
+
+
+def region_offsets_h(scenario: Scenario) -> dict[str, tuple[float, str]]:
+    """region id -> (UTC offset in hours, basis): the regions table's utc_offset_h where given."""
+    out = {}
+    for r in scenario.regions:
+        out[r.id] = (r.utc_offset_h, "regions table utc_offset_h") if r.utc_offset_h is not None else standard_offset_h(r.lat, r.lon)
+    return out
+
+
+# ------------------------------------------------------------------------ profiles
+
+
+def local_profile(scenario: Scenario, w: str, region: str) -> np.ndarray | None:
+    """The 24 local-hour loads of class w for a region: its own profile, else the class's."""
+    rows = [p for p in scenario.profiles if p.workload == w and p.region == region] or \
+           [p for p in scenario.profiles if p.workload == w and not p.region]
+    if not rows:
+        return None
+    out = np.zeros(HOURS_PER_DAY)
+    for p in rows:
+        out[p.local_hour] = p.load
+    return out
+
+
+def utc_profile(local: np.ndarray, offset_h: float) -> np.ndarray:
+    """Load at each UTC hour 0..23 of a region `offset_h` hours ahead of UTC: local time
+    utc + offset, read off the local profile by linear interpolation on the circular day
+    (exact for whole-hour offsets; India's +5.5 averages the two neighbouring hours)."""
+    t = (np.arange(HOURS_PER_DAY) + offset_h) % HOURS_PER_DAY
+    lo = np.floor(t).astype(int)
+    frac = t - lo
+    return local[lo % HOURS_PER_DAY] * (1 - frac) + local[(lo + 1) % HOURS_PER_DAY] * frac
+
+
+def best_blocks(loads: np.ndarray, k: int) -> list[list[int]]:
+    """k contiguous blocks of the circular UTC day (lists of hours) minimising the load a
+    block's maximum overstates: sum over blocks, hours and columns of (block max - load).
+    `loads` is 24 x columns (demand-weighted). Exact: every rotation x dynamic programme."""
+    if k >= HOURS_PER_DAY:
+        return [[h] for h in range(HOURS_PER_DAY)]
+    n = HOURS_PER_DAY
+    best_cost, best = np.inf, None
+    for start in range(n):
+        order = [(start + i) % n for i in range(n)]
+        seq = loads[order]
+        # cost[i][j]: overstatement of one block holding seq[i:j]
+        cost = np.full((n + 1, n + 1), np.inf)
+        for i in range(n):
+            peak = seq[i].copy()
+            total = seq[i].copy()
+            for j in range(i + 1, n + 1):
+                if j > i + 1:
+                    peak = np.maximum(peak, seq[j - 1])
+                    total = total + seq[j - 1]
+                cost[i, j] = float((peak * (j - i) - total).sum())
+        dp = np.full((k + 1, n + 1), np.inf)
+        arg = np.zeros((k + 1, n + 1), dtype=int)
+        dp[0, 0] = 0.0
+        for b in range(1, k + 1):
+            for j in range(b, n + 1):
+                cands = dp[b - 1, b - 1:j] + cost[b - 1:j, j]
+                i = int(np.argmin(cands)) + b - 1
+                dp[b, j], arg[b, j] = dp[b - 1, i] + cost[i, j], i
+        if dp[k, n] < best_cost - 1e-9:
+            cuts, j = [], n
+            for b in range(k, 0, -1):
+                i = arg[b, j]
+                cuts.append(order[i:j])
+                j = i
+            best_cost, best = dp[k, n], cuts[::-1]
+    return best
+
+
+# ---------------------------------------------------------------------- index sets
+
+
+@dataclass
+class ClockSets:
+    """Everything hourly, built once by `build_clock` before the model."""
+
+    on: bool
+    hours: list[int]  # represented hours: the first UTC hour of each block
+    weight_h: dict[int, float]  # hours of the day each represented hour stands for (sum 24)
+    blocks: dict[int, list[int]]  # represented hour -> the UTC hours it stands for
+    load_share: dict[tuple[str, str], np.ndarray]  # (region, class) -> p over `hours` (peak 1)
+    offsets_h: dict[str, tuple[float, str]]
+    block_overstatement: float = 0.0  # share of the day's served tokens the blocks overstate (0 at 24 hours)
+    energy_group: dict[str, str] = field(default_factory=dict)  # rack config -> dispatch group (chip, or the config itself)
+    group_chip: dict[str, str] = field(default_factory=dict)
+    group_kw_per_gpu: dict[str, float] = field(default_factory=dict)
+    busy: list[tuple] = field(default_factory=list)  # (s, g, c, w, h) busy GPUs serving class w
+    backfill: list[tuple] = field(default_factory=list)  # (j, s, g, c, h) GPUs lent to an interruptible job
+    cloud_rtt_ms: np.ndarray | None = None  # regions x cloud regions
+    rent_serve: list[tuple[str, str, str]] = field(default_factory=list)  # (r, w, q)
+    rent_on_demand: list[tuple[str, str, int]] = field(default_factory=list)  # (q, w, h) GPUs rented on demand
+    rent_reserved: list[tuple[str, str]] = field(default_factory=list)  # (q, w) GPUs reserved all day
+    rent_train: list[tuple[str, str]] = field(default_factory=list)  # (j, q) job on reserved rented GPUs
+    configs: dict[tuple, list[str]] = field(default_factory=dict)  # (s, g, c, w) -> rack configs of g with racks there
+
+    def p(self, r: str, w: str, h: int) -> float:
+        return float(self.load_share[r, w][self.hours.index(h)]) if (r, w) in self.load_share else 1.0
+
+    def days_per_year(self, scenario: Scenario) -> float:
+        return scenario.economics.hours_per_year / HOURS_PER_DAY
+
+
+def trough_jobs(ix) -> list[str]:
+    """Jobs that may run in the troughs: interruptible, with the clock on."""
+    return [j for j, job in ix.jobs.items() if job.interruptible] if ix.scenario.clock.on else []
+
+
+def build_clock(ix) -> ClockSets:
+    """The represented hours, each region's load share per hour, and the sparse hourly sets."""
+    scenario = ix.scenario
+    clock = scenario.clock
+    demanded = [(r.id, w) for r in scenario.regions for w in ix.workloads if r.demand_tok_s.get(w, 0.0) > 0]
+    if not clock.on:
+        sets = ClockSets(False, [0], {0: float(HOURS_PER_DAY)}, {0: list(range(HOURS_PER_DAY))}, {}, {})
+    else:
+        offsets = region_offsets_h(scenario)
+        utc = {}
+        for r, w in demanded:
+            local = local_profile(scenario, w, r)
+            utc[r, w] = utc_profile(local, offsets[r][0])
+        keys = list(utc)
+        matrix = np.array([utc[key] * ix.demand(*key) for key in keys]).T if keys else np.zeros((HOURS_PER_DAY, 1))
+        blocks = best_blocks(matrix, clock.hours)
+        hours = [b[0] for b in blocks]
+        share = {key: np.array([max(utc[key][h] for h in b) for b in blocks]) for key in keys}
+        served = float(matrix.sum())
+        over = float(sum((matrix[b].max(axis=0) * len(b) - matrix[b].sum(axis=0)).sum() for b in blocks))
+        sets = ClockSets(True, hours, {b[0]: float(len(b)) for b in blocks}, {b[0]: b for b in blocks}, share, offsets,
+                         block_overstatement=over / served if served else 0.0)
+    _dispatch_groups(ix, sets)
+    for s, k, c, w in ix.inf_racks:
+        sets.configs.setdefault((s, sets.energy_group[k], c, w), []).append(k)
+    if sets.on:
+        sets.busy = [(s, sets.energy_group[k], c, w, h) for (s, k, c, w) in _group_keys(ix, sets) for h in sets.hours]
+        sets.backfill = _backfill_keys(ix, sets)
+    _rentals(ix, sets)
+    return sets
+
+
+def _dispatch_groups(ix, sets: ClockSets) -> None:
+    """Configs of one chip with the same kW per GPU dispatch as one group (the chip id);
+    a chip whose configs differ in kW per GPU keeps one group per config."""
+    per_gpu = {k: rack.kw_per_rack / rack.gpus_per_rack for k, rack in ix.racks.items()}
+    by_chip: dict[str, set[float]] = {}
+    for k, rack in ix.racks.items():
+        by_chip.setdefault(rack.chip, set()).add(round(per_gpu[k], 9))
+    for k, rack in ix.racks.items():
+        g = rack.chip if len(by_chip[rack.chip]) == 1 else k
+        sets.energy_group[k] = g
+        sets.group_chip[g] = rack.chip
+        sets.group_kw_per_gpu[g] = per_gpu[k]
+
+
+def _group_keys(ix, sets: ClockSets) -> list[tuple[str, str, str, str]]:
+    """(s, k, c, w) with k the first config of each dispatch group, one per (s, g, c, w)."""
+    seen, out = set(), []
+    for s, k, c, w in ix.inf_racks:
+        key = (s, sets.energy_group[k], c, w)
+        if key not in seen:
+            seen.add(key)
+            out.append((s, k, c, w))
+    return out
+
+
+def _backfill_keys(ix, sets: ClockSets) -> list[tuple]:
+    tier = ix.scenario.clock.inference_fabric_tier
+    groups = sorted({(s, sets.energy_group[k], c) for s, k, c, _ in ix.inf_racks})
+    out = []
+    for j in trough_jobs(ix):
+        job = ix.jobs[j]
+        if job.min_fabric_tier > tier:
+            continue
+        chips = set(job.eligible_chips) or {x for x, chip in ix.chips.items() if chip.h100_equiv > 0}
+        for s, g, c in groups:
+            if sets.group_chip[g] in chips and ix.chips[sets.group_chip[g]].h100_equiv > 0 and \
+                    (not job.allowed_countries or ix.sites[s].country in job.allowed_countries):
+                out += [(j, s, g, c, h) for h in sets.hours]
+    return out
+
+
+def cloud_rtt_matrix_ms(scenario: Scenario) -> np.ndarray:
+    """Round-trip ms, regions x cloud regions, by great circle x route factor (the backbone
+    graph, if any, holds sites, not cloud regions)."""
+    if not scenario.cloud_regions:
+        return np.zeros((len(scenario.regions), 0))
+    lat = scenario.latency
+    km = great_circle_km(np.array([r.lat for r in scenario.regions])[:, None], np.array([r.lon for r in scenario.regions])[:, None],
+                         np.array([q.lat for q in scenario.cloud_regions])[None, :], np.array([q.lon for q in scenario.cloud_regions])[None, :])
+    return 2.0 * km * lat.route_factor / lat.fiber_km_per_ms + lat.overhead_ms
+
+
+def _rentals(ix, sets: ClockSets) -> None:
+    scenario = ix.scenario
+    clouds = scenario.cloud_regions
+    sets.cloud_rtt_ms = cloud_rtt_matrix_ms(scenario)
+    if not clouds:
+        return
+    tok = {(t.chip, t.workload) for t in scenario.catalog.throughput}
+    for i, region in enumerate(scenario.regions):
+        for w in ix.workloads:
+            if region.demand_tok_s.get(w, 0.0) <= 0:
+                continue
+            for j, q in enumerate(clouds):
+                if (q.chip, w) in tok and sets.cloud_rtt_ms[i, j] <= region.rtt_budget_ms[w] + 1e-9 and \
+                        (not region.allowed_countries or q.country in region.allowed_countries):
+                    sets.rent_serve.append((region.id, w, q.id))
+    served = sorted({(q, w) for _, w, q in sets.rent_serve})
+    by_id = {q.id: q for q in clouds}
+    sets.rent_on_demand = [(q, w, h) for q, w in served if by_id[q].usd_per_gpu_hour_on_demand is not None for h in sets.hours]
+    sets.rent_reserved = [(q, w) for q, w in served if by_id[q].usd_per_gpu_hour_reserved is not None]
+    for j, job in ix.jobs.items():
+        chips = set(job.eligible_chips) or {x for x, chip in ix.chips.items() if chip.h100_equiv > 0}
+        for q in clouds:
+            if q.chip in chips and ix.chips[q.chip].h100_equiv > 0 and q.usd_per_gpu_hour_reserved is not None and \
+                    q.fabric_tier >= job.min_fabric_tier and (not job.allowed_countries or q.country in job.allowed_countries) and \
+                    (q.cap_gpus is None or rented_training_gpus(ix, j, q.chip) <= q.cap_gpus + 1e-9):
+                sets.rent_train.append((j, q.id))
+
+
+def rented_training_gpus(ix, j: str, chip: str) -> float:
+    """Physical GPUs a job rents: its H100-equivalents over the chip's equivalence (the
+    provider's cluster fabric is taken at full efficiency: its price includes it)."""
+    return ix.jobs[j].gpus_h100_equiv / ix.chips[chip].h100_equiv
+
+
+def tok_s_per_gpu(ix, chip: str, w: str) -> float:
+    """A GPU's tokens/s on class w at the target utilization (0 if it cannot serve w)."""
+    for t in ix.scenario.catalog.throughput:
+        if t.chip == chip and t.workload == w:
+            return t.tok_s_per_gpu * ix.scenario.economics.inference_target_utilization
+    return 0.0
+
+
+# ------------------------------------------------------------------------- columns
+
+
+def add_clock_variables(lm: LinearModel, ix) -> None:
+    """busy[s,g,c,w,h], backfill[j,s,g,c,h] >= 0 GPUs; rent_share[r,w,q] in [0,1];
+    rent_od[q,w,h], rent_res[q,w] >= 0 GPUs; rent_trn[j,q] binary."""
+    ck = ix.clock
+    if ck.busy:
+        lm.add_block("busy", ck.busy, 0.0, np.inf, "continuous")
+    if ck.backfill:
+        lm.add_block("backfill", ck.backfill, 0.0, np.inf, "continuous")
+    if ck.rent_serve:
+        lm.add_block("rent_share", ck.rent_serve, 0.0, ix.scenario.policies.max_share_per_site, "continuous")
+    if ck.rent_on_demand:
+        lm.add_block("rent_od", ck.rent_on_demand, 0.0, np.inf, "continuous")
+    if ck.rent_reserved:
+        lm.add_block("rent_res", ck.rent_reserved, 0.0, np.inf, "continuous")
+    if ck.rent_train:
+        lm.add_block("rent_trn", ck.rent_train, 0.0, 1.0, "binary")
+
+
+def busy_energy(ix, s: str, g: str, c: str, hours: float) -> tuple[float, float]:
+    """(MWh, t CO2) one busy GPU of group g in a c zone at s adds over `hours` hours a year:
+    its rated facility power above the idle share the rack already pays for."""
+    site = ix.sites[s]
+    kw = ix.clock.group_kw_per_gpu[g] * site.pue(ix.cooling[c]) * (1.0 - ix.scenario.clock.idle_power_share)
+    mwh = kw * hours / 1000.0
+    return mwh, mwh * site.grid_carbon_g_per_kwh / 1000.0
+
+
+def clock_costs(lm: LinearModel, ix) -> None:
+    """Objective terms: energy and carbon of busy and lent GPUs; rented GPU-hours."""
+    ck, econ = ix.clock, ix.scenario.economics
+    days = ck.days_per_year(ix.scenario)
+    for block, keys, split in (("busy", ck.busy, lambda key: (key[0], key[1], key[2], key[4])),
+                               ("backfill", ck.backfill, lambda key: (key[1], key[2], key[3], key[4]))):
+        for key in keys:
+            s, g, c, h = split(key)
+            mwh, t = busy_energy(ix, s, g, c, ck.weight_h[h] * days)
+            col = lm.col(block, key)
+            lm.add_cost("energy", col, mwh * ix.sites[s].power_price_usd_per_mwh)
+            if econ.carbon_price_usd_per_t:
+                lm.add_cost("carbon", col, t * econ.carbon_price_usd_per_t)
+    clouds = {q.id: q for q in ix.scenario.cloud_regions}
+    for q, w, h in ck.rent_on_demand:
+        lm.add_cost("rental", lm.col("rent_od", (q, w, h)), clouds[q].usd_per_gpu_hour_on_demand * ck.weight_h[h] * days)
+    for q, w in ck.rent_reserved:
+        lm.add_cost("rental", lm.col("rent_res", (q, w)), clouds[q].usd_per_gpu_hour_reserved * econ.hours_per_year)
+    for j, q in ck.rent_train:
+        lm.add_cost("rental", lm.col("rent_trn", (j, q)),
+                    rented_training_gpus(ix, j, clouds[q].chip) * clouds[q].usd_per_gpu_hour_reserved * econ.hours_per_year)
+
+
+def clock_emissions(lm: LinearModel, ix) -> list[tuple[int, float]]:
+    """t CO2 per year of each busy or lent GPU column, for the carbon cap."""
+    ck = ix.clock
+    days = ck.days_per_year(ix.scenario)
+    out = [(lm.col("busy", key), busy_energy(ix, key[0], key[1], key[2], ck.weight_h[key[4]] * days)[1]) for key in ck.busy]
+    return out + [(lm.col("backfill", key), busy_energy(ix, key[1], key[2], key[3], ck.weight_h[key[4]] * days)[1]) for key in ck.backfill]
+
+
+# ------------------------------------------------------------------------ families
+
+
+def _installed(lm: LinearModel, ix, s: str, g: str, c: str, classes=None) -> list[tuple[int, float]]:
+    """-GPUs installed in group g, cooling c at s (for classes `classes`, default all)."""
+    out = []
+    for w in (classes or ix.workloads):
+        for k in ix.clock.configs.get((s, g, c, w), []):
+            out.append((lm.col("racks_inf", (s, k, c, w)), -float(ix.racks[k].gpus_per_rack)))
+    return out
+
+
+@family(checker="check_clock", section="clock", not_relaxed="a law of the model: the load is what the busy GPUs serve; "
+        "the limits behind it (power, floor, demand) are relaxed instead")
+def hourly_serving(lm: LinearModel, ix) -> None:
+    """sum_r share[r,w,s] * demand[r,w] * p[r,w,h] - sum_{g,c} busy[s,g,c,w,h] * tok_s[g,w] <= 0   for every (s,w,h)
+    (clock on; replaces inference_capacity). p[r,w,h] is the class's profile in r's local time at UTC hour h (peak 1);
+    tok_s[g,w] a GPU's tokens/s at the target utilization."""
+    ck = ix.clock
+    if not ck.on:
+        return
+    by_sw = ix.group("serve_by_sw")
+    busy_by = {}
+    for key in ck.busy:
+        s, g, c, w, h = key
+        busy_by.setdefault((s, w, h), []).append((lm.col("busy", key), -tok_s_per_gpu(ix, ck.group_chip[g], w)))
+    for (s, w, h), busy in busy_by.items():
+        served = [(lm.col("share", (r, w, s)), ix.demand(r, w) * ck.p(r, w, h)) for r in by_sw.get((s, w), [])]
+        lm.add_row("hourly_serving", (s, w, h), served + busy, upper=0.0)
+
+
+@family(checker="check_clock", section="clock", not_relaxed="a law of the model: a GPU is busy only if it is installed")
+def busy_within_racks(lm: LinearModel, ix) -> None:
+    """busy[s,g,c,w,h] - sum_{k in g} racks_inf[s,k,c,w] * gpus[k] <= 0   for every (s,g,c,w,h)   (clock on)."""
+    for key in ix.clock.busy:
+        s, g, c, w, h = key
+        lm.add_row("busy_within_racks", key, [(lm.col("busy", key), 1.0)] + _installed(lm, ix, s, g, c, [w]), upper=0.0)
+
+
+@family(checker="check_clock", section="clock", not_relaxed="a law of the model: a GPU lent to training is one the "
+        "served load leaves idle in that hour")
+def trough_fits_idle(lm: LinearModel, ix) -> None:
+    """sum_w busy[s,g,c,w,h] + sum_j backfill[j,s,g,c,h] - sum_{k in g, w} racks_inf[s,k,c,w] * gpus[k] <= 0
+    for every (s,g,c,h) some interruptible job may use (clock on)."""
+    ck = ix.clock
+    lent: dict[tuple, list] = {}
+    for key in ck.backfill:
+        j, s, g, c, h = key
+        lent.setdefault((s, g, c, h), []).append((lm.col("backfill", key), 1.0))
+    if not lent:
+        return
+    busy: dict[tuple, list] = {}
+    for key in ck.busy:
+        s, g, c, w, h = key
+        busy.setdefault((s, g, c, h), []).append((lm.col("busy", key), 1.0))
+    for (s, g, c, h), cols in lent.items():
+        lm.add_row("trough_fits_idle", (s, g, c, h), cols + busy.get((s, g, c, h), []) + _installed(lm, ix, s, g, c), upper=0.0)
+
+
+def _job_fields(ix, j, _amount: float) -> dict:
+    job = ix.jobs[j]
+    return dict(job=job.name, hours=f"{job.daily_h100_hours:,.0f}")
+
+
+@family(checker="check_clock", section="clock", relax=Relax(
+    "short", "the job's daily GPU-hours (0 to 1)", lambda ix, key: 1.0,
+    "interruptible job {job} cannot get its {hours} H100-equivalent GPU-hours a day from troughs, its own racks or rented GPUs",
+    _job_fields, "jobs.csv gpu_hours_per_day, eligible_chips, min_fabric_tier or allowed_countries", weight=1e6))
+def trough_job_hours(lm: LinearModel, ix) -> None:
+    """sum_{s,g,c,h} w_h * backfill[j,s,g,c,h] * h100[g] + H_j * (sum place[j,...] + sum rent_trn[j,q]) >= H_j
+    for every interruptible job j (clock on): H_j H100-equivalent GPU-hours a day, from the troughs unless the job has its
+    own racks or rented GPUs (job_placed_once then allows no placement: <= 1)."""
+    ck = ix.clock
+    jobs = trough_jobs(ix)
+    if not jobs:
+        return
+    lent: dict[str, list] = {j: [] for j in jobs}
+    for key in ck.backfill:
+        j, s, g, c, h = key
+        lent[j].append((lm.col("backfill", key), ck.weight_h[h] * ix.chips[ck.group_chip[g]].h100_equiv))
+    options = ix.group("place_by_job")
+    rented = {}
+    for j, q in ck.rent_train:
+        rented.setdefault(j, []).append(q)
+    for j in jobs:
+        need = ix.jobs[j].daily_h100_hours
+        own = [(lm.col("place", (j, *o)), need) for o in options.get(j, [])]
+        own += [(lm.col("rent_trn", (j, q)), need) for q in rented.get(j, [])]
+        lm.add_row("trough_job_hours", j, lent[j] + own, lower=need)
+
+
+@family(checker="check_clock", section="clock", not_relaxed="a law of the model: rented GPUs serve what they are rented for; "
+        "demand is relaxed instead")
+def rental_capacity(lm: LinearModel, ix) -> None:
+    """sum_r rent_share[r,w,q] * demand[r,w] * p[r,w,h] - (rent_od[q,w,h] + rent_res[q,w]) * tok_s[chip_q,w] <= 0
+    for every cloud region q, class w and represented hour h with a rentable pair."""
+    ck = ix.clock
+    if not ck.rent_serve:
+        return
+    by_qw: dict[tuple, list] = {}
+    for r, w, q in ck.rent_serve:
+        by_qw.setdefault((q, w), []).append(r)
+    on_demand, reserved = set(ck.rent_on_demand), set(ck.rent_reserved)
+    chips = {q.id: q.chip for q in ix.scenario.cloud_regions}
+    for (q, w), regions in by_qw.items():
+        tok = tok_s_per_gpu(ix, chips[q], w)
+        for h in ck.hours:
+            row = [(lm.col("rent_share", (r, w, q)), ix.demand(r, w) * ck.p(r, w, h)) for r in regions]
+            if (q, w, h) in on_demand:
+                row.append((lm.col("rent_od", (q, w, h)), -tok))
+            if (q, w) in reserved:
+                row.append((lm.col("rent_res", (q, w)), -tok))
+            lm.add_row("rental_capacity", (q, w, h), row, upper=0.0)
+
+
+def _cap_fields(ix, key, gpus: float) -> dict:
+    q = next(c for c in ix.scenario.cloud_regions if c.id == key[0])
+    return dict(cloud=q.name, cap=f"{q.cap_gpus:,.0f}", over=f"{gpus:,.0f}")
+
+
+@family(checker="check_clock", section="clock", relax=Relax(
+    "over", "GPUs", lambda ix, key: next(q.cap_gpus for q in ix.scenario.cloud_regions if q.id == key[0]),
+    "cloud region {cloud} can rent {cap} GPUs at once and is over by {over}", _cap_fields, "cloud_regions.csv cap_gpus"))
+def rental_cap(lm: LinearModel, ix) -> None:
+    """sum_w (rent_od[q,w,h] + rent_res[q,w]) + sum_j rent_trn[j,q] * gpus[j,q] <= cap_gpus[q]   for every capped q and hour h."""
+    ck = ix.clock
+    for q in ix.scenario.cloud_regions:
+        if q.cap_gpus is None:
+            continue
+        for h in ck.hours:
+            row = [(lm.col("rent_od", key), 1.0) for key in ck.rent_on_demand if key[0] == q.id and key[2] == h]
+            row += [(lm.col("rent_res", key), 1.0) for key in ck.rent_reserved if key[0] == q.id]
+            row += [(lm.col("rent_trn", key), rented_training_gpus(ix, key[0], q.chip)) for key in ck.rent_train if key[1] == q.id]
+            if row:
+                lm.add_row("rental_cap", (q.id, h), row, upper=float(q.cap_gpus))
