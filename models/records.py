@@ -205,6 +205,7 @@ class Profile(Record):
     local_hour: int = Field(ge=0, le=23, json_schema_extra=fix("hour of the local day, 0..23"))
     load: float = Field(ge=0, le=1, json_schema_extra=fix("demand at this hour / the day's peak, 0..1 (the peak hour is 1)"))
     region: str = Field(default="", json_schema_extra=fix("a region id for a region's own profile; empty = every region"))
+    source: str = ""
 
 
 class CloudRegion(Record):
@@ -223,6 +224,8 @@ class CloudRegion(Record):
         "reserved (committed) price in USD per GPU-hour, paid for every hour of the year; empty = not offered"))
     cap_gpus: float | None = Field(default=None, gt=0, json_schema_extra=fix("most GPUs rentable at once; empty = no cap"))
     fabric_tier: int = Field(default=0, ge=0, json_schema_extra=fix("tier of the cluster fabric the rented GPUs sit on (fabrics.csv tiers)"))
+    period: str = ""
+    source: str = ""
 
 
 class PairCost(Record):
