@@ -292,8 +292,6 @@ class Clock(Record):
 
     hours: int = Field(default=0, ge=0, le=24, json_schema_extra=fix(
         "0 = off (every site sized for the sum of the peaks it serves); 24 = every hour; 1..23 = that many representative blocks"))
-    routing: str = Field(default="daily", pattern="^(daily|hourly)$", json_schema_extra=fix(
-        "daily = one share per (region, class, site) for the whole day; hourly = a share per hour"))
     idle_power_share: float = Field(default=0.3, ge=0, le=1, json_schema_extra=fix(
         "share of its rated power an inference rack draws when it serves nothing, 0..1"))
     inference_fabric_tier: int = Field(default=1, ge=0, json_schema_extra=fix(

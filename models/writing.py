@@ -14,7 +14,7 @@ import pandas as pd
 import yaml
 
 from dcplace.models.outputs import check_new_folder, new_stage
-from dcplace.models.records import Clock, CloudRegion, PairCost, Profile, Scenario, Site, TrainingJob
+from dcplace.models.records import CloudRegion, PairCost, Profile, Scenario, Site, TrainingJob
 from dcplace.models.scenario_file import default_catalog_dir, default_scenario_path
 from dcplace.models.tables import CATALOG_TABLES
 
@@ -105,6 +105,6 @@ def _write_tables(scenario: Scenario, folder: Path) -> None:
         "economics": scenario.economics.model_dump(),
         "latency": latency,
         "policies": policies,
-        **({"clock": scenario.clock.model_dump()} if scenario.clock != Clock() else {}),
+        "clock": scenario.clock.model_dump(),
     }
     (folder / "scenario.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))

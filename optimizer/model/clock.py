@@ -6,11 +6,16 @@ writes a row. With the clock on, a day is a set of represented UTC hours H with 
 w_h (sum 24) and region r's class-w demand at hour h is demand[r,w] x p[r,w,h], where p
 is the class's profile in r's local time (peak 1). Then:
 
-* capacity: a site's busy GPUs serve the load it carries at every represented hour
-  (`hourly_serving`), and no more GPUs are busy than are installed (`busy_within_racks`);
+* capacity: a site's racks serve the load it carries at every represented hour
+  (`hourly_serving`), less the GPUs it lends to training in that hour;
 * energy follows the load: an inference rack always draws `idle_power_share` of its rated
-  power, and each busy GPU the rest of its share for the hours it is busy; busy GPUs are a
-  dispatch (the LP loads the racks that cost least per token first, as an operator would);
+  power, and its GPUs the rest for the hours they are busy. The objective charges each
+  served token-hour the busy power of the site's most efficient chip and cooling for its
+  class, a lower bound on any dispatch; the plan's energy is the merit-order dispatch of
+  the racks it builds (`dispatch`, what an operator's scheduler does), and its gap is
+  restated against the bound (optimizer.solving.solve), so it stays honest. Charging a
+  dispatch variable per (site, chip, cooling, class, hour) instead made the root LP of
+  the default at 24 hours take over a minute (docs/clock.md);
 * interruptible jobs take GPU-hours from the inference GPUs the served load leaves idle
   (`trough_job_hours`, `trough_fits_idle`) or else run on their own racks;
 * cloud regions rent GPU-hours: on demand for the hours used, reserved for every hour
@@ -155,14 +160,14 @@ class ClockSets:
     energy_group: dict[str, str] = field(default_factory=dict)  # rack config -> dispatch group (chip, or the config itself)
     group_chip: dict[str, str] = field(default_factory=dict)
     group_kw_per_gpu: dict[str, float] = field(default_factory=dict)
-    busy: list[tuple] = field(default_factory=list)  # (s, g, c, w, h) busy GPUs serving class w
-    backfill: list[tuple] = field(default_factory=list)  # (j, s, g, c, h) GPUs lent to an interruptible job
+    backfill: list[tuple] = field(default_factory=list)  # (j, s, g, w, h) GPUs of class-w racks lent to job j in hour h
     cloud_rtt_ms: np.ndarray | None = None  # regions x cloud regions
     rent_serve: list[tuple[str, str, str]] = field(default_factory=list)  # (r, w, q)
     rent_on_demand: list[tuple[str, str, int]] = field(default_factory=list)  # (q, w, h) GPUs rented on demand
     rent_reserved: list[tuple[str, str]] = field(default_factory=list)  # (q, w) GPUs reserved all day
     rent_train: list[tuple[str, str]] = field(default_factory=list)  # (j, q) job on reserved rented GPUs
     configs: dict[tuple, list[str]] = field(default_factory=dict)  # (s, g, c, w) -> rack configs of g with racks there
+    site_options: dict[tuple, list[tuple[str, str]]] = field(default_factory=dict)  # (s, w) -> [(g, c)] it could serve w with
 
     def p(self, r: str, w: str, h: int) -> float:
         return float(self.load_share[r, w][self.hours.index(h)]) if (r, w) in self.load_share else 1.0
@@ -201,8 +206,9 @@ def build_clock(ix) -> ClockSets:
     _dispatch_groups(ix, sets)
     for s, k, c, w in ix.inf_racks:
         sets.configs.setdefault((s, sets.energy_group[k], c, w), []).append(k)
+    for s, g, c, w in sets.configs:
+        sets.site_options.setdefault((s, w), []).append((g, c))
     if sets.on:
-        sets.busy = [(s, sets.energy_group[k], c, w, h) for (s, k, c, w) in _group_keys(ix, sets) for h in sets.hours]
         sets.backfill = _backfill_keys(ix, sets)
     _rentals(ix, sets)
     return sets
@@ -222,30 +228,19 @@ def _dispatch_groups(ix, sets: ClockSets) -> None:
         sets.group_kw_per_gpu[g] = per_gpu[k]
 
 
-def _group_keys(ix, sets: ClockSets) -> list[tuple[str, str, str, str]]:
-    """(s, k, c, w) with k the first config of each dispatch group, one per (s, g, c, w)."""
-    seen, out = set(), []
-    for s, k, c, w in ix.inf_racks:
-        key = (s, sets.energy_group[k], c, w)
-        if key not in seen:
-            seen.add(key)
-            out.append((s, k, c, w))
-    return out
-
-
 def _backfill_keys(ix, sets: ClockSets) -> list[tuple]:
     tier = ix.scenario.clock.inference_fabric_tier
-    groups = sorted({(s, sets.energy_group[k], c) for s, k, c, _ in ix.inf_racks})
+    groups = sorted({(s, sets.energy_group[k], w) for s, k, _, w in ix.inf_racks})
     out = []
     for j in trough_jobs(ix):
         job = ix.jobs[j]
         if job.min_fabric_tier > tier:
             continue
         chips = set(job.eligible_chips) or {x for x, chip in ix.chips.items() if chip.h100_equiv > 0}
-        for s, g, c in groups:
+        for s, g, w in groups:
             if sets.group_chip[g] in chips and ix.chips[sets.group_chip[g]].h100_equiv > 0 and \
                     (not job.allowed_countries or ix.sites[s].country in job.allowed_countries):
-                out += [(j, s, g, c, h) for h in sets.hours]
+                out += [(j, s, g, w, h) for h in sets.hours]
     return out
 
 
@@ -306,11 +301,9 @@ def tok_s_per_gpu(ix, chip: str, w: str) -> float:
 
 
 def add_clock_variables(lm: LinearModel, ix) -> None:
-    """busy[s,g,c,w,h], backfill[j,s,g,c,h] >= 0 GPUs; rent_share[r,w,q] in [0,1];
+    """backfill[j,s,g,w,h] >= 0 GPUs lent to job j; rent_share[r,w,q] in [0, max share];
     rent_od[q,w,h], rent_res[q,w] >= 0 GPUs; rent_trn[j,q] binary."""
     ck = ix.clock
-    if ck.busy:
-        lm.add_block("busy", ck.busy, 0.0, np.inf, "continuous")
     if ck.backfill:
         lm.add_block("backfill", ck.backfill, 0.0, np.inf, "continuous")
     if ck.rent_serve:
@@ -323,28 +316,56 @@ def add_clock_variables(lm: LinearModel, ix) -> None:
         lm.add_block("rent_trn", ck.rent_train, 0.0, 1.0, "binary")
 
 
-def busy_energy(ix, s: str, g: str, c: str, hours: float) -> tuple[float, float]:
-    """(MWh, t CO2) one busy GPU of group g in a c zone at s adds over `hours` hours a year:
-    its rated facility power above the idle share the rack already pays for."""
-    site = ix.sites[s]
-    kw = ix.clock.group_kw_per_gpu[g] * site.pue(ix.cooling[c]) * (1.0 - ix.scenario.clock.idle_power_share)
-    mwh = kw * hours / 1000.0
-    return mwh, mwh * site.grid_carbon_g_per_kwh / 1000.0
+def busy_kw_per_gpu(ix, s: str, g: str, c: str) -> float:
+    """Facility kW one busy GPU of group g in a c zone at s draws above the idle share its
+    rack pays for all year."""
+    return ix.clock.group_kw_per_gpu[g] * ix.sites[s].pue(ix.cooling[c]) * (1.0 - ix.scenario.clock.idle_power_share)
+
+
+def served_kwh_per_token_s(ix, s: str, w: str, pick=min) -> float:
+    """kW of busy facility power per tok/s served of class w at s, by the `pick` (min: the
+    model's objective, a lower bound; max: the carbon cap, an upper bound) of the groups the
+    site could serve w with."""
+    ck = ix.clock
+    values = [busy_kw_per_gpu(ix, s, g, c) / tok_s_per_gpu(ix, ck.group_chip[g], w) for g, c in ck.site_options.get((s, w), [])]
+    return pick(values) if values else 0.0
+
+
+def lent_kw_per_gpu(ix, s: str, g: str, w: str, pick=min) -> float:
+    """kW one lent GPU of group g (from class-w racks) at s draws, at the `pick` of its coolings' PUE."""
+    return pick(busy_kw_per_gpu(ix, s, g, c) for g2, c in ix.clock.site_options.get((s, w), []) if g2 == g)
+
+
+def day_weighted_load(ix, r: str, w: str) -> float:
+    """Token-hours per day of (r, w) per unit share: demand x sum_h w_h p[r,w,h]."""
+    ck = ix.clock
+    return ix.demand(r, w) * sum(ck.weight_h[h] * ck.p(r, w, h) for h in ck.hours)
 
 
 def clock_costs(lm: LinearModel, ix) -> None:
-    """Objective terms: energy and carbon of busy and lent GPUs; rented GPU-hours."""
+    """Objective terms. Energy that follows the load (clock on): each served tok/s-hour pays the
+    busy power of the site's most efficient group for its class (a lower bound on any dispatch:
+    the plan's energy is then the merit-order dispatch of the racks it builds, and its gap is
+    restated against this bound, optimizer.solving.solve); lent GPUs pay at their coolest zone.
+    Rented GPU-hours: on demand for the hours rented, reserved for every hour."""
     ck, econ = ix.clock, ix.scenario.economics
     days = ck.days_per_year(ix.scenario)
-    for block, keys, split in (("busy", ck.busy, lambda key: (key[0], key[1], key[2], key[4])),
-                               ("backfill", ck.backfill, lambda key: (key[1], key[2], key[3], key[4]))):
-        for key in keys:
-            s, g, c, h = split(key)
-            mwh, t = busy_energy(ix, s, g, c, ck.weight_h[h] * days)
-            col = lm.col(block, key)
-            lm.add_cost("energy", col, mwh * ix.sites[s].power_price_usd_per_mwh)
-            if econ.carbon_price_usd_per_t:
-                lm.add_cost("carbon", col, t * econ.carbon_price_usd_per_t)
+    carbon_price = econ.carbon_price_usd_per_t
+    if ck.on:
+        share = lm.blocks["share"]
+        for i, (r, w, s) in enumerate(ix.serve):
+            mwh = day_weighted_load(ix, r, w) * days * served_kwh_per_token_s(ix, s, w) / 1000.0
+            site = ix.sites[s]
+            lm.add_cost("energy", share.start + i, mwh * site.power_price_usd_per_mwh)
+            if carbon_price:
+                lm.add_cost("carbon", share.start + i, mwh * site.grid_carbon_g_per_kwh / 1000.0 * carbon_price)
+        for key in ck.backfill:
+            j, s, g, w, h = key
+            mwh = lent_kw_per_gpu(ix, s, g, w) * ck.weight_h[h] * days / 1000.0
+            site = ix.sites[s]
+            lm.add_cost("energy", lm.col("backfill", key), mwh * site.power_price_usd_per_mwh)
+            if carbon_price:
+                lm.add_cost("carbon", lm.col("backfill", key), mwh * site.grid_carbon_g_per_kwh / 1000.0 * carbon_price)
     clouds = {q.id: q for q in ix.scenario.cloud_regions}
     for q, w, h in ck.rent_on_demand:
         lm.add_cost("rental", lm.col("rent_od", (q, w, h)), clouds[q].usd_per_gpu_hour_on_demand * ck.weight_h[h] * days)
@@ -356,70 +377,69 @@ def clock_costs(lm: LinearModel, ix) -> None:
 
 
 def clock_emissions(lm: LinearModel, ix) -> list[tuple[int, float]]:
-    """t CO2 per year of each busy or lent GPU column, for the carbon cap."""
+    """t CO2 per year of served load and lent GPUs for the carbon cap, at the site's most
+    carbon-hungry group (an upper bound: the plan never breaks the cap whatever the dispatch)."""
     ck = ix.clock
+    if not ck.on:
+        return []
     days = ck.days_per_year(ix.scenario)
-    out = [(lm.col("busy", key), busy_energy(ix, key[0], key[1], key[2], ck.weight_h[key[4]] * days)[1]) for key in ck.busy]
-    return out + [(lm.col("backfill", key), busy_energy(ix, key[1], key[2], key[3], ck.weight_h[key[4]] * days)[1]) for key in ck.backfill]
+    share = lm.blocks["share"]
+    out = []
+    for i, (r, w, s) in enumerate(ix.serve):
+        mwh = day_weighted_load(ix, r, w) * days * served_kwh_per_token_s(ix, s, w, max) / 1000.0
+        out.append((share.start + i, mwh * ix.sites[s].grid_carbon_g_per_kwh / 1000.0))
+    for key in ck.backfill:
+        j, s, g, w, h = key
+        mwh = lent_kw_per_gpu(ix, s, g, w, max) * ck.weight_h[h] * days / 1000.0
+        out.append((lm.col("backfill", key), mwh * ix.sites[s].grid_carbon_g_per_kwh / 1000.0))
+    return out
 
 
 # ------------------------------------------------------------------------ families
 
 
-def _installed(lm: LinearModel, ix, s: str, g: str, c: str, classes=None) -> list[tuple[int, float]]:
-    """-GPUs installed in group g, cooling c at s (for classes `classes`, default all)."""
+def _installed(lm: LinearModel, ix, s: str, g: str, w: str) -> list[tuple[int, float]]:
+    """-GPUs installed in group g for class w at s (every cooling)."""
     out = []
-    for w in (classes or ix.workloads):
-        for k in ix.clock.configs.get((s, g, c, w), []):
-            out.append((lm.col("racks_inf", (s, k, c, w)), -float(ix.racks[k].gpus_per_rack)))
+    for (s2, g2, c, w2), configs in ix.clock.configs.items():
+        if (s2, g2, w2) == (s, g, w):
+            out += [(lm.col("racks_inf", (s, k, c, w)), -float(ix.racks[k].gpus_per_rack)) for k in configs]
     return out
 
 
-@family(checker="check_clock", section="clock", not_relaxed="a law of the model: the load is what the busy GPUs serve; "
+@family(checker="check_clock", section="clock", not_relaxed="a law of the model: the load is what the racks serve; "
         "the limits behind it (power, floor, demand) are relaxed instead")
 def hourly_serving(lm: LinearModel, ix) -> None:
-    """sum_r share[r,w,s] * demand[r,w] * p[r,w,h] - sum_{g,c} busy[s,g,c,w,h] * tok_s[g,w] <= 0   for every (s,w,h)
-    (clock on; replaces inference_capacity). p[r,w,h] is the class's profile in r's local time at UTC hour h (peak 1);
-    tok_s[g,w] a GPU's tokens/s at the target utilization."""
+    """sum_r share[r,w,s] * demand[r,w] * p[r,w,h] + sum_{j,g} backfill[j,s,g,w,h] * tok_s[g,w]
+      - sum_{k,c} racks_inf[s,k,c,w] * tok_s[k,w] <= 0   for every (s,w,h)   (clock on; replaces inference_capacity).
+    p[r,w,h] is the class's profile in r's local time at UTC hour h (peak 1); GPUs lent to interruptible jobs in
+    that hour serve nothing."""
     ck = ix.clock
     if not ck.on:
         return
     by_sw = ix.group("serve_by_sw")
-    busy_by = {}
-    for key in ck.busy:
-        s, g, c, w, h = key
-        busy_by.setdefault((s, w, h), []).append((lm.col("busy", key), -tok_s_per_gpu(ix, ck.group_chip[g], w)))
-    for (s, w, h), busy in busy_by.items():
-        served = [(lm.col("share", (r, w, s)), ix.demand(r, w) * ck.p(r, w, h)) for r in by_sw.get((s, w), [])]
-        lm.add_row("hourly_serving", (s, w, h), served + busy, upper=0.0)
-
-
-@family(checker="check_clock", section="clock", not_relaxed="a law of the model: a GPU is busy only if it is installed")
-def busy_within_racks(lm: LinearModel, ix) -> None:
-    """busy[s,g,c,w,h] - sum_{k in g} racks_inf[s,k,c,w] * gpus[k] <= 0   for every (s,g,c,w,h)   (clock on)."""
-    for key in ix.clock.busy:
-        s, g, c, w, h = key
-        lm.add_row("busy_within_racks", key, [(lm.col("busy", key), 1.0)] + _installed(lm, ix, s, g, c, [w]), upper=0.0)
-
-
-@family(checker="check_clock", section="clock", not_relaxed="a law of the model: a GPU lent to training is one the "
-        "served load leaves idle in that hour")
-def trough_fits_idle(lm: LinearModel, ix) -> None:
-    """sum_w busy[s,g,c,w,h] + sum_j backfill[j,s,g,c,h] - sum_{k in g, w} racks_inf[s,k,c,w] * gpus[k] <= 0
-    for every (s,g,c,h) some interruptible job may use (clock on)."""
-    ck = ix.clock
     lent: dict[tuple, list] = {}
     for key in ck.backfill:
-        j, s, g, c, h = key
-        lent.setdefault((s, g, c, h), []).append((lm.col("backfill", key), 1.0))
-    if not lent:
-        return
-    busy: dict[tuple, list] = {}
-    for key in ck.busy:
-        s, g, c, w, h = key
-        busy.setdefault((s, g, c, h), []).append((lm.col("busy", key), 1.0))
-    for (s, g, c, h), cols in lent.items():
-        lm.add_row("trough_fits_idle", (s, g, c, h), cols + busy.get((s, g, c, h), []) + _installed(lm, ix, s, g, c), upper=0.0)
+        j, s, g, w, h = key
+        lent.setdefault((s, w, h), []).append((lm.col("backfill", key), tok_s_per_gpu(ix, ck.group_chip[g], w)))
+    for (s, w), racks in ix.group("inf_by_sw").items():
+        capacity = [(lm.col("racks_inf", (s, k, c, w)), -ix.tok_s_per_rack[k, w]) for k, c in racks]
+        for h in ck.hours:
+            served = [(lm.col("share", (r, w, s)), ix.demand(r, w) * ck.p(r, w, h)) for r in by_sw.get((s, w), [])]
+            lm.add_row("hourly_serving", (s, w, h), served + lent.get((s, w, h), []) + capacity, upper=0.0)
+
+
+@family(checker="check_clock", section="clock", not_relaxed="a law of the model: a GPU lent to training is an "
+        "installed inference GPU")
+def trough_fits_idle(lm: LinearModel, ix) -> None:
+    """sum_j backfill[j,s,g,w,h] - sum_{k in g, c} racks_inf[s,k,c,w] * gpus[k] <= 0   for every (s,g,w,h) some
+    interruptible job may use (clock on); hourly_serving keeps the lent GPUs out of serving."""
+    lent: dict[tuple, list] = {}
+    for key in ix.clock.backfill:
+        j, s, g, w, h = key
+        lent.setdefault((s, g, w, h), []).append((lm.col("backfill", key), 1.0))
+    for (s, g, w, h), cols in lent.items():
+        lm.add_row("trough_fits_idle", (s, g, w, h), cols + _installed(lm, ix, s, g, w), upper=0.0)
 
 
 def _job_fields(ix, j, _amount: float) -> dict:
@@ -428,23 +448,23 @@ def _job_fields(ix, j, _amount: float) -> dict:
 
 
 @family(checker="check_clock", section="clock", relax=Relax(
-    "short", "the job's daily GPU-hours (0 to 1)", lambda ix, key: 1.0,
+    "short", "the job's daily GPU-hours (0 to 1)", lambda ix, key: ix.jobs[key].daily_h100_hours,
     "interruptible job {job} cannot get its {hours} H100-equivalent GPU-hours a day from troughs, its own racks or rented GPUs",
     _job_fields, "jobs.csv gpu_hours_per_day, eligible_chips, min_fabric_tier or allowed_countries", weight=1e6))
 def trough_job_hours(lm: LinearModel, ix) -> None:
-    """sum_{s,g,c,h} w_h * backfill[j,s,g,c,h] * h100[g] + H_j * (sum place[j,...] + sum rent_trn[j,q]) >= H_j
+    """sum_{s,g,w,h} w_h * backfill[j,s,g,w,h] * h100[g] + H_j * (sum place[j,...] + sum rent_trn[j,q]) >= H_j
     for every interruptible job j (clock on): H_j H100-equivalent GPU-hours a day, from the troughs unless the job has its
-    own racks or rented GPUs (job_placed_once then allows no placement: <= 1)."""
+    own racks or rented GPUs (its job_placed_once row is then <= 1)."""
     ck = ix.clock
     jobs = trough_jobs(ix)
     if not jobs:
         return
     lent: dict[str, list] = {j: [] for j in jobs}
     for key in ck.backfill:
-        j, s, g, c, h = key
+        j, s, g, w, h = key
         lent[j].append((lm.col("backfill", key), ck.weight_h[h] * ix.chips[ck.group_chip[g]].h100_equiv))
     options = ix.group("place_by_job")
-    rented = {}
+    rented: dict[str, list] = {}
     for j, q in ck.rent_train:
         rented.setdefault(j, []).append(q)
     for j in jobs:
@@ -498,3 +518,41 @@ def rental_cap(lm: LinearModel, ix) -> None:
             row += [(lm.col("rent_trn", key), rented_training_gpus(ix, key[0], q.chip)) for key in ck.rent_train if key[1] == q.id]
             if row:
                 lm.add_row("rental_cap", (q.id, h), row, upper=float(q.cap_gpus))
+
+
+# ------------------------------------------------------------------------ dispatch
+
+
+def dispatch(ix, installed: dict[tuple, float], lent: dict[tuple, float], load: dict[tuple, float]) -> dict[tuple, tuple[float, float]]:
+    """Merit-order dispatch of one represented hour's load over the racks a plan builds.
+
+    installed[(s, g, c, w)] GPUs, lent[(s, g, w, h)] GPUs lent to training, load[(s, w, h)]
+    tok/s. Returns (s, g, c, w, h) -> (GPUs serving, GPUs lent). A group's lent GPUs take its
+    lowest-PUE zones first, then the load fills the remaining GPUs cheapest kW per token
+    first. Optimal: each group's busy power is convex in its busy GPUs (zones in PUE order),
+    so filling the cheapest marginal kW per token first minimises the total.
+    """
+    ck = ix.clock
+    by_sw: dict[tuple, list] = {}
+    for (s, g, c, w), n in installed.items():
+        if n > 0:
+            by_sw.setdefault((s, w), []).append((g, c, n))
+    out: dict[tuple, tuple[float, float]] = {}
+    for (s, w, h), tok_s in sorted(load.items()):
+        zones = sorted(by_sw.get((s, w), []), key=lambda z: (ix.sites[s].pue(ix.cooling[z[1]]), z[1]))
+        free, lent_at = {}, {}
+        for g in {z[0] for z in zones}:
+            owe = lent.get((s, g, w, h), 0.0)
+            for g2, c, n in zones:
+                if g2 == g:
+                    take = min(n, owe)
+                    lent_at[g, c], free[g, c] = take, n - take
+                    owe -= take
+        need = tok_s
+        for g, c, n in sorted(zones, key=lambda z: (busy_kw_per_gpu(ix, s, z[0], z[1]) / tok_s_per_gpu(ix, ck.group_chip[z[0]], w), z[0], z[1])):
+            per_gpu = tok_s_per_gpu(ix, ck.group_chip[g], w)
+            serve = min(free[g, c], max(need, 0.0) / per_gpu) if per_gpu > 0 else 0.0
+            need -= serve * per_gpu
+            if serve > 0 or lent_at[g, c] > 0:
+                out[s, g, c, w, h] = (serve, lent_at[g, c])
+    return out
