@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import job, make_scenario, region, site
+from helpers import TINY_CATALOG, job, make_scenario, region, site
 from dcplace.models import load_scenario
 from dcplace.models.plan import write_plan_folder
 from dcplace.optimizer import SolveOptions, solve
@@ -45,6 +45,25 @@ def two_backups(tmp_path):
                          site("east", 0, 1.2, power_price_usd_per_mwh=100)],
         regions=[region("wtown", 0, -0.5, budget=0.6), region("etown", 0, 0.5, budget=0.6)],
         policies={"survive_site_loss": {"chat": 1.0}, "failover_rtt_ms": {"chat": 1.0}})
+
+
+def day(loads: dict[int, float], default: float) -> list[dict]:
+    return [{"workload": "chat", "local_hour": h, "load": loads.get(h, default), "region": ""} for h in range(24)]
+
+
+def clocked(tmp_path, regions, loads, default, catalog=None, jobs=None, clouds=None):
+    """One site, the clock on (docs/clock.md)."""
+    tables = {"profiles": day(loads, default), **({"cloud_regions": clouds} if clouds else {})}
+    return make_scenario(tmp_path, sites=[site("hub", 0, 0)], regions=regions, jobs=jobs, catalog=catalog, tables=tables,
+                         sections={"clock": {"hours": 24}})
+
+
+def cloud(price: float, cap="") -> list[dict]:
+    return [{"id": "cloud", "name": "Cloud", "provider": "x", "lat": 0, "lon": 0.05, "country": "US", "chip": "server",
+             "usd_per_gpu_hour_on_demand": price, "usd_per_gpu_hour_reserved": "", "cap_gpus": cap, "fabric_tier": 0}]
+
+
+DAYTIME = {h: 1.0 for h in range(8, 20)}
 
 
 def with_job(tmp_path):
@@ -89,6 +108,20 @@ CASES = {
     "failover_reserve": lambda p: two_backups(p),
     "failover_capacity": lambda p: two_backups(p),
     "training_standby": lambda p: two_towns(p, jobs=[job("pretrain", 48, standby_required=True)]),
+    # the clock (docs/clock.md): towns twelve hours apart share a site; without the hourly rows nothing need be built
+    "hourly_serving": lambda p: clocked(p, [region("west", 0, 0.1, chat=1600, utc_offset_h=0),
+                                            region("east", 0, -0.1, chat=1600, utc_offset_h=12)], {12: 1.0}, 0.5),
+    # a daytime town on cheap 'server' racks; the job can use only 'trainer' GPUs, which the site need not have
+    # without the row: the server racks' idle night would carry phantom trainer GPUs
+    "trough_fits_idle": lambda p: clocked(p, [region("town", 0, 0.1, chat=800, utc_offset_h=0)], DAYTIME, 0.0,
+                                          jobs=[job("tune", 2, interruptible=True, gpu_hours_per_day=40, eligible_chips="trainer")]),
+    "trough_job_hours": lambda p: clocked(p, [region("town", 0, 0.1, chat=4800, utc_offset_h=0)], DAYTIME, 0.0,
+                                          catalog={**TINY_CATALOG, "throughput": [{"chip": "trainer", "workload": "chat", "tok_s_per_gpu": 100}]},
+                                          jobs=[job("tune", 30, interruptible=True, gpu_hours_per_day=500)]),
+    # renting at $2/GPU-hour beats owning one rack for a one-hour peak (tests/test_clock.py)
+    "rental_capacity": lambda p: clocked(p, [region("town", 0, 0.1, chat=800, utc_offset_h=0)], {12: 1.0}, 0.0, clouds=cloud(2.0)),
+    # ...but the region rents 8 GPUs at most, half of what the peak needs
+    "rental_cap": lambda p: clocked(p, [region("town", 0, 0.1, chat=800, utc_offset_h=0)], {12: 1.0}, 0.0, clouds=cloud(2.0, 8)),
 }
 TIGHTENING = {  # implied in the MIP by the families named; kept for the LP bound
     "share_needs_open": (two_towns, ("inference_capacity", "density_needs_zone", "zone_needs_open", "site_power")),

@@ -90,8 +90,9 @@ def demand_met(lm: LinearModel, ix: IndexSets) -> None:
     rented: dict[tuple[str, str], list[str]] = {}
     for r, w, q in ix.clock.rent_serve:
         rented.setdefault((r, w), []).append(q)
-    for (r, w) in sorted(set(ix.group("serve_by_rw")) | set(rented)):
-        row = [(lm.col("share", (r, w, s)), 1.0) for s in ix.group("serve_by_rw").get((r, w), [])]
+    owned = ix.group("serve_by_rw")
+    for (r, w) in [*owned, *(key for key in rented if key not in owned)]:
+        row = [(lm.col("share", (r, w, s)), 1.0) for s in owned.get((r, w), [])]
         row += [(lm.col("rent_share", (r, w, q)), 1.0) for q in rented.get((r, w), [])]
         lm.add_row("demand_met", (r, w), row, lower=1.0, upper=1.0)
 
