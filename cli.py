@@ -41,6 +41,7 @@ from rich.text import Text
 
 from dcplace.models import ScenarioError, export_default, load_scenario, scenario_warnings
 from dcplace.models.outputs import OutputRefused, check_destination
+from dcplace.models.overrides import OverrideError, parse_assignments
 from dcplace.models.plan import HAS_PLAN, Plan, read_plan
 from dcplace.models.versions import package_versions
 from dcplace.optimizer.solvers.backends import CAPABILITIES
@@ -353,17 +354,20 @@ def solve(
         "(docs/solvers.md); the gap is then stated against the full model's LP bound.",
     ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="For scripts: no progress, no tables; one summary line (and errors)."),
+    set_: list[str] = typer.Option([], "--set", help="Override one scenario value, PATH=VALUE, as a scenario's overrides: "
+                                   "e.g. --set clock.hours=24 (docs/clock.md), --set 'sites[ashburn].power_limit_kw=*1.2'. Repeatable."),
 ) -> None:
     """Solve a scenario and write its plan folder."""
     try:
         options = SolveOptions(solver=solver, time_limit_s=time_limit, mip_gap=gap, threads=threads, seed=seed,
                                max_full_pairs=max_full_pairs)
-    except ValueError as exc:
+        overrides = parse_assignments(set_)
+    except (ValueError, OverrideError) as exc:
         err.print(f"[red]Bad option:[/] {_text(exc, newlines=True)}")
         raise typer.Exit(EXIT_BAD_INPUT)
     try:
         check_destination(out, "plan")  # refuse --out before any work
-        loaded = load_scenario(scenario)
+        loaded = load_scenario(scenario, overrides=overrides or None, overrides_origin="--set")
         if not quiet:
             _print_warnings(loaded)
             # The solve can take its whole time limit: say at once what is being solved.

@@ -106,6 +106,24 @@ def parse_override(path: str, value: Any) -> Override:
     return Override(path, value, "table", match["table"], match["column"], selector)
 
 
+def parse_assignments(items: list[str]) -> dict[str, Any]:
+    """`--set PATH=VALUE` options as an overrides mapping; VALUE is read as YAML (24, true,
+    [a, b], '*1.1'). Raises OverrideError naming the option that lacks its '='."""
+    import yaml
+
+    out: dict[str, Any] = {}
+    for item in items:
+        path, sep, text = str(item).partition("=")
+        if not sep or not path.strip():
+            raise OverrideError(f"--set '{item}' is not PATH=VALUE.", "write e.g. --set clock.hours=24 or --set 'sites[ashburn].power_limit_kw=*1.2'.")
+        try:
+            value = yaml.safe_load(text) if text.strip() else ""
+        except yaml.YAMLError:
+            value = text
+        out[path.strip()] = value
+    return out
+
+
 def parse_overrides(entries: dict[str, Any]) -> list[Override]:
     return [parse_override(path, value) for path, value in entries.items()]
 

@@ -301,9 +301,12 @@ def tok_s_per_gpu(ix, chip: str, w: str) -> float:
 
 
 def add_clock_variables(lm: LinearModel, ix) -> None:
-    """backfill[j,s,g,w,h] >= 0 GPUs lent to job j; rent_share[r,w,q] in [0, max share];
+    """token_hours[s,g,c,w] >= 0 tok/s-hours a day served by group g in c zones (clock on);
+    backfill[j,s,g,w,h] >= 0 GPUs lent to job j; rent_share[r,w,q] in [0, max share];
     rent_od[q,w,h], rent_res[q,w] >= 0 GPUs; rent_trn[j,q] binary."""
     ck = ix.clock
+    if ck.on and ck.configs:
+        lm.add_block("token_hours", sorted(ck.configs), 0.0, np.inf, "continuous")
     if ck.backfill:
         lm.add_block("backfill", ck.backfill, 0.0, np.inf, "continuous")
     if ck.rent_serve:
@@ -343,22 +346,24 @@ def day_weighted_load(ix, r: str, w: str) -> float:
 
 
 def clock_costs(lm: LinearModel, ix) -> None:
-    """Objective terms. Energy that follows the load (clock on): each served tok/s-hour pays the
-    busy power of the site's most efficient group for its class (a lower bound on any dispatch:
-    the plan's energy is then the merit-order dispatch of the racks it builds, and its gap is
-    restated against this bound, optimizer.solving.solve); lent GPUs pay at their coolest zone.
-    Rented GPU-hours: on demand for the hours rented, reserved for every hour."""
+    """Objective terms. Energy that follows the load (clock on): each tok/s-hour a group serves
+    (token_hours, split by busy_energy_split) pays that group's busy power per token; lent GPUs
+    pay at their coolest zone. This is a lower bound on the energy of any hourly dispatch of the
+    racks built (the split ignores which hour a token falls in); the plan's energy is the
+    merit-order dispatch itself, and its gap is restated against this bound
+    (optimizer.solving.solve). Rented GPU-hours: on demand for the hours rented, reserved for
+    every hour (power included in the price)."""
     ck, econ = ix.clock, ix.scenario.economics
     days = ck.days_per_year(ix.scenario)
     carbon_price = econ.carbon_price_usd_per_t
     if ck.on:
-        share = lm.blocks["share"]
-        for i, (r, w, s) in enumerate(ix.serve):
-            mwh = day_weighted_load(ix, r, w) * days * served_kwh_per_token_s(ix, s, w) / 1000.0
+        for key in lm.blocks["token_hours"].keys if "token_hours" in lm.blocks else []:
+            s, g, c, w = key
+            mwh = busy_kw_per_gpu(ix, s, g, c) / tok_s_per_gpu(ix, ck.group_chip[g], w) * days / 1000.0
             site = ix.sites[s]
-            lm.add_cost("energy", share.start + i, mwh * site.power_price_usd_per_mwh)
+            lm.add_cost("energy", lm.col("token_hours", key), mwh * site.power_price_usd_per_mwh)
             if carbon_price:
-                lm.add_cost("carbon", share.start + i, mwh * site.grid_carbon_g_per_kwh / 1000.0 * carbon_price)
+                lm.add_cost("carbon", lm.col("token_hours", key), mwh * site.grid_carbon_g_per_kwh / 1000.0 * carbon_price)
         for key in ck.backfill:
             j, s, g, w, h = key
             mwh = lent_kw_per_gpu(ix, s, g, w) * ck.weight_h[h] * days / 1000.0
@@ -427,6 +432,38 @@ def hourly_serving(lm: LinearModel, ix) -> None:
         for h in ck.hours:
             served = [(lm.col("share", (r, w, s)), ix.demand(r, w) * ck.p(r, w, h)) for r in by_sw.get((s, w), [])]
             lm.add_row("hourly_serving", (s, w, h), served + lent.get((s, w, h), []) + capacity, upper=0.0)
+
+
+@family(checker="check_cost", section="clock", not_relaxed="bounds the objective's energy, limits no plan: every plan "
+        "has a split (its dispatch's), so relaxing it would move nothing")
+def busy_energy_split(lm: LinearModel, ix) -> None:
+    """sum_{g,c} token_hours[s,g,c,w] - sum_r share[r,w,s] * demand[r,w] * sum_h w_h p[r,w,h] >= 0   for every (s,w)
+    (clock on): the day's served tok/s-hours at s are split among the groups that serve them, each paying its busy power."""
+    ck = ix.clock
+    if not ck.on:
+        return
+    by_sw = ix.group("serve_by_sw")
+    split: dict[tuple, list] = {}
+    for key in ck.configs:
+        s, g, c, w = key
+        split.setdefault((s, w), []).append((lm.col("token_hours", key), 1.0))
+    for (s, w), cols in split.items():
+        served = [(lm.col("share", (r, w, s)), -day_weighted_load(ix, r, w)) for r in by_sw.get((s, w), [])]
+        lm.add_row("busy_energy_split", (s, w), cols + served, lower=0.0)
+
+
+@family(checker="check_cost", section="clock", not_relaxed="bounds the objective's energy, limits no plan: a group serves "
+        "at most 24 hours a day of what it has installed")
+def busy_energy_within_racks(lm: LinearModel, ix) -> None:
+    """token_hours[s,g,c,w] - 24 * sum_{k in g} racks_inf[s,k,c,w] * gpus[k] * tok_s[g,w] <= 0   for every (s,g,c,w)   (clock on)."""
+    ck = ix.clock
+    if not ck.on:
+        return
+    for key, configs in ck.configs.items():
+        s, g, c, w = key
+        tok = tok_s_per_gpu(ix, ck.group_chip[g], w)
+        racks = [(lm.col("racks_inf", (s, k, c, w)), -HOURS_PER_DAY * ix.racks[k].gpus_per_rack * tok) for k in configs]
+        lm.add_row("busy_energy_within_racks", key, [(lm.col("token_hours", key), 1.0)] + racks, upper=0.0)
 
 
 @family(checker="check_clock", section="clock", not_relaxed="a law of the model: a GPU lent to training is an "
