@@ -201,3 +201,52 @@ def test_bad_clock_inputs_name_file_row_and_field(tmp_path):
         load_scenario(path)
     text = str(err.value)
     assert "profiles.csv" in text and "unknown workload class 'chatt'" in text and "hour(s) 5, 23" in text
+
+
+def test_the_clock_runs_through_batch_compare_and_pareto(tmp_path):
+    """A sweep over clock.hours, the comparison of its two plans, and a carbon frontier with the clock on."""
+    import yaml
+    from typer.testing import CliRunner
+
+    from dcplace.cli import app
+    from dcplace.optimizer.studies.batch import read_batch
+
+    regions = [region("west", 0, 0.1, chat=1600, utc_offset_h=0), region("east", 0, -0.1, chat=1600, utc_offset_h=12)]
+    base = clocked(tmp_path / "in", regions, loads={12: 1.0}, default=0.5, hours=0)
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(yaml.safe_dump({"name": "day", "base": str(base), "options": {"mip_gap": 0, "time_limit_s": 60},
+                                     "grid": {"clock.hours": [0, 24]}}))
+    runner = CliRunner()
+    result = runner.invoke(app, ["batch", str(sweep), "--out", str(tmp_path / "runs"), "--workers", "1"])
+    assert result.exit_code == 0, result.output
+    cost = {m["name"]: m["objective_usd_per_year"] for m in read_batch(tmp_path / "runs")["members"]}
+    assert cost["hours=24"] < cost["hours=0"]
+    result = runner.invoke(app, ["compare", str(tmp_path / "runs"), "--baseline", "hours=0", "--out", str(tmp_path / "cmp")])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "cmp" / "compare.csv").exists()
+    on = clocked(tmp_path / "on", regions, loads={12: 1.0}, default=0.5, hours=24)
+    result = runner.invoke(app, ["pareto", str(on), "--points", "3", "--out", str(tmp_path / "pareto"), "--quiet"])
+    assert result.exit_code == 0, result.output
+    for folder in (tmp_path / "pareto" / "points").iterdir():
+        if (folder / "plan.json").exists() and json.loads((folder / "plan.json").read_text())["solve"]["status"] in ("optimal", "feasible"):
+            assert check_plan_folder(folder).ok
+
+
+def test_a_carbon_cap_at_the_plans_own_emissions_keeps_the_plan(tmp_path):
+    """Metamorphic: cap the emissions at what the clock's optimum emits; the optimum is still
+    feasible (the model carries the exact dispatch under a cap) and nothing cheaper appears."""
+    regions = [region("west", 0, 0.1, chat=1600, utc_offset_h=0), region("east", 0, -0.1, chat=1600, utc_offset_h=12)]
+    sites = [site("hub", 0, 0), site("green", 0, 0.05, grid_carbon_g_per_kwh=50, power_price_usd_per_mwh=140)]
+    free = solve(load_scenario(clocked(tmp_path / "free", regions, loads={12: 1.0}, default=0.5, sites=sites)), OPTIONS)
+    emitted = free.kpis["emissions_t_per_year"]
+    path = make_scenario(tmp_path / "capped", sites=sites, regions=regions, tables={"profiles": profile({12: 1.0}, 0.5)},
+                         sections={"clock": {"hours": 24}}, policies={"carbon_cap_t_per_year": emitted * (1 + 1e-9)})
+    scenario = load_scenario(path)
+    capped = solve(scenario, OPTIONS)
+    assert capped.kpis["emissions_t_per_year"] <= emitted * (1 + 1e-6)
+    assert capped.objective_usd_per_year == pytest.approx(free.objective_usd_per_year, rel=1e-6)
+    checked(capped, scenario, tmp_path)
+    tighter = solve(load_scenario(make_scenario(tmp_path / "tight", sites=sites, regions=regions, tables={"profiles": profile({12: 1.0}, 0.5)},
+                                                sections={"clock": {"hours": 24}}, policies={"carbon_cap_t_per_year": emitted * 0.5})), OPTIONS)
+    assert tighter.kpis["emissions_t_per_year"] <= emitted * 0.5 * (1 + 1e-6)
+    assert tighter.objective_usd_per_year >= free.objective_usd_per_year - 1e-6

@@ -51,11 +51,17 @@ def day(loads: dict[int, float], default: float) -> list[dict]:
     return [{"workload": "chat", "local_hour": h, "load": loads.get(h, default), "region": ""} for h in range(24)]
 
 
-def clocked(tmp_path, regions, loads, default, catalog=None, jobs=None, clouds=None):
+def clocked(tmp_path, regions, loads, default, catalog=None, jobs=None, clouds=None, policies=None):
     """One site, the clock on (docs/clock.md)."""
     tables = {"profiles": day(loads, default), **({"cloud_regions": clouds} if clouds else {})}
     return make_scenario(tmp_path, sites=[site("hub", 0, 0)], regions=regions, jobs=jobs, catalog=catalog, tables=tables,
-                         sections={"clock": {"hours": 24}})
+                         sections={"clock": {"hours": 24}}, policies=policies)
+
+
+# trainer GPUs that serve chat on a fifth of a server GPU's power per token, but cost five times as much
+EFFICIENT_TRAINER = {**TINY_CATALOG, "rack_configs": [
+    {"id": "trainer-dense", "chip": "trainer", "gpus_per_server": 8, "servers_per_rack": 6, "server_kw": 2, "rack_overhead_kw": 0},
+    {"id": "server-air", "chip": "server", "gpus_per_server": 8, "servers_per_rack": 2, "server_kw": 2, "rack_overhead_kw": 0}]}
 
 
 def cloud(price: float, cap="") -> list[dict]:
@@ -126,6 +132,12 @@ CASES = {
     "trough_job_hours": lambda p: clocked(p, [region("town", 0, 0.1, chat=4800, utc_offset_h=0)], DAYTIME, 0.0,
                                           catalog={**TINY_CATALOG, "throughput": [{"chip": "trainer", "workload": "chat", "tok_s_per_gpu": 100}]},
                                           jobs=[job("tune", 30, interruptible=True, gpu_hours_per_day=500)]),
+    # under a carbon cap the dispatch is exact (busy GPUs are variables): without the row nothing need be busy
+    "busy_serves_load": lambda p: clocked(p, [region("town", 0, 0.1, chat=800, utc_offset_h=0)], DAYTIME, 0.1,
+                                          policies={"carbon_cap_t_per_year": 1e6}),
+    # ...and without this one the busy GPUs could be trainer GPUs (least power per token) that were never bought
+    "busy_within_racks": lambda p: clocked(p, [region("town", 0, 0.1, chat=800, utc_offset_h=0)], DAYTIME, 0.1,
+                                           catalog=EFFICIENT_TRAINER, policies={"carbon_cap_t_per_year": 1e6}),
     # renting at $2/GPU-hour beats owning one rack for a one-hour peak (tests/test_clock.py)
     "rental_capacity": lambda p: clocked(p, [region("town", 0, 0.1, chat=800, utc_offset_h=0)], {12: 1.0}, 0.0, clouds=cloud(2.0)),
     # ...but the region rents 8 GPUs at most, half of what the peak needs

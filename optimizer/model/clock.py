@@ -167,6 +167,7 @@ class ClockSets:
     rent_reserved: list[tuple[str, str]] = field(default_factory=list)  # (q, w) GPUs reserved all day
     rent_train: list[tuple[str, str]] = field(default_factory=list)  # (j, q) job on reserved rented GPUs
     configs: dict[tuple, list[str]] = field(default_factory=dict)  # (s, g, c, w) -> rack configs of g with racks there
+    busy: list[tuple] = field(default_factory=list)  # (s, g, c, w, h) GPUs busy serving: exact dispatch, only under a carbon cap
     site_options: dict[tuple, list[tuple[str, str]]] = field(default_factory=dict)  # (s, w) -> [(g, c)] it could serve w with
 
     def p(self, r: str, w: str, h: int) -> float:
@@ -210,6 +211,8 @@ def build_clock(ix) -> ClockSets:
         sets.site_options.setdefault((s, w), []).append((g, c))
     if sets.on:
         sets.backfill = _backfill_keys(ix, sets)
+        if scenario.policies.carbon_cap_t_per_year is not None:  # exact dispatch: the cap must hold for the plan's own
+            sets.busy = [(s, g, c, w, h) for (s, g, c, w) in sorted(sets.configs) for h in sets.hours]
     _rentals(ix, sets)
     return sets
 
@@ -305,7 +308,9 @@ def add_clock_variables(lm: LinearModel, ix) -> None:
     backfill[j,s,g,w,h] >= 0 GPUs lent to job j; rent_share[r,w,q] in [0, max share];
     rent_od[q,w,h], rent_res[q,w] >= 0 GPUs; rent_trn[j,q] binary."""
     ck = ix.clock
-    if ck.on and ck.configs:
+    if ck.busy:
+        lm.add_block("busy", ck.busy, 0.0, np.inf, "continuous")
+    elif ck.on and ck.configs:
         lm.add_block("token_hours", sorted(ck.configs), 0.0, np.inf, "continuous")
     if ck.backfill:
         lm.add_block("backfill", ck.backfill, 0.0, np.inf, "continuous")
@@ -323,15 +328,6 @@ def busy_kw_per_gpu(ix, s: str, g: str, c: str) -> float:
     """Facility kW one busy GPU of group g in a c zone at s draws above the idle share its
     rack pays for all year."""
     return ix.clock.group_kw_per_gpu[g] * ix.sites[s].pue(ix.cooling[c]) * (1.0 - ix.scenario.clock.idle_power_share)
-
-
-def served_kwh_per_token_s(ix, s: str, w: str, pick=min) -> float:
-    """kW of busy facility power per tok/s served of class w at s, by the `pick` (min: the
-    model's objective, a lower bound; max: the carbon cap, an upper bound) of the groups the
-    site could serve w with."""
-    ck = ix.clock
-    values = [busy_kw_per_gpu(ix, s, g, c) / tok_s_per_gpu(ix, ck.group_chip[g], w) for g, c in ck.site_options.get((s, w), [])]
-    return pick(values) if values else 0.0
 
 
 def lent_kw_per_gpu(ix, s: str, g: str, w: str, pick=min) -> float:
@@ -364,6 +360,13 @@ def clock_costs(lm: LinearModel, ix) -> None:
             lm.add_cost("energy", lm.col("token_hours", key), mwh * site.power_price_usd_per_mwh)
             if carbon_price:
                 lm.add_cost("carbon", lm.col("token_hours", key), mwh * site.grid_carbon_g_per_kwh / 1000.0 * carbon_price)
+        for key in ck.busy:
+            s, g, c, w, h = key
+            mwh = busy_kw_per_gpu(ix, s, g, c) * ck.weight_h[h] * days / 1000.0
+            site = ix.sites[s]
+            lm.add_cost("energy", lm.col("busy", key), mwh * site.power_price_usd_per_mwh)
+            if carbon_price:
+                lm.add_cost("carbon", lm.col("busy", key), mwh * site.grid_carbon_g_per_kwh / 1000.0 * carbon_price)
         for key in ck.backfill:
             j, s, g, w, h = key
             mwh = lent_kw_per_gpu(ix, s, g, w) * ck.weight_h[h] * days / 1000.0
@@ -382,17 +385,17 @@ def clock_costs(lm: LinearModel, ix) -> None:
 
 
 def clock_emissions(lm: LinearModel, ix) -> list[tuple[int, float]]:
-    """t CO2 per year of served load and lent GPUs for the carbon cap, at the site's most
-    carbon-hungry group (an upper bound: the plan never breaks the cap whatever the dispatch)."""
+    """t CO2 per year of busy GPUs (the exact dispatch the model carries under a carbon cap,
+    which becomes the plan's) and lent GPUs (at their warmest zone: an upper bound), for the cap."""
     ck = ix.clock
     if not ck.on:
         return []
     days = ck.days_per_year(ix.scenario)
-    share = lm.blocks["share"]
     out = []
-    for i, (r, w, s) in enumerate(ix.serve):
-        mwh = day_weighted_load(ix, r, w) * days * served_kwh_per_token_s(ix, s, w, max) / 1000.0
-        out.append((share.start + i, mwh * ix.sites[s].grid_carbon_g_per_kwh / 1000.0))
+    for key in ck.busy:
+        s, g, c, w, h = key
+        mwh = busy_kw_per_gpu(ix, s, g, c) * ck.weight_h[h] * days / 1000.0
+        out.append((lm.col("busy", key), mwh * ix.sites[s].grid_carbon_g_per_kwh / 1000.0))
     for key in ck.backfill:
         j, s, g, w, h = key
         mwh = lent_kw_per_gpu(ix, s, g, w, max) * ck.weight_h[h] * days / 1000.0
@@ -440,7 +443,7 @@ def busy_energy_split(lm: LinearModel, ix) -> None:
     """sum_{g,c} token_hours[s,g,c,w] - sum_r share[r,w,s] * demand[r,w] * sum_h w_h p[r,w,h] >= 0   for every (s,w)
     (clock on): the day's served tok/s-hours at s are split among the groups that serve them, each paying its busy power."""
     ck = ix.clock
-    if not ck.on:
+    if not ck.on or ck.busy:
         return
     by_sw = ix.group("serve_by_sw")
     split: dict[tuple, list] = {}
@@ -457,13 +460,40 @@ def busy_energy_split(lm: LinearModel, ix) -> None:
 def busy_energy_within_racks(lm: LinearModel, ix) -> None:
     """token_hours[s,g,c,w] - 24 * sum_{k in g} racks_inf[s,k,c,w] * gpus[k] * tok_s[g,w] <= 0   for every (s,g,c,w)   (clock on)."""
     ck = ix.clock
-    if not ck.on:
+    if not ck.on or ck.busy:
         return
     for key, configs in ck.configs.items():
         s, g, c, w = key
         tok = tok_s_per_gpu(ix, ck.group_chip[g], w)
         racks = [(lm.col("racks_inf", (s, k, c, w)), -HOURS_PER_DAY * ix.racks[k].gpus_per_rack * tok) for k in configs]
         lm.add_row("busy_energy_within_racks", key, [(lm.col("token_hours", key), 1.0)] + racks, upper=0.0)
+
+
+@family(checker="check_clock", section="clock", not_relaxed="a law of the model: the load is what the busy GPUs serve")
+def busy_serves_load(lm: LinearModel, ix) -> None:
+    """sum_r share[r,w,s] * demand[r,w] * p[r,w,h] - sum_{g,c} busy[s,g,c,w,h] * tok_s[g,w] <= 0   for every (s,w,h)
+    (clock on under a carbon cap: the dispatch is a variable, so the cap holds for the plan's own)."""
+    ck = ix.clock
+    if not ck.busy:
+        return
+    by_sw = ix.group("serve_by_sw")
+    busy: dict[tuple, list] = {}
+    for key in ck.busy:
+        s, g, c, w, h = key
+        busy.setdefault((s, w, h), []).append((lm.col("busy", key), -tok_s_per_gpu(ix, ck.group_chip[g], w)))
+    for (s, w, h), cols in busy.items():
+        served = [(lm.col("share", (r, w, s)), ix.demand(r, w) * ck.p(r, w, h)) for r in by_sw.get((s, w), [])]
+        lm.add_row("busy_serves_load", (s, w, h), served + cols, upper=0.0)
+
+
+@family(checker="check_clock", section="clock", not_relaxed="a law of the model: a GPU is busy only if it is installed")
+def busy_within_racks(lm: LinearModel, ix) -> None:
+    """busy[s,g,c,w,h] - sum_{k in g} racks_inf[s,k,c,w] * gpus[k] <= 0   for every (s,g,c,w,h)   (clock on under a carbon cap)."""
+    ck = ix.clock
+    for key in ck.busy:
+        s, g, c, w, h = key
+        racks = [(lm.col("racks_inf", (s, k, c, w)), -float(ix.racks[k].gpus_per_rack)) for k in ck.configs[s, g, c, w]]
+        lm.add_row("busy_within_racks", key, [(lm.col("busy", key), 1.0)] + racks, upper=0.0)
 
 
 @family(checker="check_clock", section="clock", not_relaxed="a law of the model: a GPU lent to training is an "
@@ -475,8 +505,12 @@ def trough_fits_idle(lm: LinearModel, ix) -> None:
     for key in ix.clock.backfill:
         j, s, g, w, h = key
         lent.setdefault((s, g, w, h), []).append((lm.col("backfill", key), 1.0))
+    busy: dict[tuple, list] = {}
+    for key in ix.clock.busy:  # under a carbon cap the dispatch's busy GPUs are not lent
+        s, g, c, w, h = key
+        busy.setdefault((s, g, w, h), []).append((lm.col("busy", key), 1.0))
     for (s, g, w, h), cols in lent.items():
-        lm.add_row("trough_fits_idle", (s, g, w, h), cols + _installed(lm, ix, s, g, w), upper=0.0)
+        lm.add_row("trough_fits_idle", (s, g, w, h), cols + busy.get((s, g, w, h), []) + _installed(lm, ix, s, g, w), upper=0.0)
 
 
 def _job_fields(ix, j, _amount: float) -> dict:

@@ -53,8 +53,22 @@ def _lent(x, lm) -> dict[tuple, float]:
 
 
 def _dispatch(x, lm, ix: IndexSets):
+    """The plan's dispatch: the merit order of optimizer.model.clock.dispatch, or under a carbon
+    cap the model's own busy GPUs (the cap was written on them), lent GPUs in the zones they leave free."""
     installed, loads, lent = _installed(x, lm, ix), _loads(x, lm, ix), _lent(x, lm)
-    return installed, loads, lent, dispatch(ix, installed, lent, loads)
+    if "busy" not in lm.blocks:
+        return installed, loads, lent, dispatch(ix, installed, lent, loads)
+    busy = _block(x, lm, "busy")
+    out: dict[tuple, tuple[float, float]] = {key: (v, 0.0) for key, v in busy.items()}
+    for (s, g, w, h), owe in sorted(lent.items()):
+        zones = sorted((c for (s2, g2, c, w2) in installed if (s2, g2, w2) == (s, g, w)), key=lambda c: (ix.sites[s].pue(ix.cooling[c]), c))
+        for c in zones:
+            serving, lending = out.get((s, g, c, w, h), (0.0, 0.0))
+            take = min(owe, max(installed[s, g, c, w] - serving - lending, 0.0))
+            if take > 0:
+                out[s, g, c, w, h] = (serving, lending + take)
+                owe -= take
+    return installed, loads, lent, out
 
 
 def busy_energy_by_site(x, lm, ix: IndexSets) -> list[tuple[str, float, float]]:
