@@ -168,6 +168,7 @@ class ClockSets:
     rent_train: list[tuple[str, str]] = field(default_factory=list)  # (j, q) job on reserved rented GPUs
     configs: dict[tuple, list[str]] = field(default_factory=dict)  # (s, g, c, w) -> rack configs of g with racks there
     busy: list[tuple] = field(default_factory=list)  # (s, g, c, w, h) GPUs busy serving: exact dispatch, only under a carbon cap
+    binding_hours: dict[tuple, list[int]] = field(default_factory=dict)  # (s, w) -> hours no other hour dominates
     site_options: dict[tuple, list[tuple[str, str]]] = field(default_factory=dict)  # (s, w) -> [(g, c)] it could serve w with
 
     def p(self, r: str, w: str, h: int) -> float:
@@ -211,6 +212,7 @@ def build_clock(ix) -> ClockSets:
         sets.site_options.setdefault((s, w), []).append((g, c))
     if sets.on:
         sets.backfill = _backfill_keys(ix, sets)
+        sets.binding_hours = _undominated_hours(ix, sets)
         if scenario.policies.carbon_cap_t_per_year is not None:  # exact dispatch: the cap must hold for the plan's own
             sets.busy = [(s, g, c, w, h) for (s, g, c, w) in sorted(sets.configs) for h in sets.hours]
     _rentals(ix, sets)
@@ -229,6 +231,39 @@ def _dispatch_groups(ix, sets: ClockSets) -> None:
         sets.energy_group[k] = g
         sets.group_chip[g] = rack.chip
         sets.group_kw_per_gpu[g] = per_gpu[k]
+
+
+def _undominated_hours(ix, sets: ClockSets) -> dict[tuple, list[int]]:
+    """(s, w) -> the represented hours whose capacity row is not implied by another's.
+
+    Hour h is dominated at (s, w) when another hour h' has p[r,w,h] <= p[r,w,h'] for every
+    region r that may be served from s (ties: the earlier hour stays). Then every plan's load
+    at h is at most its load at h', and the rows' capacity sides are the same racks, so the
+    row of h' implies the row of h (the lent GPUs of interruptible jobs differ by hour, so
+    (s, w) with any backfill keep every hour). Computed over every eligible pair, so that
+    pairs priced in later (optimizer.pairs) cannot undo it. On the default at 24 hours it
+    keeps about a fifth of the rows; the checker still checks every hour.
+    """
+    lent = {(s, w) for (_, s, _, w, _) in sets.backfill}
+    site_ids = [site.id for site in ix.scenario.sites]
+    region_ids = [r.id for r in ix.scenario.regions]
+    out: dict[tuple, list[int]] = {}
+    for w, mask in ix.eligible.items():
+        for j in np.flatnonzero(mask.any(axis=0)):
+            s = site_ids[j]
+            if (s, w) in lent:
+                out[s, w] = list(sets.hours)
+                continue
+            loads = np.array([sets.load_share[region_ids[i], w] for i in np.flatnonzero(mask[:, j])])
+            keep = []
+            for a, h in enumerate(sets.hours):
+                above = np.all(loads[:, a][:, None] <= loads + 1e-12, axis=0)  # hours at least as loaded for every region
+                strictly = np.any(loads > loads[:, a][:, None] + 1e-12, axis=0)
+                above[a] = False
+                if not np.any(above & (strictly | (np.arange(len(sets.hours)) < a))):
+                    keep.append(h)
+            out[s, w] = keep
+    return out
 
 
 def _backfill_keys(ix, sets: ClockSets) -> list[tuple]:
@@ -421,7 +456,7 @@ def hourly_serving(lm: LinearModel, ix) -> None:
     """sum_r share[r,w,s] * demand[r,w] * p[r,w,h] + sum_{j,g} backfill[j,s,g,w,h] * tok_s[g,w]
       - sum_{k,c} racks_inf[s,k,c,w] * tok_s[k,w] <= 0   for every (s,w,h)   (clock on; replaces inference_capacity).
     p[r,w,h] is the class's profile in r's local time at UTC hour h (peak 1); GPUs lent to interruptible jobs in
-    that hour serve nothing."""
+    that hour serve nothing. Hours another hour dominates at (s,w) are implied and left out (ClockSets.binding_hours)."""
     ck = ix.clock
     if not ck.on:
         return
@@ -432,7 +467,7 @@ def hourly_serving(lm: LinearModel, ix) -> None:
         lent.setdefault((s, w, h), []).append((lm.col("backfill", key), tok_s_per_gpu(ix, ck.group_chip[g], w)))
     for (s, w), racks in ix.group("inf_by_sw").items():
         capacity = [(lm.col("racks_inf", (s, k, c, w)), -ix.tok_s_per_rack[k, w]) for k, c in racks]
-        for h in ck.hours:
+        for h in ck.binding_hours.get((s, w), ck.hours):
             served = [(lm.col("share", (r, w, s)), ix.demand(r, w) * ck.p(r, w, h)) for r in by_sw.get((s, w), [])]
             lm.add_row("hourly_serving", (s, w, h), served + lent.get((s, w, h), []) + capacity, upper=0.0)
 
