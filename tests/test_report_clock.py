@@ -17,11 +17,10 @@ import subprocess
 import pytest
 from helpers import HOSTILE_IMG, HOSTILE_SITE, TINY_CATALOG, job, make_scenario, region, site
 
-import dcplace.reports.day  # noqa: F401 - registers the section (save_report does this itself)
 from dcplace.models.plan import read_plan
 from dcplace.optimizer.solving.pipeline import solve_to_folder
 from dcplace.reports import load_plan_layers, save_html_map, save_report
-from dcplace.reports.day import place_days
+from dcplace.reports.day import place_days  # importing reports.day registers its section (save_report does this itself)
 from dcplace.reports.htmlmap import plan_figure
 from dcplace.reports.report import Table, report_content
 from dcplace.reports.style import money, tok_s_text
@@ -80,18 +79,19 @@ def test_day_section_states_the_plans_figures(clocked):
     day = content.section("day")
     assert day.title == "The day"
     # What is rented where: the total is the plan's rented spend, as every money figure is written.
-    rentals = _table(day, "day-rentals")
+    rent = content.section("rent")
+    rentals = _table(rent, "day-rentals")
     assert rentals.rows[-1][0] == "Total" and rentals.rows[-1][-1] == money(k["rental_usd_per_year"])
     assert sum(float(r[-1].strip("$ M").replace(",", "")) for r in rentals.rows[:-1]) == pytest.approx(k["rental_usd_per_year"] / 1e6, abs=0.01)
     assert rentals.rows[0][0] == HOSTILE_CLOUD  # the cloud region's name, as text
     # Training in the troughs: per job and site, adding up to the KPI.
-    troughs = _table(day, "day-troughs")
+    troughs = _table(content.section("troughs"), "day-troughs")
     assert troughs.rows[-1][-2] == f"{k['trough_h100_gpu_hours_per_day']:,.0f}" == "500"
     assert {r[0] for r in troughs.rows[:-1]} == {HOSTILE_JOB}
     assert sum(float(r[-2].replace(",", "")) for r in troughs.rows[:-1]) == pytest.approx(500, abs=len(troughs.rows))
     assert sum(int(r[-1].rstrip("%")) for r in troughs.rows[:-1]) == pytest.approx(100, abs=len(troughs.rows))
     # Build or rent: the rented column is the rented spend, owned + rented the classes' cost.
-    bor = _table(day, "day-build-or-rent")
+    bor = _table(rent, "day-build-or-rent")
     assert bor.rows[-1][4] == money(k["rental_usd_per_year"])
     # Utilisation by hour: one row per owned site with inference and per cloud region.
     use = _table(day, "day-use")
@@ -103,8 +103,11 @@ def test_day_section_states_the_plans_figures(clocked):
     assert facts.peak_sum_tok_s == pytest.approx(peak_sum)
     text = _text(day)
     assert tok_s_text(k["owned_coincident_peak_tok_s"]) in text and tok_s_text(peak_sum) in text
-    assert f"{1 - k['owned_coincident_peak_tok_s'] / peak_sum:.0%} less" in text
+    assert f"{1 - k['owned_coincident_peak_tok_s'] / peak_sum:.1%} less" in text
+    # The saving in GPUs: New York serves two regions twelve hours apart.
+    assert facts.saved_gpus > 0 and f"about {facts.saved_gpus:,.0f} more GPUs" in text
     assert money(k["rental_usd_per_year"]) in text and "500 H100-equivalent GPU-hours" in text
+    assert money(k["rental_usd_per_year"]) in _text(rent) and "500 H100-equivalent GPU-hours" in _text(content.section("troughs"))
     # The figure is the section's own.
     image = next(b for b in day.blocks if getattr(b, "key", "") == "day")
     assert image.png and image.png[:4] == b"\x89PNG"
@@ -130,7 +133,7 @@ def test_executive_summary_and_terminal_say_it_only_when_present(clocked, uncloc
     off = load_plan_layers(unclocked)
     assert clock_terminal_lines(off.plan, off.scenario) == []
     content = report_content(off)
-    assert "day" not in [s.id for s in content.sections]
+    assert not {"day", "rent", "troughs"} & {s.id for s in content.sections}
     assert "clock" not in " ".join(content.section("summary").blocks[1].texts)
 
 
@@ -177,6 +180,41 @@ def test_report_html_and_pdf_carry_the_day(clocked, tmp_path):
     if shutil.which("pdftotext") is None:
         pytest.skip("poppler-utils not installed: the PDF's text is not read")
     text = subprocess.run(["pdftotext", "-layout", str(tmp_path / "report.pdf"), "-"], capture_output=True, text=True, check=True).stdout
-    assert "The day" in text and HOSTILE_CLOUD in text and "Training in the troughs" in text
+    assert "The day" in text and "Build or rent" in text and HOSTILE_CLOUD in text and "Training in the troughs" in text
     pages = text.count("\f")
     assert all(f"page {n} of" in text for n in range(1, pages + 1))
+
+
+def _scenario(root, hours: int, interruptible: bool = True):
+    clouds = [{"id": "cl-sg", "name": HOSTILE_CLOUD, "provider": "x", "lat": 1.3, "lon": 103.85, "country": "SG", "chip": "trainer",
+               "usd_per_gpu_hour_on_demand": 1.0, "usd_per_gpu_hour_reserved": "", "cap_gpus": "", "fabric_tier": 0}]
+    sites = [site("nyc", 40.7, -74.0), site("sin", 1.35, 103.8, country="SG", fixed_cost_usd_per_year=2_000_000)]
+    regions = [region("ny", 40.8, -73.9, chat=9600, budget=30, utc_offset_h=-5), region("sg", 1.3, 103.9, chat=4800, budget=30, country="SG")]
+    extra = {"interruptible": True, "gpu_hours_per_day": 300} if interruptible else {}
+    return make_scenario(root, sites, regions, jobs=[job("tune", 30, **extra)], catalog=CATALOG,
+                         tables={"profiles": PROFILE, "cloud_regions": clouds}, sections={"clock": {"hours": hours}})
+
+
+def test_represented_blocks_are_drawn_over_the_hours_they_stand_for(tmp_path):
+    solve_to_folder(_scenario(tmp_path / "in", 4), tmp_path / "plan")
+    layers = load_plan_layers(tmp_path / "plan")
+    blocks = {int(h): b for h, b in layers.plan.clock["blocks_utc"].items()}
+    assert sorted(x for b in blocks.values() for x in b) == list(range(24))
+    for d in place_days(layers.plan, layers.scenario):
+        for ln in (ln for ln in layers.plan.hourly if ln.place == d.id):
+            assert all(d.load_tok_s[x] == pytest.approx(ln.load_tok_s) for x in blocks[ln.hour_utc])
+    day = report_content(layers).section("day")
+    assert "4 represented blocks" in _text(day)
+
+
+def test_rented_capacity_without_the_clock_is_reported_without_a_day(tmp_path):
+    solve_to_folder(_scenario(tmp_path / "in", 0, interruptible=False), tmp_path / "plan")
+    layers = load_plan_layers(tmp_path / "plan")
+    k = layers.plan.kpis
+    assert layers.plan.rentals and not layers.plan.clock["on"]
+    content = report_content(layers)
+    assert "day" not in {s.id for s in content.sections}  # no day to draw: every hour is the peak
+    section = content.section("rent")
+    assert section.title == "Build or rent"
+    assert _table(section, "day-rentals").rows[-1][-1] == money(k["rental_usd_per_year"])
+    assert not plan_figure(layers).layout.sliders

@@ -336,7 +336,9 @@ def build_index(scenario: Scenario, max_full_pairs: int = MAX_FULL_PAIRS, prunin
             if (s, k, c) in needed:
                 ix.rack_limit[s, k, c] = limit
     ix.zones = sorted({(s, c) for (s, _, c) in needed})
-    if ix.eligible_pairs() <= max_full_pairs:
+    # The candidate path prices pairs with the duals of inference_capacity, which the clock
+    # replaces by hourly rows (optimizer.model.clock): with the clock on, every pair is built.
+    if ix.eligible_pairs() <= max_full_pairs or scenario.clock.on:
         ix.serve = _serve_list(ix, ix.eligible)
     else:  # the large-scale path: candidates now, the rest priced in by optimizer.solvers.pairs
         ix.serve = _serve_list(ix, candidate_mask(ix))
