@@ -386,29 +386,23 @@ def clock_costs(lm: LinearModel, ix) -> None:
     every hour (power included in the price)."""
     ck, econ = ix.clock, ix.scenario.economics
     days = ck.days_per_year(ix.scenario)
-    carbon_price = econ.carbon_price_usd_per_t
+
+    def energy(block: str, key, s: str, mwh: float) -> None:
+        site = ix.sites[s]
+        lm.add_cost("energy", lm.col(block, key), mwh * site.power_price_usd_per_mwh)
+        if econ.carbon_price_usd_per_t:
+            lm.add_cost("carbon", lm.col(block, key), mwh * site.grid_carbon_g_per_kwh / 1000.0 * econ.carbon_price_usd_per_t)
+
     if ck.on:
         for key in lm.blocks["token_hours"].keys if "token_hours" in lm.blocks else []:
             s, g, c, w = key
-            mwh = busy_kw_per_gpu(ix, s, g, c) / tok_s_per_gpu(ix, ck.group_chip[g], w) * days / 1000.0
-            site = ix.sites[s]
-            lm.add_cost("energy", lm.col("token_hours", key), mwh * site.power_price_usd_per_mwh)
-            if carbon_price:
-                lm.add_cost("carbon", lm.col("token_hours", key), mwh * site.grid_carbon_g_per_kwh / 1000.0 * carbon_price)
+            energy("token_hours", key, s, busy_kw_per_gpu(ix, s, g, c) / tok_s_per_gpu(ix, ck.group_chip[g], w) * days / 1000.0)
         for key in ck.busy:
             s, g, c, w, h = key
-            mwh = busy_kw_per_gpu(ix, s, g, c) * ck.weight_h[h] * days / 1000.0
-            site = ix.sites[s]
-            lm.add_cost("energy", lm.col("busy", key), mwh * site.power_price_usd_per_mwh)
-            if carbon_price:
-                lm.add_cost("carbon", lm.col("busy", key), mwh * site.grid_carbon_g_per_kwh / 1000.0 * carbon_price)
+            energy("busy", key, s, busy_kw_per_gpu(ix, s, g, c) * ck.weight_h[h] * days / 1000.0)
         for key in ck.backfill:
             j, s, g, w, h = key
-            mwh = lent_kw_per_gpu(ix, s, g, w) * ck.weight_h[h] * days / 1000.0
-            site = ix.sites[s]
-            lm.add_cost("energy", lm.col("backfill", key), mwh * site.power_price_usd_per_mwh)
-            if carbon_price:
-                lm.add_cost("carbon", lm.col("backfill", key), mwh * site.grid_carbon_g_per_kwh / 1000.0 * carbon_price)
+            energy("backfill", key, s, lent_kw_per_gpu(ix, s, g, w) * ck.weight_h[h] * days / 1000.0)
     clouds = {q.id: q for q in ix.scenario.cloud_regions}
     for q, w, h in ck.rent_on_demand:
         lm.add_cost("rental", lm.col("rent_od", (q, w, h)), clouds[q].usd_per_gpu_hour_on_demand * ck.weight_h[h] * days)
