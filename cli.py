@@ -268,7 +268,7 @@ def print_plan(plan: Plan, out_dir: Path | None = None) -> None:
         f"[bold]{_text(plan.scenario)}[/]: [green]{_text(s.status)}[/] in {s.build_time_s + s.solve_time_s:.1f} s "
         f"({s.model['rows']:,} rows, {s.model['columns']:,} columns, {s.model['integers']:,} integers; gap {gap})"
     )
-    from dcplace.reports.summary import status_text  # what "optimal" means here: within the gap, in dollars
+    from dcplace.reports.summary import clock_terminal_lines, status_text  # what "optimal" means here: within the gap, in dollars
 
     _say(f"Status: {_text(status_text(plan))}.")
     if s.pairs:
@@ -319,6 +319,8 @@ def print_plan(plan: Plan, out_dir: Path | None = None) -> None:
         f"IT {mw_text(k['it_mw_inference'])} inference + {mw_text(k['it_mw_training'])} training; "
         f"{k['emissions_t_per_year']:,.0f} t CO2/yr."
     )
+    for line in clock_terminal_lines(plan):  # the clock and rentals (docs/clock.md); none without them
+        _say(_text(line))
     if out_dir is not None:
         if dropped:
             _left_out(dropped, f"{out_dir / 'sites.csv'} and {out_dir / 'jobs.csv'}")
