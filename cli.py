@@ -1064,7 +1064,19 @@ def _options(
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    except SystemExit as exc:
+        from dcplace.optimizer.solvers.highs_model import abandoned_runs
+
+        if abandoned_runs():
+            # A HiGHS run left behind at its deadline aborts the process if it returns during
+            # interpreter shutdown; everything is written and flushed, so end here with our code.
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_INTERNAL_ERROR)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+        raise
 
 
 if __name__ == "__main__":
