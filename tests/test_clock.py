@@ -253,3 +253,30 @@ def test_a_carbon_cap_at_the_plans_own_emissions_keeps_the_plan(tmp_path):
                                                 sections={"clock": {"hours": 24}}, policies={"carbon_cap_t_per_year": emitted * 0.5})), OPTIONS)
     assert tighter.kpis["emissions_t_per_year"] <= emitted * 0.5 * (1 + 1e-6)
     assert tighter.objective_usd_per_year >= free.objective_usd_per_year - 1e-6
+
+
+def test_the_checker_rejects_troughs_that_do_not_add_up(tmp_path):
+    scenario = load_scenario(trough_scenario(tmp_path / "in", 500))
+    good = checked(solve(scenario, OPTIONS), scenario, tmp_path)
+    doc = json.loads((good / "plan.json").read_text())
+
+    def broken(name, edit) -> set[str]:
+        folder = tmp_path / name
+        shutil.copytree(good, folder)
+        data = json.loads(json.dumps(doc))
+        edit(data)
+        (folder / "plan.json").write_text(json.dumps(data))
+        return check_plan_folder(folder).families_violated()
+
+    def short_hours(d):  # the job borrows fewer GPUs than its day needs (dispatch and backfill agree)
+        for b in d["backfill"]:
+            b["gpus"] *= 0.5
+            b["h100_gpu_hours_per_day"] *= 0.5
+        for line in d["dispatch"]:
+            line["lent_gpus"] *= 0.5
+
+    def busy_daytime(d):  # lent in an hour the load keeps every GPU busy
+        d["backfill"][0]["hour_utc"] = 12
+
+    assert "clock" in broken("short", short_hours)
+    assert "clock" in broken("daytime", busy_daytime)
