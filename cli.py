@@ -41,6 +41,7 @@ from rich.text import Text
 
 from dcplace.models import ScenarioError, export_default, load_scenario, scenario_warnings
 from dcplace.models.outputs import OutputRefused, check_destination
+from dcplace.models.overrides import OverrideError, parse_assignments
 from dcplace.models.plan import HAS_PLAN, Plan, read_plan
 from dcplace.models.versions import package_versions
 from dcplace.optimizer.solvers.backends import CAPABILITIES
@@ -267,7 +268,7 @@ def print_plan(plan: Plan, out_dir: Path | None = None) -> None:
         f"[bold]{_text(plan.scenario)}[/]: [green]{_text(s.status)}[/] in {s.build_time_s + s.solve_time_s:.1f} s "
         f"({s.model['rows']:,} rows, {s.model['columns']:,} columns, {s.model['integers']:,} integers; gap {gap})"
     )
-    from dcplace.reports.summary import status_text  # what "optimal" means here: within the gap, in dollars
+    from dcplace.reports.summary import clock_terminal_lines, status_text  # what "optimal" means here: within the gap, in dollars
 
     _say(f"Status: {_text(status_text(plan))}.")
     if s.pairs:
@@ -318,6 +319,8 @@ def print_plan(plan: Plan, out_dir: Path | None = None) -> None:
         f"IT {mw_text(k['it_mw_inference'])} inference + {mw_text(k['it_mw_training'])} training; "
         f"{k['emissions_t_per_year']:,.0f} t CO2/yr."
     )
+    for line in clock_terminal_lines(plan):  # the clock and rentals (docs/clock.md); none without them
+        _say(_text(line))
     if out_dir is not None:
         if dropped:
             _left_out(dropped, f"{out_dir / 'sites.csv'} and {out_dir / 'jobs.csv'}")
@@ -353,17 +356,20 @@ def solve(
         "(docs/solvers.md); the gap is then stated against the full model's LP bound.",
     ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="For scripts: no progress, no tables; one summary line (and errors)."),
+    set_: list[str] = typer.Option([], "--set", help="Override one scenario value, PATH=VALUE, as a scenario's overrides: "
+                                   "e.g. --set clock.hours=24 (docs/clock.md), --set 'sites[ashburn].power_limit_kw=*1.2'. Repeatable."),
 ) -> None:
     """Solve a scenario and write its plan folder."""
     try:
         options = SolveOptions(solver=solver, time_limit_s=time_limit, mip_gap=gap, threads=threads, seed=seed,
                                max_full_pairs=max_full_pairs)
-    except ValueError as exc:
+        overrides = parse_assignments(set_)
+    except (ValueError, OverrideError) as exc:
         err.print(f"[red]Bad option:[/] {_text(exc, newlines=True)}")
         raise typer.Exit(EXIT_BAD_INPUT)
     try:
         check_destination(out, "plan")  # refuse --out before any work
-        loaded = load_scenario(scenario)
+        loaded = load_scenario(scenario, overrides=overrides or None, overrides_origin="--set")
         if not quiet:
             _print_warnings(loaded)
             # The solve can take its whole time limit: say at once what is being solved.
@@ -1058,7 +1064,19 @@ def _options(
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    except SystemExit as exc:
+        from dcplace.optimizer.solvers.highs_model import abandoned_runs
+
+        if abandoned_runs():
+            # A HiGHS run left behind at its deadline aborts the process if it returns during
+            # interpreter shutdown; everything is written and flushed, so end here with our code.
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_INTERNAL_ERROR)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+        raise
 
 
 if __name__ == "__main__":

@@ -8,12 +8,15 @@ from dcplace.models.frames import scenario_from_frames
 from dcplace.models.records import (
     Catalog,
     Chip,
+    Clock,
+    CloudRegion,
     Cooling,
     Economics,
     Fabric,
     Latency,
     PairCost,
     Policies,
+    Profile,
     RackConfig,
     Region,
     Scenario,
@@ -24,7 +27,7 @@ from dcplace.models.records import (
 )
 
 __all__ = [
-    "Catalog", "Chip", "Cooling", "Economics", "Fabric", "InputProblem", "Latency", "PairCost", "Policies",
+    "Catalog", "Chip", "Clock", "CloudRegion", "Cooling", "Economics", "Fabric", "InputProblem", "Latency", "PairCost", "Policies", "Profile",
     "RackConfig", "Region", "Scenario", "ScenarioError", "Site", "Throughput", "TrainingJob",
     "Workload", "default_scenario_path", "export_default", "load_scenario", "scenario_from_cost_matrix",
     "scenario_from_frames", "scenario_warnings", "write_scenario",

@@ -28,9 +28,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-SECTIONS = ("economics", "latency", "policies")
+SECTIONS = ("economics", "latency", "policies", "clock")
 TOP_LEVEL = ("name", "description")
-TABLES = ("sites", "regions", "jobs", "pair_costs")
+TABLES = ("sites", "regions", "jobs", "pair_costs", "profiles", "cloud_regions")
 _PATH = re.compile(r"^(?P<table>[a-z_]+)(\[(?P<selector>[^\]]+)\])?\.(?P<column>[A-Za-z0-9_]+)$")
 _ARITHMETIC = re.compile(r"^\s*(?P<op>[*+-])\s*(?P<number>[0-9.eE+-]+)\s*$")
 
@@ -104,6 +104,24 @@ def parse_override(path: str, value: Any) -> Override:
         column, eq, wanted = match["selector"].partition("=")
         selector = (column.strip(), wanted.strip()) if eq else ("id", match["selector"].strip())
     return Override(path, value, "table", match["table"], match["column"], selector)
+
+
+def parse_assignments(items: list[str]) -> dict[str, Any]:
+    """`--set PATH=VALUE` options as an overrides mapping; VALUE is read as YAML (24, true,
+    [a, b], '*1.1'). Raises OverrideError naming the option that lacks its '='."""
+    import yaml
+
+    out: dict[str, Any] = {}
+    for item in items:
+        path, sep, text = str(item).partition("=")
+        if not sep or not path.strip():
+            raise OverrideError(f"--set '{item}' is not PATH=VALUE.", "write e.g. --set clock.hours=24 or --set 'sites[ashburn].power_limit_kw=*1.2'.")
+        try:
+            value = yaml.safe_load(text) if text.strip() else ""
+        except yaml.YAMLError:
+            value = text
+        out[path.strip()] = value
+    return out
 
 
 def parse_overrides(entries: dict[str, Any]) -> list[Override]:

@@ -89,6 +89,61 @@ class JobPlacement(PlanRecord):
     standby_chip: str | None = None
 
 
+class HourLine(PlanRecord):
+    """One place's load and capacity for one class in one represented UTC hour (docs/clock.md)."""
+
+    place: str  # a site id, or a cloud region id when kind is "rented"
+    kind: Literal["owned", "rented"]
+    workload: str
+    hour_utc: int
+    weight_h: float  # hours of the day this represented hour stands for
+    load_tok_s: float
+    capacity_tok_s: float  # installed (owned) or rented, at the target utilization
+    lent_gpus: float = 0.0  # owned: GPUs lent to interruptible training in this hour
+    serving_gpus: float = 0.0  # owned: GPUs the dispatch keeps busy serving; rented: GPUs rented in this hour
+
+
+class DispatchLine(PlanRecord):
+    """GPUs of one dispatch group (a chip) in one cooling zone busy in one hour: serving or lent."""
+
+    site: str
+    group: str
+    chip: str
+    cooling: str
+    workload: str
+    hour_utc: int
+    serving_gpus: float
+    lent_gpus: float
+
+
+class BackfillLine(PlanRecord):
+    """GPUs an interruptible job borrows from one site's inference racks in one represented hour."""
+
+    job: str
+    site: str
+    group: str
+    chip: str
+    workload: str
+    hour_utc: int
+    weight_h: float
+    gpus: float
+    h100_gpu_hours_per_day: float
+
+
+class RentalLine(PlanRecord):
+    """Rented GPUs: on demand for one represented hour, reserved for every hour, or a training job's."""
+
+    cloud: str
+    chip: str
+    kind: Literal["on_demand", "reserved", "training"]
+    workload: str | None = None
+    job: str | None = None
+    hour_utc: int | None = None
+    gpus: float
+    gpu_hours_per_year: float
+    usd_per_year: float
+
+
 class SolveRecord(PlanRecord):
     solver: str
     solver_version: str
@@ -119,6 +174,12 @@ class Plan(PlanRecord):
     sites: list[SitePlan]
     assignments: list[Assignment]
     jobs: list[JobPlacement]
+    clock: dict[str, Any] = {}  # represented hours, weights, offsets (docs/clock.md); empty with no clock and no cloud
+    hourly: list[HourLine] = []
+    dispatch: list[DispatchLine] = []
+    backfill: list[BackfillLine] = []
+    rentals: list[RentalLine] = []
+    rent_assignments: list[Assignment] = []  # demand served from cloud regions (site = the cloud region id)
     diagnosis: list[str] = []
     provenance: dict[str, Any]
 
@@ -156,6 +217,11 @@ def write_plan_folder(plan: Plan, scenario: Scenario, out_dir: str | Path, verif
             tmp / "assignments.csv", index=False
         )
         pd.DataFrame([j.model_dump() for j in plan.jobs], columns=list(JobPlacement.model_fields)).to_csv(tmp / "jobs.csv", index=False)
+        if plan.clock:
+            for name, rows, model in (("hourly", plan.hourly, HourLine), ("dispatch", plan.dispatch, DispatchLine),
+                                      ("backfill", plan.backfill, BackfillLine), ("rentals", plan.rentals, RentalLine),
+                                      ("rent_assignments", plan.rent_assignments, Assignment)):
+                pd.DataFrame([r.model_dump() for r in rows], columns=list(model.model_fields)).to_csv(tmp / f"{name}.csv", index=False)
         write_scenario(scenario, tmp / "inputs")
         (tmp / "inputs" / "provenance.json").write_text(json.dumps(plan.provenance, indent=2, sort_keys=True))
         write_manifest(tmp, plan.scenario_hash)  # the last file: it lists every other one

@@ -102,6 +102,8 @@ class Region(Record):
     failover_rtt_ms: dict[str, Annotated[float, Field(gt=0, allow_inf_nan=False)]] = Field(
         default={}, json_schema_extra=fix("round-trip budget in ms this region accepts while a site is down (failover_rtt_<class>_ms), > 0")
     )
+    utc_offset_h: float | None = Field(default=None, ge=-12, le=14, json_schema_extra=fix(
+        "the region's standard-time offset from UTC in hours, -12..14 (e.g. 5.5 for India); empty = from its time zone"))
 
 
 class Chip(Record):
@@ -185,6 +187,45 @@ class TrainingJob(Record):
     allowed_countries: NameList = Field(default=(), json_schema_extra=fix("ISO codes separated by ';'; empty = any country"))
     standby_required: bool = Field(default=False, json_schema_extra=fix(
         "true: a second site must hold the capacity and fabric to resume the job if its site is lost; false: accept the delay"))
+    interruptible: bool = Field(default=False, json_schema_extra=fix(
+        "true: the job may run on inference GPUs in the hours the served load leaves them idle (needs the clock)"))
+    gpu_hours_per_day: float | None = Field(default=None, gt=0, json_schema_extra=fix(
+        "H100-equivalent GPU-hours the job needs per day when interruptible; empty = gpus_h100_equiv x 24"))
+
+    @property
+    def daily_h100_hours(self) -> float:
+        """H100-equivalent GPU-hours per day an interruptible job must get (docs/clock.md)."""
+        return self.gpu_hours_per_day if self.gpu_hours_per_day is not None else self.gpus_h100_equiv * 24.0
+
+
+class Profile(Record):
+    """Demand at one local hour relative to the class's daily peak (docs/clock.md)."""
+
+    workload: str = Field(min_length=1)
+    local_hour: int = Field(ge=0, le=23, json_schema_extra=fix("hour of the local day, 0..23"))
+    load: float = Field(ge=0, le=1, json_schema_extra=fix("demand at this hour / the day's peak, 0..1 (the peak hour is 1)"))
+    region: str = Field(default="", json_schema_extra=fix("a region id for a region's own profile; empty = every region"))
+    source: str = ""
+
+
+class CloudRegion(Record):
+    """Rentable GPU capacity: a public-cloud region offering one chip by the GPU-hour."""
+
+    id: str = Field(min_length=1)
+    name: str = Field(min_length=1)
+    provider: str = ""
+    lat: float = Field(ge=-90, le=90, json_schema_extra=fix("latitude in decimal degrees, -90..90 (did you swap lat and lon?)"))
+    lon: float = Field(ge=-180, le=180, json_schema_extra=fix("longitude in decimal degrees, -180..180"))
+    country: str = Field(min_length=2, max_length=2, json_schema_extra=fix("ISO 3166-1 alpha-2 code, e.g. US, DE"))
+    chip: str = Field(min_length=1)
+    usd_per_gpu_hour_on_demand: float | None = Field(default=None, gt=0, le=1000, json_schema_extra=fix(
+        "on-demand price in USD per GPU-hour (not per instance-hour); empty = not offered on demand"))
+    usd_per_gpu_hour_reserved: float | None = Field(default=None, gt=0, le=1000, json_schema_extra=fix(
+        "reserved (committed) price in USD per GPU-hour, paid for every hour of the year; empty = not offered"))
+    cap_gpus: float | None = Field(default=None, gt=0, json_schema_extra=fix("most GPUs rentable at once; empty = no cap"))
+    fabric_tier: int = Field(default=0, ge=0, json_schema_extra=fix("tier of the cluster fabric the rented GPUs sit on (fabrics.csv tiers)"))
+    period: str = ""
+    source: str = ""
 
 
 class PairCost(Record):
@@ -246,6 +287,21 @@ class Policies(Record):
         "days a job with a standby site loses to resume there from its last checkpoint"))
 
 
+class Clock(Record):
+    """The day: hourly demand by local time (docs/clock.md). hours = 0 keeps one peak per class."""
+
+    hours: int = Field(default=0, ge=0, le=24, json_schema_extra=fix(
+        "0 = off (every site sized for the sum of the peaks it serves); 24 = every hour; 1..23 = that many representative blocks"))
+    idle_power_share: float = Field(default=0.3, ge=0, le=1, json_schema_extra=fix(
+        "share of its rated power an inference rack draws when it serves nothing, 0..1"))
+    inference_fabric_tier: int = Field(default=1, ge=0, json_schema_extra=fix(
+        "fabric tier inference racks sit on (fabrics.csv tiers): interruptible jobs needing more cannot use their troughs"))
+
+    @property
+    def on(self) -> bool:
+        return self.hours > 0
+
+
 class Catalog(Record):
     """The hardware catalog: chips, rack configurations, cooling, fabrics, workloads."""
 
@@ -271,6 +327,9 @@ class Scenario(Record):
     catalog: Catalog
     jobs: tuple[TrainingJob, ...] = ()
     pair_costs: tuple[PairCost, ...] = ()
+    profiles: tuple[Profile, ...] = ()
+    cloud_regions: tuple[CloudRegion, ...] = ()
+    clock: Clock = Clock()
     economics: Economics = Economics()
     latency: Latency = Latency()
     policies: Policies = Policies()

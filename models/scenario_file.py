@@ -32,14 +32,18 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from dcplace.models.clock_inputs import check_clock_inputs
 from dcplace.models.errors import ProblemLog
 from dcplace.models.overrides import Override, OverrideError, apply_to_rows, apply_to_section, parse_override
 from dcplace.models.records import (
     Catalog,
+    Clock,
+    CloudRegion,
     Economics,
     Latency,
     PairCost,
     Policies,
+    Profile,
     Region,
     Scenario,
     Site,
@@ -72,10 +76,13 @@ class ScenarioFile(BaseModel):
     overrides: dict[str, Any] = {}  # path -> value, see models/overrides.py (`extends` is folded in before this)
     jobs: str | None = None
     pair_costs: str | None = None
+    profiles: str | None = None
+    cloud_regions: str | None = None
     catalog: str | None = None
     economics: dict[str, Any] = {}
     latency: dict[str, Any] = {}
     policies: dict[str, Any] = {}
+    clock: dict[str, Any] = {}
 
 
 def default_scenario_path() -> Path:
@@ -159,6 +166,7 @@ def build_scenario(
     economics = section(Economics, spec.economics, label, "economics", sections_log)
     latency = section(Latency, spec.latency, label, "latency", sections_log)
     policies = section(Policies, spec.policies, label, "policies", sections_log)
+    clock = section(Clock, spec.clock, label, "clock", sections_log)
     for problem in sections_log.problems:  # a bad value set by a sweep is blamed on the sweep
         origin = (origins or {}).get(problem.field or "")
         if origin:
@@ -200,6 +208,18 @@ def build_scenario(
         pair_costs = parse_rows(pairs_table, PairCost, log) if pairs_table else []
         _check_pairs(pair_costs, spec.pair_costs, sites, regions, catalog, log)
 
+    profiles: list[tuple[int, Profile]] = []
+    if spec.profiles:
+        profiles_table = overridden(open_table(spec.profiles), "profiles", set(Profile.model_fields))
+        profiles = parse_rows(profiles_table, Profile, log) if profiles_table else []
+    clouds: list[tuple[int, CloudRegion]] = []
+    if spec.cloud_regions:
+        clouds_table = overridden(open_table(spec.cloud_regions), "cloud_regions", set(CloudRegion.model_fields))
+        clouds = parse_rows(clouds_table, CloudRegion, log) if clouds_table else []
+        check_unique(clouds, spec.cloud_regions, log)
+    if catalog is not None:
+        check_clock_inputs(spec.profiles or "profiles", spec.cloud_regions or "cloud_regions", label, clock, profiles, clouds, regions, catalog, log)
+
     backbone: list[tuple[str, str, float]] = []
     if latency.backbone:
         backbone = _load_backbone(open_table(latency.backbone), latency.backbone, log)
@@ -224,11 +244,15 @@ def build_scenario(
         catalog=catalog,
         jobs=tuple(rec for _, rec in jobs),
         pair_costs=tuple(rec for _, rec in pair_costs),
+        profiles=tuple(rec for _, rec in profiles),
+        cloud_regions=tuple(rec for _, rec in clouds),
+        clock=clock,
         economics=economics,
         latency=latency,
         policies=policies,
         backbone_edges=tuple(backbone),
-        files={"scenario": label, "sites": spec.sites, "regions": spec.regions, "jobs": spec.jobs or ""},
+        files={"scenario": label, "sites": spec.sites, "regions": spec.regions, "jobs": spec.jobs or "",
+               "profiles": spec.profiles or "", "cloud_regions": spec.cloud_regions or ""},
         source_path=source_path,
     )
     return scenario.model_copy(update={"content_hash": scenario_hash(scenario)})
@@ -240,7 +264,8 @@ def _origin_label(label: str, path: str, origins: dict[str, str] | None) -> str:
 
 # ------------------------------------------------------------------ extends / overrides
 
-TABLE_KEYS = ("sites", "regions", "jobs", "pair_costs", "catalog")
+TABLE_KEYS = ("sites", "regions", "jobs", "pair_costs", "profiles", "cloud_regions", "catalog")
+SECTION_KEYS = ("economics", "latency", "policies", "clock")
 
 
 def _read_yaml(path: Path, label: str, log: ProblemLog) -> dict[str, Any] | None:
@@ -282,8 +307,8 @@ def _resolved_raw(path: Path, label: str, log: ProblemLog, chain: tuple[Path, ..
         log.add(label, None, "extends", f"base scenario '{extends}' not found (looked for {base_path}).", "give a path relative to this file, or 'default'.")
         return {}
     base = _absolute_paths(_resolved_raw(base_path, str(base_path), log, (*chain, path.resolve())), base_path.parent)
-    merged = {**base, **{k: v for k, v in raw.items() if k not in ("economics", "latency", "policies", "overrides")}}
-    for section in ("economics", "latency", "policies"):
+    merged = {**base, **{k: v for k, v in raw.items() if k not in (*SECTION_KEYS, "overrides")}}
+    for section in SECTION_KEYS:
         merged[section] = {**(base.get(section) or {}), **(raw.get(section) or {})}
     merged["overrides"] = {**(base.get("overrides") or {}), **(raw.get("overrides") or {})}
     return merged
@@ -293,7 +318,7 @@ def _apply_spec_overrides(spec: ScenarioFile, label: str, log: ProblemLog, origi
     """Apply name, description and section overrides to the spec; return the table overrides."""
     table_overrides: list[Override] = []
     update: dict[str, Any] = {}
-    section_models = {"economics": Economics, "latency": Latency, "policies": Policies}
+    section_models = {"economics": Economics, "latency": Latency, "policies": Policies, "clock": Clock}
     for path, value in spec.overrides.items():
         try:
             override = parse_override(path, value)
@@ -355,7 +380,7 @@ def _convert_column(table: Table, column: str, target: str, factor: float) -> No
 
 
 def _loaded_tables(spec: ScenarioFile) -> set[str]:
-    return {"sites", "regions"} | {k for k in ("jobs", "pair_costs") if getattr(spec, k)}
+    return {"sites", "regions"} | {k for k in ("jobs", "pair_costs", "profiles", "cloud_regions") if getattr(spec, k)}
 
 
 def scenario_hash(scenario: Scenario) -> str:
@@ -437,3 +462,4 @@ def _cross_check(spec: ScenarioFile, label: str, catalog: Catalog, sites, jobs, 
         log.add(label, None, "policies.forced_sites", f"sites both forced and forbidden: {', '.join(sorted(both))}.", "remove them from one of the two lists.")
     if policies.max_sites is not None and policies.max_sites < policies.min_sites:
         log.add(label, None, "policies.max_sites", f"max_sites {policies.max_sites} < min_sites {policies.min_sites}.", "raise max_sites or lower min_sites.")
+

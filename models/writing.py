@@ -14,7 +14,7 @@ import pandas as pd
 import yaml
 
 from dcplace.models.outputs import check_new_folder, new_stage
-from dcplace.models.records import PairCost, Scenario, Site, TrainingJob
+from dcplace.models.records import CloudRegion, PairCost, Profile, Scenario, Site, TrainingJob
 from dcplace.models.scenario_file import default_catalog_dir, default_scenario_path
 from dcplace.models.tables import CATALOG_TABLES
 
@@ -83,6 +83,10 @@ def _write_tables(scenario: Scenario, folder: Path) -> None:
     _records_frame(scenario.jobs, list(TrainingJob.model_fields)).to_csv(folder / "jobs.csv", index=False)
     if scenario.pair_costs:
         _records_frame(scenario.pair_costs, list(PairCost.model_fields)).to_csv(folder / "pair_costs.csv", index=False)
+    if scenario.profiles:
+        _records_frame(scenario.profiles, list(Profile.model_fields)).to_csv(folder / "profiles.csv", index=False)
+    if scenario.cloud_regions:
+        _records_frame(scenario.cloud_regions, list(CloudRegion.model_fields)).to_csv(folder / "cloud_regions.csv", index=False)
     latency = scenario.latency.model_dump()
     if scenario.backbone_edges:
         pd.DataFrame(scenario.backbone_edges, columns=["from", "to", "km"]).to_csv(folder / "backbone.csv", index=False)
@@ -95,9 +99,12 @@ def _write_tables(scenario: Scenario, folder: Path) -> None:
         "regions": "regions.csv",
         "jobs": "jobs.csv",
         **({"pair_costs": "pair_costs.csv"} if scenario.pair_costs else {}),
+        **({"profiles": "profiles.csv"} if scenario.profiles else {}),
+        **({"cloud_regions": "cloud_regions.csv"} if scenario.cloud_regions else {}),
         "catalog": "catalog",
         "economics": scenario.economics.model_dump(),
         "latency": latency,
         "policies": policies,
+        "clock": scenario.clock.model_dump(),
     }
     (folder / "scenario.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))

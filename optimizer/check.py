@@ -37,7 +37,9 @@ REQUIRED_FILES = (
     "inputs/sites.csv", "inputs/regions.csv", "inputs/jobs.csv",
     *(f"inputs/catalog/{t}.csv" for t in ("chips", "rack_configs", "cooling", "fabrics", "workloads", "throughput")),
 )
-OPTIONAL_FILES = ("inputs/pair_costs.csv", "inputs/backbone.csv")
+OPTIONAL_FILES = ("inputs/pair_costs.csv", "inputs/backbone.csv", "inputs/profiles.csv", "inputs/cloud_regions.csv",
+                  "hourly.csv", "dispatch.csv", "backfill.csv", "rentals.csv", "rent_assignments.csv")
+HOURS_PER_DAY = 24
 SECONDS_PER_HOUR = 3600.0
 # Columns of the input tables read as text whatever they hold (an id "1" stays "1").
 TEXT_COLUMNS = ("id", "name", "country", "chip", "workload", "region", "site", "from", "to",
@@ -109,6 +111,9 @@ class _Inputs:
         self.workloads = {r["id"]: r for r in read(f"{catalog}/workloads.csv").to_dict("records")}
         self.tok_s = {(r["chip"], r["workload"]): r["tok_s_per_gpu"] for r in read(f"{catalog}/throughput.csv").to_dict("records")}
         self.backbone = read(self.latency["backbone"]) if self.latency.get("backbone") else None
+        self.clock = spec.get("clock") or {"hours": 0}  # docs/clock.md; folders from before the clock have none
+        self.profiles = read(spec["profiles"]).to_dict("records") if spec.get("profiles") else []
+        self.clouds = {r["id"]: r for r in read(spec["cloud_regions"]).to_dict("records")} if spec.get("cloud_regions") else {}
         self.pair_costs = {}
         if spec.get("pair_costs"):
             self.pair_costs = {(r["region"], r["workload"], r["site"]): r["usd_per_year"] for r in read(spec["pair_costs"]).to_dict("records")}
@@ -127,6 +132,34 @@ class _Inputs:
     def demand(self, r: str, w: str) -> float:
         value = self.regions[r].get(f"demand_{w}_tok_s")
         return 0.0 if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
+
+    @property
+    def clock_on(self) -> bool:
+        return int(self.clock.get("hours") or 0) > 0
+
+    def interruptible(self, j: str) -> bool:
+        value = self.jobs[j].get("interruptible")
+        return self.clock_on and (value is True or str(value).strip().lower() in ("true", "1", "yes"))
+
+    def daily_h100_hours(self, j: str) -> float:
+        value = self.jobs[j].get("gpu_hours_per_day")
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            return float(self.jobs[j]["gpus_h100_equiv"]) * HOURS_PER_DAY
+        return float(value)
+
+    def tok_s_at_target(self, chip: str, w: str) -> float:
+        tok = self.tok_s.get((chip, w))
+        return 0.0 if tok is None else tok * self.economics["inference_target_utilization"]
+
+    def group_of(self, k: str) -> str:
+        """Dispatch group of a rack config: its chip, unless the chip's configs differ in kW per GPU."""
+        chip = self.racks[k]["chip"]
+        per_gpu = {round(self.kw_per_rack(c) / self.gpus_per_rack(c), 9) for c, r in self.racks.items() if r["chip"] == chip}
+        return chip if len(per_gpu) == 1 else k
+
+    def kw_per_gpu_of_group(self, g: str) -> float:
+        k = g if g in self.racks else next(c for c, r in self.racks.items() if r["chip"] == g)
+        return self.kw_per_rack(k) / self.gpus_per_rack(k)
 
 
 def _haversine_km(lat1, lon1, lat2, lon2) -> float:
@@ -255,7 +288,7 @@ class PlanChecker:
     def check_demand(self) -> None:
         total = defaultdict(float)
         cap = self.inp.policies["max_share_per_site"]
-        for a in self.plan["assignments"]:
+        for a in self.plan["assignments"] + self.plan.get("rent_assignments", []):
             total[a["region"], a["workload"]] += a["share"]
             if a["share"] < -ABS_TOL or a["share"] > cap + ABS_TOL:
                 self.fail("demand", f"region {a['region']} {a['workload']}: share {a['share']} from {a['site']} outside [0, {cap}].")
@@ -303,6 +336,8 @@ class PlanChecker:
                 self.fail("residency", f"job {p['job']} runs at {p['site']} in {country}, outside {';'.join(allowed)}.")
 
     def check_inference_capacity(self) -> None:
+        if self.inp.clock_on:
+            return  # sized hour by hour instead: check_clock
         util = self.inp.economics["inference_target_utilization"]
         capacity = defaultdict(float)
         for site, ln in self.lines():
@@ -354,10 +389,18 @@ class PlanChecker:
         for p in self.plan["jobs"]:
             placed[p["job"]].append(p)
         need = defaultdict(float)
+        rented = defaultdict(int)
+        for ln in self.plan.get("rentals", []):
+            if ln["kind"] == "training":
+                rented[ln["job"]] += 1
         for j, job in self.inp.jobs.items():
-            if len(placed[j]) != 1:
-                self.fail("training", f"job {j} is placed {len(placed[j])} times; exactly once is required.")
+            if len(placed[j]) + rented[j] != 1:
+                if self.inp.interruptible(j) and len(placed[j]) + rented[j] == 0:
+                    continue  # runs in the troughs: check_clock counts its GPU-hours
+                self.fail("training", f"job {j} is placed {len(placed[j])} times and rented {rented[j]} times; exactly once is required.")
                 continue
+            if rented[j]:
+                continue  # on rented GPUs: check_clock verifies the rental
             p = placed[j][0]
             chip, fabric = self.inp.chips[p["chip"]], self.inp.fabrics[p["fabric"]]
             eligible = _list(job.get("eligible_chips"))
@@ -395,7 +438,8 @@ class PlanChecker:
             for site in self.plan["sites"]:
                 if len({ln["purpose"] for ln in site["racks"]}) > 1:
                     self.fail("policy", f"site {site['id']} hosts both training and inference under single_purpose_sites.")
-        emitted = capex = 0.0
+        emitted = sum(b["t"] for b in self._busy_energy().values())
+        capex = 0.0
         for site, ln in self.lines():
             line = self._line(site["id"], ln)
             emitted += line["emissions"]
@@ -517,9 +561,310 @@ class PlanChecker:
                 self.fail("standby", f"site {key[0]} holds {n:,.0f} H100-eq of jobs and standbys on {key[1]}/{key[2]} "
                           f"with {have[key]:,.1f} H100-eq installed.")
 
+    # ------------------------------------------------------------------ the clock (docs/clock.md)
+
+    def _blocks(self) -> dict[int, list[int]]:
+        """Represented UTC hour -> the hours it stands for, as plan.json records them (check_clock verifies them)."""
+        if not self.inp.clock_on:
+            return {0: list(range(HOURS_PER_DAY))}
+        return {int(h): [int(x) for x in hours] for h, hours in (self.plan.get("clock") or {}).get("blocks_utc", {}).items()}
+
+    def _offset_h(self, r: str) -> float:
+        given = self.inp.regions[r].get("utc_offset_h")
+        if given is not None and not (isinstance(given, float) and math.isnan(given)):
+            return float(given)
+        return float(self.plan["clock"]["utc_offsets_h"][r]["offset_h"])
+
+    def _local_profile(self, w: str, r: str) -> list[float]:
+        def region_of(p) -> str:
+            value = p.get("region")
+            return value if isinstance(value, str) else ""
+
+        rows = [p for p in self.inp.profiles if p["workload"] == w and region_of(p) == r] or \
+               [p for p in self.inp.profiles if p["workload"] == w and not region_of(p)]
+        out = [0.0] * HOURS_PER_DAY
+        for p in rows:
+            out[int(p["local_hour"])] = float(p["load"])
+        return out
+
+    def _p(self, r: str, w: str, h: int) -> float:
+        """Region r's class-w load at represented hour h relative to its peak: the largest, over
+        the UTC hours h stands for, of its local profile read at utc + offset (linear between hours)."""
+        if not self.inp.clock_on:
+            return 1.0
+        key = (r, w)
+        cache = self.__dict__.setdefault("_p_cache", {})
+        if key not in cache:
+            local, offset = self._local_profile(w, r), self._offset_h(r)
+
+            def at(utc: int) -> float:
+                t = (utc + offset) % HOURS_PER_DAY
+                lo = math.floor(t)
+                frac = t - lo
+                return local[lo % HOURS_PER_DAY] * (1 - frac) + local[(lo + 1) % HOURS_PER_DAY] * frac
+
+            cache[key] = {b: max(at(x) for x in hours) for b, hours in self._blocks().items()}
+        return cache[key][h]
+
+    def _day_load(self, r: str, w: str) -> float:
+        """Token-hours a day of (r, w) at share 1: demand x sum over represented hours of weight x p."""
+        return self.inp.demand(r, w) * sum(len(hours) * self._p(r, w, h) for h, hours in self._blocks().items())
+
+    def _busy_energy(self) -> dict[str, dict[str, float]]:
+        """Site -> MWh a year of GPUs busy serving and lent to training, above the racks' idle share, and their t CO2."""
+        if "_busy" in self.__dict__:
+            return self.__dict__["_busy"]
+        out: dict[str, dict[str, float]] = {}
+        if self.inp.clock_on:
+            days = self.inp.economics["hours_per_year"] / HOURS_PER_DAY
+            idle = float(self.inp.clock["idle_power_share"])
+            blocks = self._blocks()
+            for d in self.plan.get("dispatch", []):
+                s = d["site"]
+                kw = self.inp.kw_per_gpu_of_group(d["group"]) * self.inp.pue(s, d["cooling"]) * (1 - idle)
+                hours = len(blocks.get(int(d["hour_utc"]), [])) * days
+                entry = out.setdefault(s, {"serving_mwh": 0.0, "lent_mwh": 0.0, "t": 0.0})
+                entry["serving_mwh"] += d["serving_gpus"] * kw * hours / 1000
+                entry["lent_mwh"] += d["lent_gpus"] * kw * hours / 1000
+            for s, entry in out.items():
+                entry["t"] = (entry["serving_mwh"] + entry["lent_mwh"]) * self.inp.sites[s]["grid_carbon_g_per_kwh"] / 1000
+        self.__dict__["_busy"] = out
+        return out
+
+    def _cloud_rtt_ms(self, r: str, q: str) -> float:
+        lat, region, cloud = self.inp.latency, self.inp.regions[r], self.inp.clouds[q]
+        km = _haversine_km(region["lat"], region["lon"], cloud["lat"], cloud["lon"]) * lat["route_factor"]
+        return 2 * km / lat["fiber_km_per_ms"] + lat["overhead_ms"]
+
+    def _rental_gpu_hours(self, ln: dict) -> float:
+        hours = self.inp.economics["hours_per_year"]
+        if ln["kind"] == "on_demand":
+            return ln["gpus"] * len(self._blocks().get(int(ln["hour_utc"]), [])) * hours / HOURS_PER_DAY
+        return ln["gpus"] * hours
+
+    def _rental_cost(self, ln: dict) -> float:
+        cloud = self.inp.clouds[ln["cloud"]]
+        price = cloud["usd_per_gpu_hour_on_demand"] if ln["kind"] == "on_demand" else cloud["usd_per_gpu_hour_reserved"]
+        return self._rental_gpu_hours(ln) * float(price)
+
+    def _clock_kpis(self) -> dict[str, float]:
+        hourly = self.plan.get("hourly", [])
+        hours = sorted(self._blocks())
+        out = {
+            "rental_usd_per_year": sum(self._rental_cost(ln) for ln in self.plan.get("rentals", [])),
+            "rented_gpus_peak": max((sum(ln["serving_gpus"] for ln in hourly if ln["kind"] == "rented" and ln["hour_utc"] == h) for h in hours),
+                                    default=0.0),
+            "trough_h100_gpu_hours_per_day": sum(b["gpus"] * len(self._blocks().get(int(b["hour_utc"]), [])) * self.inp.chips[b["chip"]]["h100_equiv"]
+                                                 for b in self.plan.get("backfill", [])),
+        }
+        if self.inp.clock_on:
+            capacity, peak = self._owned_capacity(), defaultdict(float)
+            for (s, w, h), load in self._site_loads().items():
+                peak[s, w] = max(peak[s, w], load)
+            out["owned_capacity_tok_s"] = sum(capacity.values())
+            out["owned_coincident_peak_tok_s"] = sum(peak.values())
+        return out
+
+    def _installed(self) -> dict[tuple, float]:
+        """(site, group, cooling, class) -> inference GPUs installed, from the rack lines."""
+        out = defaultdict(float)
+        for site, ln in self.lines():
+            if ln["purpose"] == "inference":
+                out[site["id"], self.inp.group_of(ln["config"]), ln["cooling"], ln["workload"]] += ln["gpus"]
+        return out
+
+    def _owned_capacity(self) -> dict[tuple, float]:
+        out = defaultdict(float)
+        for (s, g, c, w), gpus in self._installed().items():
+            chip = g if g in self.inp.chips else self.inp.racks[g]["chip"]
+            out[s, w] += gpus * self.inp.tok_s_at_target(chip, w)
+        return out
+
+    def _site_loads(self) -> dict[tuple, float]:
+        """(site, class, represented hour) -> tok/s the assignments put there."""
+        out = defaultdict(float)
+        for a in self.plan["assignments"]:
+            for h in self._blocks():
+                out[a["site"], a["workload"], h] += self._served(a) * self._p(a["region"], a["workload"], h)
+        return out
+
+    def check_clock(self) -> None:
+        """Hourly serving, dispatch within installed GPUs, troughs lent to training, rentals (docs/clock.md)."""
+        plan = self.plan
+        if not self.inp.clock_on and not self.inp.clouds:
+            for key in ("hourly", "dispatch", "backfill", "rentals", "rent_assignments"):
+                if plan.get(key):
+                    self.fail("clock", f"plan.json lists {key} but the scenario has neither the clock nor cloud regions.")
+            return
+        if self.inp.clock_on:
+            self._check_day()
+            self._check_dispatch()
+            self._check_backfill()
+        self._check_rentals()
+
+    def _check_day(self) -> None:
+        clock = self.plan.get("clock") or {}
+        blocks = self._blocks()
+        covered = sorted(x for hours in blocks.values() for x in hours)
+        if covered != list(range(HOURS_PER_DAY)):
+            self.fail("clock", f"the represented hours stand for UTC hours {covered}, not each of 0..23 once.")
+        for h, hours in blocks.items():
+            if not hours or hours[0] != h or any((b - a) % HOURS_PER_DAY != 1 for a, b in zip(hours, hours[1:])):
+                self.fail("clock", f"represented hour {h} stands for {hours}: a block must be consecutive hours starting at {h}.")
+            if not _close(float((clock.get("weight_h") or {}).get(str(h), -1)), float(len(hours))):
+                self.fail("clock", f"represented hour {h} weighs {(clock.get('weight_h') or {}).get(str(h))!r} hours, its block holds {len(hours)}.")
+        if len(blocks) != int(self.inp.clock["hours"]) and not (int(self.inp.clock["hours"]) >= HOURS_PER_DAY and len(blocks) == HOURS_PER_DAY):
+            self.fail("clock", f"clock.hours is {self.inp.clock['hours']} but the plan represents the day by {len(blocks)} hours.")
+        try:
+            from timezonefinder import TimezoneFinder  # an independent reading of the offsets, where the package is installed
+            from zoneinfo import ZoneInfo
+            from datetime import datetime, timezone
+            finder = TimezoneFinder()
+        except ImportError:
+            finder = None
+        for r, region in self.inp.regions.items():
+            given = region.get("utc_offset_h")
+            if given is not None and not (isinstance(given, float) and math.isnan(given)):
+                recorded = (clock.get("utc_offsets_h") or {}).get(r, {}).get("offset_h")
+                if recorded is not None and not _close(float(recorded), float(given)):
+                    self.fail("clock", f"region {r}: plan.json records UTC offset {recorded}, inputs/regions.csv gives {given}.")
+            elif finder is not None and any(self.inp.demand(r, w) > 0 for w in self.inp.workloads):
+                name = finder.timezone_at(lat=float(region["lat"]), lng=float(region["lon"]))
+                if name:
+                    t = datetime(2026, 1, 15, 12, tzinfo=timezone.utc).astimezone(ZoneInfo(name))
+                    expected = (t.utcoffset() - (t.dst() or (t.utcoffset() * 0))).total_seconds() / 3600
+                    if not _close(self._offset_h(r), expected):
+                        self.fail("clock", f"region {r} lies in {name} (standard offset {expected:+g} h); plan.json records {self._offset_h(r):+g} h.")
+
+    def _check_dispatch(self) -> None:
+        installed, loads = self._installed(), self._site_loads()
+        used = defaultdict(float)
+        serving_tok = defaultdict(float)
+        lent = defaultdict(float)
+        for d in self.plan.get("dispatch", []):
+            key = (d["site"], d["group"], d["cooling"], d["workload"])
+            if d["serving_gpus"] < -ABS_TOL or d["lent_gpus"] < -ABS_TOL:
+                self.fail("clock", f"site {d['site']} hour {d['hour_utc']}: negative GPUs in the dispatch.")
+            used[key + (int(d["hour_utc"]),)] += d["serving_gpus"] + d["lent_gpus"]
+            chip = d["group"] if d["group"] in self.inp.chips else self.inp.racks[d["group"]]["chip"]
+            serving_tok[d["site"], d["workload"], int(d["hour_utc"])] += d["serving_gpus"] * self.inp.tok_s_at_target(chip, d["workload"])
+            lent[d["site"], d["group"], d["workload"], int(d["hour_utc"])] += d["lent_gpus"]
+        for (s, g, c, w, h), n in used.items():
+            if n > installed.get((s, g, c, w), 0.0) * (1 + REL_TOL) + 1e-6:
+                self.fail("clock", f"site {s} hour {h}: {n:,.2f} {g} GPUs of '{w}' in {c} are busy, {installed.get((s, g, c, w), 0.0):,.0f} installed.")
+        for (s, w, h), load in loads.items():
+            if load > serving_tok[s, w, h] * (1 + REL_TOL) + 1e-3:
+                self.fail("clock", f"site {s} hour {h} UTC: '{w}' load {load:,.1f} tok/s, its serving GPUs give {serving_tok[s, w, h]:,.1f}.")
+        backfill = defaultdict(float)
+        for b in self.plan.get("backfill", []):
+            backfill[b["site"], b["group"], b["workload"], int(b["hour_utc"])] += b["gpus"]
+        for key in sorted(set(lent) | set(backfill)):
+            if not _close(lent.get(key, 0.0), backfill.get(key, 0.0), abs_=1e-6):
+                self.fail("clock", f"site {key[0]} hour {key[3]}: the dispatch lends {lent.get(key, 0.0):,.3f} {key[1]} GPUs of '{key[2]}', "
+                          f"backfill.csv borrows {backfill.get(key, 0.0):,.3f}.")
+        capacity = self._owned_capacity()
+        for ln in self.plan.get("hourly", []):
+            if ln["kind"] != "owned":
+                continue
+            where = f"hourly line {ln['place']} '{ln['workload']}' hour {ln['hour_utc']}"
+            self._compare("clock", where, "load_tok_s", ln["load_tok_s"], loads.get((ln["place"], ln["workload"], int(ln["hour_utc"])), 0.0), abs_=1e-3)
+            self._compare("clock", where, "capacity_tok_s", ln["capacity_tok_s"], capacity.get((ln["place"], ln["workload"]), 0.0), abs_=1e-3)
+
+    def _check_backfill(self) -> None:
+        tier = int(self.inp.clock.get("inference_fabric_tier", 0))
+        got = defaultdict(float)
+        for b in self.plan.get("backfill", []):
+            j, where = b["job"], f"backfill of job {b['job']} at {b['site']} hour {b['hour_utc']}"
+            if j not in self.inp.jobs or not self.inp.interruptible(j):
+                self.fail("clock", f"{where}: the job is not an interruptible job of inputs/jobs.csv.")
+                continue
+            job, chip = self.inp.jobs[j], self.inp.chips[b["chip"]]
+            eligible = _list(job.get("eligible_chips"))
+            if chip["h100_equiv"] <= 0 or (eligible and b["chip"] not in eligible):
+                self.fail("clock", f"{where}: chip {b['chip']} is not eligible for the job.")
+            if int(job["min_fabric_tier"]) > tier:
+                self.fail("clock", f"{where}: the job needs fabric tier {job['min_fabric_tier']}, inference racks sit on tier {tier}.")
+            allowed = _list(job.get("allowed_countries"))
+            if allowed and self.inp.sites[b["site"]]["country"] not in allowed:
+                self.fail("clock", f"{where}: site {b['site']} is outside {';'.join(allowed)}.")
+            hours = len(self._blocks().get(int(b["hour_utc"]), []))
+            self._compare("clock", where, "h100_gpu_hours_per_day", b["h100_gpu_hours_per_day"], b["gpus"] * hours * chip["h100_equiv"], abs_=1e-6)
+            got[j] += b["gpus"] * hours * chip["h100_equiv"]
+        own = {p["job"] for p in self.plan["jobs"]} | {ln["job"] for ln in self.plan.get("rentals", []) if ln["kind"] == "training"}
+        for j in self.inp.jobs:
+            if self.inp.interruptible(j) and j not in own and got[j] < self.inp.daily_h100_hours(j) * (1 - REL_TOL) - 1e-6:
+                self.fail("clock", f"interruptible job {j} gets {got[j]:,.1f} H100-equivalent GPU-hours a day from the troughs, "
+                          f"needs {self.inp.daily_h100_hours(j):,.1f}, and has no racks or rented GPUs of its own.")
+
+    def _check_rentals(self) -> None:
+        loads = defaultdict(float)
+        for a in self.plan.get("rent_assignments", []):
+            r, w, q = a["region"], a["workload"], a["site"]
+            where = f"rented serving of {r} '{w}' from {q}"
+            if q not in self.inp.clouds:
+                self.fail("clock", f"{where}: {q} is not in inputs/cloud_regions.csv.")
+                continue
+            cloud, region = self.inp.clouds[q], self.inp.regions[r]
+            rtt = self._cloud_rtt_ms(r, q)
+            if rtt > float(region[f"rtt_budget_{w}_ms"]) + 1e-6:
+                self.fail("clock", f"{where} at {rtt:.2f} ms, over its {region[f'rtt_budget_{w}_ms']:g} ms budget.")
+            self._compare("clock", where, "rtt_ms", a["rtt_ms"], rtt)
+            self._compare("clock", where, "served_tok_s", a["served_tok_s"], self._served(a), abs_=1e-3)
+            allowed = _list(region.get("allowed_countries"))
+            if allowed and cloud["country"] not in allowed:
+                self.fail("clock", f"{where}: {q} in {cloud['country']} is outside {';'.join(allowed)}.")
+            if (cloud["chip"], w) not in self.inp.tok_s:
+                self.fail("clock", f"{where}: chip {cloud['chip']} cannot serve '{w}'.")
+            for h in self._blocks():
+                loads[q, w, h] += self._served(a) * self._p(r, w, h)
+        rented = defaultdict(float)
+        reserved = defaultdict(float)
+        per_hour = defaultdict(float)
+        for ln in self.plan.get("rentals", []):
+            q = ln["cloud"]
+            where = f"rental {ln['kind']} at {q}"
+            if q not in self.inp.clouds:
+                self.fail("clock", f"{where}: not in inputs/cloud_regions.csv.")
+                continue
+            cloud = self.inp.clouds[q]
+            if ln["chip"] != cloud["chip"]:
+                self.fail("clock", f"{where}: lists chip {ln['chip']}, the region rents {cloud['chip']}.")
+            self._compare("clock", where, "gpu_hours_per_year", ln["gpu_hours_per_year"], self._rental_gpu_hours(ln), abs_=1e-6)
+            self._compare("clock", where, "usd_per_year", ln["usd_per_year"], self._rental_cost(ln), abs_=1e-3)
+            if ln["kind"] == "on_demand":
+                rented[q, ln["workload"], int(ln["hour_utc"])] += ln["gpus"]
+                per_hour[q, int(ln["hour_utc"])] += ln["gpus"]
+            elif ln["kind"] == "reserved":
+                reserved[q, ln["workload"]] += ln["gpus"]
+                for h in self._blocks():
+                    per_hour[q, h] += ln["gpus"]
+            else:
+                j = ln["job"]
+                job, chip = self.inp.jobs[j], self.inp.chips[cloud["chip"]]
+                eligible = _list(job.get("eligible_chips"))
+                if chip["h100_equiv"] <= 0 or (eligible and cloud["chip"] not in eligible) or int(cloud["fabric_tier"]) < int(job["min_fabric_tier"]):
+                    self.fail("clock", f"{where}: job {j} cannot run on {cloud['chip']} at fabric tier {cloud['fabric_tier']}.")
+                    continue
+                allowed = _list(job.get("allowed_countries"))
+                if allowed and cloud["country"] not in allowed:
+                    self.fail("clock", f"{where}: job {j} must stay in {';'.join(allowed)}.")
+                self._compare("clock", where, "gpus", ln["gpus"], float(job["gpus_h100_equiv"]) / chip["h100_equiv"], abs_=1e-6)
+                for h in self._blocks():
+                    per_hour[q, h] += ln["gpus"]
+        for (q, w, h), load in loads.items():
+            have = (rented[q, w, h] + reserved[q, w]) * self.inp.tok_s_at_target(self.inp.clouds[q]["chip"], w)
+            if load > have * (1 + REL_TOL) + 1e-3:
+                self.fail("clock", f"cloud region {q} hour {h} UTC: '{w}' load {load:,.1f} tok/s on rented GPUs giving {have:,.1f}.")
+        for (q, h), gpus in per_hour.items():
+            cap = self.inp.clouds[q].get("cap_gpus")
+            if cap is not None and not (isinstance(cap, float) and math.isnan(cap)) and gpus > float(cap) * (1 + REL_TOL) + 1e-6:
+                self.fail("clock", f"cloud region {q} hour {h} UTC rents {gpus:,.1f} GPUs over its cap {cap:,.0f}.")
+
     def _load_factor(self, ln) -> float:
         if ln["purpose"] == "training":
             return self.inp.economics["training_load_factor"]
+        if self.inp.clock_on:  # the idle share all year; busy GPUs pay the rest by the hour (check_clock)
+            return float(self.inp.clock["idle_power_share"])
         return self.inp.workloads[ln["workload"]]["load_factor"]
 
     def check_cost(self) -> None:
@@ -546,11 +891,19 @@ class PlanChecker:
             for a in self.plan["assignments"]:
                 if a["site"] == s:
                     mine["transport"] += self._transport(a)
+            busy = self._busy_energy().get(s)
+            if busy:
+                mwh = busy["serving_mwh"] + busy["lent_mwh"]
+                mine["energy"] += mwh * inp["power_price_usd_per_mwh"]
+                mine["carbon"] += busy["t"] * self.inp.economics["carbon_price_usd_per_t"]
             for cat in sorted(set(mine) | set(site["cost_usd_per_year"])):
                 value = mine.get(cat, 0.0)
                 by_category[cat] += value
                 if not _close(value, site["cost_usd_per_year"].get(cat, 0.0), abs_=1e-3):
                     self.fail("cost", f"site {s} {cat}: plan says ${site['cost_usd_per_year'].get(cat, 0.0):,.2f}, recomputed ${value:,.2f}.")
+        rental = sum(self._rental_cost(ln) for ln in self.plan.get("rentals", []))
+        if rental or "rental" in self.plan["cost_breakdown_usd_per_year"]:
+            by_category["rental"] += rental
         total = sum(by_category.values())
         self.report.recomputed_cost_usd_per_year = total
         if not _close(total, self.plan["objective_usd_per_year"]):
@@ -686,7 +1039,8 @@ class PlanChecker:
             self._compare("sites", where, "gpus", site["gpus"], float(sum(x["gpus"] for x in lines)))
             self._compare("sites", where, "it_kw", site["it_kw"], sum(x["it_kw"] for x in lines))
             self._compare("sites", where, "facility_kw", site["facility_kw"], sum(x["facility_kw"] for x in lines))
-            self._compare("sites", where, "emissions_t_per_year", site["emissions_t_per_year"], sum(x["emissions"] for x in lines))
+            self._compare("sites", where, "emissions_t_per_year", site["emissions_t_per_year"],
+                          sum(x["emissions"] for x in lines) + self._busy_energy().get(s, {}).get("t", 0.0))
             self._compare("sites", where, "upfront_capex_usd", site["upfront_capex_usd"], sum(x["upfront"] for x in lines), abs_=1e-3)
             costs = site["cost_usd_per_year"]
             self._compare("sites", where, "total_cost_usd_per_year", site["total_cost_usd_per_year"], sum(costs.values()), abs_=1e-3)
@@ -722,14 +1076,27 @@ class PlanChecker:
                 shared += self.inp.sites[site["id"]]["fixed_cost_usd_per_year"]
             shared += sum(self.inp.cooling[c]["zone_fixed_usd_per_year"] for c in site["zones"])
         transport = sum(self._transport(a) for a in self.plan["assignments"])
+        busy = self._busy_energy()
+        carbon_price = eco["carbon_price_usd_per_t"]
+        for s, b in busy.items():
+            price = self.inp.sites[s]["power_price_usd_per_mwh"]
+            t_serving = b["t"] * b["serving_mwh"] / max(b["serving_mwh"] + b["lent_mwh"], 1e-12)
+            by_purpose["inference"] += b["serving_mwh"] * price + t_serving * carbon_price
+            by_purpose["training"] += b["lent_mwh"] * price + (b["t"] - t_serving) * carbon_price
+            emissions += b["t"]
+        for ln in self.plan.get("rentals", []):
+            by_purpose["training" if ln["kind"] == "training" else "inference"] += self._rental_cost(ln)
         inference = by_purpose["inference"] + transport
         total = inference + by_purpose["training"] + shared
         peak = tokens = within = rtt_weighted = 0.0
-        for a in self.plan["assignments"]:
+        for a in self.plan["assignments"] + self.plan.get("rent_assignments", []):
             served = self._served(a)
-            rtt = self._rtt_ms(a["region"], a["site"])
+            rtt = self._rtt_ms(a["region"], a["site"]) if a["site"] in self.inp.sites else self._cloud_rtt_ms(a["region"], a["site"])
             peak += served
-            tokens += served * self.inp.workloads[a["workload"]]["load_factor"] * hours * SECONDS_PER_HOUR
+            if self.inp.clock_on:
+                tokens += a["share"] * self._day_load(a["region"], a["workload"]) * hours / HOURS_PER_DAY * SECONDS_PER_HOUR
+            else:
+                tokens += served * self.inp.workloads[a["workload"]]["load_factor"] * hours * SECONDS_PER_HOUR
             rtt_weighted += served * rtt
             if rtt <= self.inp.regions[a["region"]][f"rtt_budget_{a['workload']}_ms"] + 1e-9:
                 within += served
@@ -754,6 +1121,8 @@ class PlanChecker:
             "upfront_capex_usd": upfront,
             "training_jobs_placed": float(len(self.plan["jobs"])),
         }
+        if self.plan.get("clock"):
+            expected.update(self._clock_kpis())
         kpis = self.plan["kpis"]
         for key in sorted(set(kpis) - set(expected)):
             self.fail("kpis", f"plan.json kpis has '{key}', which is not a documented KPI.")
@@ -843,6 +1212,10 @@ class PlanChecker:
         if any("standby_site" in p for p in self.plan["jobs"]):  # plan folders written since resilience (docs/resilience.md)
             fields += ("standby_site", "standby_fabric", "standby_chip")
         self._compare_table("jobs.csv", "job", [{k: p.get(k) for k in fields} for p in self.plan["jobs"]], fields)
+        if self.plan.get("clock"):  # docs/clock.md
+            for name, key in (("hourly", "place"), ("dispatch", "site"), ("backfill", "job"), ("rentals", "cloud"), ("rent_assignments", "region")):
+                rows = self.plan.get(name, [])
+                self._compare_table(f"{name}.csv", key, rows, list(rows[0]) if rows else None)
 
     def _compare_table(self, name: str, key: str, rows: list[dict], columns=None) -> None:
         columns = list(columns or (rows[0] if rows else []))

@@ -27,7 +27,9 @@ _WHERE = {
 }
 
 __all__ = sorted(_WHERE)
-_MORE_SECTIONS = ("outages",)  # reports.outages: what losing each site costs (docs/resilience.md)
+# reports.outages: what losing each site costs (docs/resilience.md); reports.day: the day's load, owned
+# and rented, training in the troughs (the clock, issue 15; only in plans with the clock or cloud regions).
+_MORE_SECTIONS = ("outages", "day")
 
 
 def __getattr__(name: str) -> Any:

@@ -31,8 +31,8 @@ from dcplace.optimizer.studies.outages import outages_of
 from dcplace.reports.layers import PlanLayers, line_ends, line_parts, plan_extent
 from dcplace.reports.output import check_destination, staged_files
 from dcplace.reports.style import (
-    CLOSED_COLOUR, LAND_COLOUR, OCEAN_COLOUR, REGION_COLOUR, ROLE_COLOURS, ROLE_SYMBOLS, class_colours, flow_scale, geo_path, money,
-    mw_text, tok_s_text, workload_classes,
+    CLOSED_COLOUR, DAY_COLOURS, LAND_COLOUR, OCEAN_COLOUR, REGION_COLOUR, ROLE_COLOURS, ROLE_SYMBOLS, class_colours, flow_scale,
+    geo_path, money, mw_text, tok_s_text, workload_classes,
 )
 
 SITE_ROLES = ("training", "inference", "mixed", "idle")
@@ -73,8 +73,96 @@ def plan_figure(layers: PlanLayers) -> go.Figure:
     losses = outage_hover(layers)
     for role in SITE_ROLES:
         _add_sites(fig, layers, role, mw_max, labels, losses)
+    slider = _add_day(fig, layers, mw_max)
     _layout(fig, layers)
+    if slider is not None:
+        fig.update_layout(sliders=[slider])
     return fig
+
+
+# ----------------------------------------------------------------------------- the day (the clock)
+
+DAY_COLOURSCALE = [[0.0, "#fdd0a2"], [0.5, "#f16913"], [1.0, "#7f2704"]]  # GPUs busy serving / installed, 0 to 100 %
+DAY_RING_GAP_PX = 5  # a fully busy site's ring sits this far outside a symbol of its inference MW
+
+
+def _day_hover(d, h: int, owned: bool) -> str:
+    when = f"{h:02d}:00 UTC ({d.local_hour(h):02d}:00 local solar time)"
+    if owned:
+        use = f" ({d.serving_gpus[h] / d.installed_gpus:.0%} busy)" if d.installed_gpus > 0 else ""
+        return (f"<b>{esc(d.name)}</b> at {when}<br>load {tok_s_text(d.load_tok_s[h])} of {tok_s_text(d.capacity_tok_s[h])} capacity<br>"
+                f"GPUs: {d.serving_gpus[h]:,.0f} serving{use}, {d.lent_gpus[h]:,.0f} lent to training, of {d.installed_gpus:,.0f} installed")
+    return (f"<b>{esc(d.name)}</b> (cloud region) at {when}<br>{d.serving_gpus[h]:,.0f} GPUs rented, serving "
+            f"{tok_s_text(d.load_tok_s[h])}")
+
+
+def _add_day(fig: go.Figure, layers: PlanLayers, mw_max: float) -> dict | None:
+    """With the clock on: each open site's load at one UTC hour as a ring on the sites' own
+    size scale (area: the IT MW of its inference GPUs busy serving, so a fully busy inference
+    site's ring sits just outside its symbol and shrinks into it in the troughs; colour: the
+    share of its inference GPUs busy) and each cloud region's rented GPUs (a star, area by
+    GPUs rented), with an hour slider under the map that restyles both traces (no animation
+    frames, no network; the page's script is unchanged). GPUs and MW add up across classes;
+    tok/s (in the hover) do not weigh them alike."""
+    from dcplace.reports.summary import place_days  # numpy only
+
+    plan = layers.plan
+    if not plan.clock.get("on") or not plan.hourly:
+        return None
+    days = place_days(plan, layers.scenario)
+    owned = [d for d in days if d.kind == "owned"]
+    rented = [d for d in days if d.kind == "rented"]
+    inference_mw = {s.id: sum(ln.it_kw for ln in s.racks if ln.purpose == "inference") / 1000 for s in plan.sites}
+    rented_top = max((float(d.serving_gpus.max()) for d in rented), default=0.0) or 1.0
+    total = sum(d.serving_gpus for d in owned) if owned else sum(d.serving_gpus for d in days)
+    start = int(np.argmax(total)) if len(days) else 0
+
+    def busy(d, h: int) -> float:
+        return float(d.serving_gpus[h] / d.installed_gpus) if d.installed_gpus > 0 else 0.0  # GPUs add up across classes
+
+    def ring(d, h: int) -> float:
+        mw = inference_mw.get(d.id, 0.0) * busy(d, h)
+        return round(float(DAY_RING_GAP_PX + MAX_MARKER_PX * np.sqrt(mw / mw_max)), 1) if mw > 0 else 0.0
+
+    def state(h: int) -> dict[str, list]:
+        use = [busy(d, h) for d in owned]
+        stars = [round(float(6 + 24 * np.sqrt(d.serving_gpus[h] / rented_top)), 1) if d.serving_gpus[h] > 0 else 0.0 for d in rented]
+        return {"marker.size": [[ring(d, h) for d in owned], stars],
+                "marker.color": [use, [DAY_COLOURS["rented"]] * len(rented)],
+                "text": [[_day_hover(d, h, True) for d in owned], [_day_hover(d, h, False) for d in rented]]}
+
+    first = state(start)
+    indices = []
+    for k, (group, name, symbol) in enumerate(((owned, "busy at the slider's hour (ring: MW of GPUs serving; colour: share busy)", "circle-open"),
+                                               (rented, "rented at the slider's hour (cloud regions; size: GPUs)", "star"))):
+        if k == 0:
+            marker = {"size": first["marker.size"][0], "color": first["marker.color"][0], "colorscale": DAY_COLOURSCALE, "cmin": 0.0,
+                      "cmax": 1.0, "symbol": symbol, "opacity": 1.0, "line": {"width": 3.5},
+                      "colorbar": {"title": {"text": "GPUs busy serving", "side": "top"}, "orientation": "h", "x": 1.0, "xanchor": "right",
+                                   "y": 0.02, "yanchor": "bottom", "len": 0.22, "thickness": 9, "tickformat": ".0%",
+                                   "tickvals": [0, 0.5, 1], "tickfont": {"size": 10}, "bgcolor": "rgba(255,255,255,0.8)"}}
+        else:
+            marker = {"size": first["marker.size"][1], "color": first["marker.color"][1], "symbol": symbol, "opacity": 0.9,
+                      "line": {"width": 1, "color": "#0b6e79"}}
+        fig.add_trace(go.Scattergeo(
+            lon=[d.lon for d in group], lat=[_lat(layers, d) for d in group], mode="markers", name=name, marker=marker,
+            text=first["text"][k], hovertemplate="%{text}<extra></extra>", customdata=[d.id for d in group],
+            legendgroup="day", legendrank=5, visible=True, meta={"layer": "day-owned" if k == 0 else "day-rented"},
+        ))
+        indices.append(len(fig.data) - 1)
+    steps = []
+    for h in range(24):
+        st = state(h)
+        steps.append({"label": f"{h:02d}", "method": "restyle", "args": [st, indices]})
+    return {"active": start, "steps": steps, "x": 0.0, "xanchor": "left", "y": 0.0, "yanchor": "bottom", "len": 0.62,
+            "pad": {"t": 0, "b": 4, "l": 6}, "currentvalue": {"prefix": "hour of the day, UTC: ", "font": {"size": 12}},
+            "font": {"size": 9}, "bgcolor": "#e6eaee", "name": "day"}
+
+
+def _lat(layers: PlanLayers, d) -> float:
+    if d.kind == "owned":
+        return float(next(s.lat for s in layers.plan.sites if s.id == d.id))
+    return float(next((q.lat for q in layers.scenario.cloud_regions if q.id == d.id), 0.0))
 
 
 def _marker_px(it_mw, mw_max: float) -> np.ndarray:

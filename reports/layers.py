@@ -141,9 +141,9 @@ def region_layer(plan: Plan, scenario: Scenario) -> gpd.GeoDataFrame:
     per workload class (`demand_<class>_tok_s`, `served_<class>_tok_s`, `mean_rtt_<class>_ms`,
     `rtt_budget_<class>_ms`; a class the region has no demand for has 0 tok/s and no RTT)."""
     by_region: dict[str, list] = {}
-    for a in plan.assignments:
+    for a in [*plan.assignments, *plan.rent_assignments]:  # the clock: demand served from cloud regions counts as served
         by_region.setdefault(a.region, []).append(a)
-    site_names = {s.id: s.name for s in plan.sites}
+    site_names = {q.id: q.name for q in scenario.cloud_regions} | {s.id: s.name for s in plan.sites}
     classes = _classes(scenario)
     rows = []
     for r in scenario.regions:
@@ -313,11 +313,13 @@ def _matches(pattern: str, column: str) -> bool:
 
 
 def plan_extent(layers: PlanLayers) -> tuple[float, float, float, float] | None:
-    """(lon_min, lat_min, lon_max, lat_max) of the open sites and served regions with a
-    10 % margin, or None when the plan spans more than a regional window (draw the world)."""
+    """(lon_min, lat_min, lon_max, lat_max) of the open sites, served regions and cloud regions
+    with rented capacity, with a 10 % margin, or None when the plan spans more than a regional window (draw the world)."""
     open_sites = layers.sites[layers.sites["open"]]
     served = layers.regions[layers.regions["served_tok_s"] > 0]
     points = list(open_sites.geometry) + list(served.geometry)
+    rented = {ln.cloud for ln in layers.plan.rentals} | {a.site for a in layers.plan.rent_assignments}  # the clock: cloud regions used
+    points += [Point(q.lon, q.lat) for q in layers.scenario.cloud_regions if q.id in rented]
     if not points:
         points = list(layers.sites.geometry)
     lons = np.array([p.x for p in points])

@@ -138,7 +138,7 @@ def _num(x: float, digits: int = 0) -> str:
 
 def _summary_section(plan: Plan, summary: Summary) -> Section:
     blocks: list[Block] = [Headline([Kpi(label, value, note) for label, value, note in summary.headline])]
-    blocks.append(Paragraphs(summary.training + summary.inference + summary.cost, "lead"))
+    blocks.append(Paragraphs(summary.training + summary.inference + summary.clock + summary.cost, "lead"))
     classes = [c for c in summary.classes if c.tokens_per_year > 0]
     if classes:
         blocks.append(Bullets([

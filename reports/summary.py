@@ -99,11 +99,51 @@ def vintages(prov: Provenance, keys: list[tuple[str, str, str]]) -> str:
 
 
 def class_tokens_per_year(plan: Plan, scenario: Scenario) -> dict[str, float]:
-    lf = {w.id: w.load_factor for w in scenario.catalog.workloads}
+    """Tokens a year by class: peak tok/s x load factor x hours; with the clock on, the hourly
+    load of every owned site and cloud region x the hours each represented hour stands for."""
     hours = scenario.economics.hours_per_year
     out: dict[str, float] = defaultdict(float)
+    if plan.clock.get("on") and plan.hourly:
+        for ln in plan.hourly:
+            out[ln.workload] += ln.load_tok_s * ln.weight_h * hours / 24 * SECONDS_PER_HOUR
+        return dict(out)
+    lf = {w.id: w.load_factor for w in scenario.catalog.workloads}
     for a in plan.assignments:
         out[a.workload] += a.served_tok_s * lf[a.workload] * hours * SECONDS_PER_HOUR
+    return dict(out)
+
+
+def busy_energy_by_use(plan: Plan) -> dict[str, float]:
+    """With the clock on, a site's energy line holds, beyond its racks' own (idle) energy, the
+    energy of GPUs busy serving or lent to training. That remainder is split over the classes
+    and training in proportion to their busy GPU-hours at the site (plan.hourly: serving GPUs
+    by class, lent GPUs to "training"). Empty with the clock off."""
+    if not plan.clock.get("on") or not plan.hourly:
+        return {}
+    busy: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for ln in plan.hourly:
+        if ln.kind == "owned":
+            busy[ln.place][ln.workload] += ln.serving_gpus * ln.weight_h
+            busy[ln.place]["training"] += ln.lent_gpus * ln.weight_h
+    out: dict[str, float] = defaultdict(float)
+    for s in plan.sites:
+        if not s.open:
+            continue
+        rest = s.cost_usd_per_year.get("energy", 0.0) - sum(ln.cost_usd_per_year.get("energy", 0.0) for ln in s.racks)
+        hours = busy.get(s.id, {})
+        total = sum(hours.values())
+        if abs(rest) < 0.005 or total <= 0:
+            continue
+        for use, h in hours.items():
+            out[use] += rest * h / total
+    return dict(out)
+
+
+def rental_by_use(plan: Plan) -> dict[str, float]:
+    """Rented GPU-hours' cost a year by class (on demand and reserved) and "training" (jobs on rented GPUs)."""
+    out: dict[str, float] = defaultdict(float)
+    for ln in plan.rentals:
+        out["training" if ln.kind == "training" else (ln.workload or "training")] += ln.usd_per_year
     return dict(out)
 
 
@@ -160,13 +200,14 @@ def _weighted_quantile(values: list[float], weights: list[float], q: float) -> f
 def class_economics(plan: Plan, scenario: Scenario) -> list[ClassEconomics]:
     tokens = class_tokens_per_year(plan, scenario)
     transport = transport_by_class(plan, scenario)
+    busy, rented = busy_energy_by_use(plan), rental_by_use(plan)  # both empty with the clock off and no cloud
     out = []
     for w in scenario.catalog.workloads:
         lines = [ln for s in plan.sites for ln in s.racks if ln.purpose == "inference" and ln.workload == w.id]
         gpus: dict[str, int] = defaultdict(int)
         for ln in lines:
             gpus[ln.chip] += ln.gpus
-        flows = [a for a in plan.assignments if a.workload == w.id]
+        flows = [a for a in [*plan.assignments, *plan.rent_assignments] if a.workload == w.id]
         rtts, weights = [a.rtt_ms for a in flows], [a.served_tok_s for a in flows]
         peak = sum(weights)
         within = sum(a.served_tok_s for a in flows if a.rtt_ms <= a.rtt_budget_ms + 1e-9)
@@ -174,7 +215,8 @@ def class_economics(plan: Plan, scenario: Scenario) -> list[ClassEconomics]:
         out.append(ClassEconomics(
             workload=w.id, name=w.name, peak_tok_s=peak, racks=sum(ln.racks for ln in lines), gpus_by_chip=dict(gpus),
             it_mw=sum(ln.it_kw for ln in lines) / 1000,
-            cost_usd_per_year=sum(sum(ln.cost_usd_per_year.values()) for ln in lines) + transport.get(w.id, 0.0),
+            cost_usd_per_year=sum(sum(ln.cost_usd_per_year.values()) for ln in lines) + transport.get(w.id, 0.0)
+            + busy.get(w.id, 0.0) + rented.get(w.id, 0.0),
             tokens_per_year=tokens.get(w.id, 0.0), rtt_p50=_weighted_quantile(rtts, weights, 0.5),
             rtt_p95=_weighted_quantile(rtts, weights, 0.95), rtt_max=max(rtts, default=float("nan")),
             budget_min=min(budgets), budget_max=max(budgets), within_budget_share=within / peak if peak else 1.0,
@@ -224,6 +266,10 @@ def workload_costs(plan: Plan, scenario: Scenario) -> list[WorkloadCost]:
     shared: dict[str, float] = defaultdict(float)
     for w, c in classes.items():
         direct[w] = c.cost_usd_per_year  # racks serving the class and transport of its flows
+    # With the clock on: the energy of GPUs lent to interruptible jobs, and jobs on rented GPUs.
+    for use, v in ((u, busy_energy_by_use(plan).get(u, 0.0) + rental_by_use(plan).get(u, 0.0)) for u in ("training",)):
+        if v:
+            direct[use] += v
     for s in plan.sites:
         if not s.open:
             continue
@@ -255,6 +301,8 @@ def workload_costs(plan: Plan, scenario: Scenario) -> list[WorkloadCost]:
     h100_hours = sum(ln.gpus * chips[ln.chip].h100_equiv * fabrics[ln.fabric].training_efficiency
                      for s in plan.sites for ln in s.racks if ln.purpose == "training" and ln.fabric)
     h100_hours *= scenario.economics.hours_per_year * scenario.economics.training_load_factor
+    h100_hours += plan.kpis.get("trough_h100_gpu_hours_per_day", 0.0) * scenario.economics.hours_per_year / 24  # troughs (the clock)
+    h100_hours += sum(ln.gpu_hours_per_year * chips[ln.chip].h100_equiv for ln in plan.rentals if ln.kind == "training" and ln.chip in chips)
     out = [WorkloadCost(w, c.name, direct[w], shared[w], c.tokens_per_year) for w, c in classes.items()]
     if direct.get("training") or shared.get("training"):
         out.append(WorkloadCost("training", "Training", direct["training"], shared["training"], h100_hours))
@@ -398,8 +446,16 @@ def small_site(site: SitePlan) -> bool:
 
 
 def site_tokens_share(plan: Plan, scenario: Scenario) -> dict[str, float]:
-    lf = {w.id: w.load_factor for w in scenario.catalog.workloads}
+    """Each owned site's share of the tokens the owned sites serve in a year (with the clock on:
+    from the hourly load; otherwise peak tok/s x load factor)."""
     per: dict[str, float] = defaultdict(float)
+    if plan.clock.get("on") and plan.hourly:
+        for ln in plan.hourly:
+            if ln.kind == "owned":
+                per[ln.place] += ln.load_tok_s * ln.weight_h
+        total = sum(per.values())
+        return {s: v / total for s, v in per.items()} if total else {}
+    lf = {w.id: w.load_factor for w in scenario.catalog.workloads}
     for a in plan.assignments:
         per[a.site] += a.served_tok_s * lf[a.workload]
     total = sum(per.values())
@@ -440,6 +496,7 @@ class Summary:
     assumption_rule: str = ""
     small_sites: list[str] = field(default_factory=list)
     training_case: TrainingCase | None = None
+    clock: list[str] = field(default_factory=list)  # the clock's sentences (clock_sentences); empty without it
 
 
 def _per_h100(x: float) -> str:
@@ -504,6 +561,8 @@ def executive_summary(layers: PlanLayers, prov: Provenance | None = None) -> Sum
             + f" of tokens, {sum(v for _, v in top):.0%} together; {k['demand_within_budget_share']:.1%} of peak demand is served "
             f"within its latency budget, mean round trip {k['mean_rtt_ms']:.1f} ms.",
         ]
+    summary.clock = [" ".join(clock_sentences(clock_facts(plan, scenario)))] if clock_facts(plan, scenario) is not None else []
+    summary.clock = [t for t in summary.clock if t]
     # Cost
     summary.cost = [
         f"The plan costs {money(total)} a year: {money(k['inference_cost_usd_per_year'])} inference, "
@@ -513,7 +572,9 @@ def executive_summary(layers: PlanLayers, prov: Provenance | None = None) -> Sum
     summary.classes = class_economics(plan, scenario)
     summary.class_rule = ("Rule: each inference rack's annual cost goes to the class it serves and transport to the class of its "
                           "flow; site and cooling-zone fixed costs are shared and left out, so the classes add up to the headline "
-                          "$ per M tokens. Tokens a year = peak tok/s x load factor x 8,760 h.")
+                          "$ per M tokens. " + ("Tokens a year = the hourly load of the represented day x the hours each "
+                                                "hour stands for x 365 (the clock)." if plan.clock.get("on") and plan.hourly
+                                                else "Tokens a year = peak tok/s x load factor x 8,760 h."))
     summary.assumptions = top_assumptions(plan, scenario, prov)
     summary.assumption_rule = ("Rule: the inputs behind the plan's three largest cost lines; each line is proportional to its "
                                f"input, so ±{SENSITIVITY:.0%} on the input moves the annual cost by {SENSITIVITY:.0%} of the line "
@@ -543,3 +604,231 @@ def status_text(plan: Plan) -> str:
         return "proven optimal: no cheaper plan exists"
     return (f"within {s.gap:.2%} of the best possible plan (at most {money(max(objective - bound, 0.0))} a year better exists)"
             + ("" if s.status == "optimal" else "; stopped by the time limit"))
+
+
+# ----------------------------------------------------------------------------- the clock (issue 15)
+
+
+HOURS = 24
+
+
+def solar_offset_h(lon: float) -> float:
+    """A place's local (solar) time offset from UTC in whole hours: longitude / 15, rounded."""
+    return float(round(lon / 15.0))
+
+
+@dataclass(frozen=True)
+class ClockFacts:
+    """What the clock did in a plan (docs/reports.md, "The day"); every figure from plan.json.
+
+    * peak_sum_tok_s: the owned sites' load if every region they serve peaked at once (the sum
+      of the served daily peaks, plan.assignments), what sizing without the clock would cover;
+    * coincident_tok_s: the owned sites' load at each site's and class's busiest represented
+      hour, summed (kpis owned_coincident_peak_tok_s), what the clock sizes for;
+    * saved_it_mw: the difference in IT MW at each site's own kW per tok/s of inference
+      capacity, and saved_gpus the same in GPUs (this plan's routing held fixed: an estimate, not
+      a second solve). GPUs and MW add up across classes; tok/s do not weigh them alike (a GPU
+      serves many more tok/s of a light class than of a reasoning one), so the sentences say
+      what is saved in GPUs and MW."""
+
+    on: bool
+    hours: int
+    peak_sum_tok_s: float
+    coincident_tok_s: float
+    capacity_tok_s: float
+    saved_it_mw: float
+    saved_gpus: float
+    saved_share_by_class: dict[str, float]  # class name -> 1 - its busiest-hour tok/s over its peak-sum tok/s
+    inference_it_mw: float
+    inference_gpus: float
+    rental_usd_per_year: float
+    rented_gpus_peak: float
+    rented_tok_s: float  # demand served from cloud regions, at its daily peaks
+    served_tok_s: float  # all demand served, at its daily peaks (owned + rented)
+    clouds: list[str]  # cloud region names with rented GPUs, by rented $ a year, largest first
+    trough_h100_gpu_hours_per_day: float
+    trough_jobs: list[str]
+    trough_sites: list[str]
+
+    @property
+    def saved_share(self) -> float:
+        return 1 - self.coincident_tok_s / self.peak_sum_tok_s if self.peak_sum_tok_s > 0 else 0.0
+
+    @property
+    def rented_share(self) -> float:
+        return self.rented_tok_s / self.served_tok_s if self.served_tok_s > 0 else 0.0
+
+
+def clock_facts(plan: Plan, scenario: Scenario | None = None) -> ClockFacts | None:
+    """None when the plan has neither the clock nor rented capacity (every report looks as before).
+    Without the scenario, cloud regions and jobs are named by their ids."""
+    if not plan.clock or (not plan.clock.get("on") and not plan.rentals and not plan.rent_assignments):
+        return None
+    k = plan.kpis
+    peak_sum: dict[tuple[str, str], float] = defaultdict(float)
+    for a in plan.assignments:
+        peak_sum[a.site, a.workload] += a.served_tok_s
+    busiest: dict[tuple[str, str], float] = defaultdict(float)
+    capacity: dict[tuple[str, str], float] = {}
+    for ln in plan.hourly:
+        if ln.kind == "owned":
+            busiest[ln.place, ln.workload] = max(busiest[ln.place, ln.workload], ln.load_tok_s)
+            capacity[ln.place, ln.workload] = ln.capacity_tok_s
+    kw: dict[tuple[str, str], float] = defaultdict(float)
+    gpus: dict[tuple[str, str], float] = defaultdict(float)
+    for s in plan.sites:
+        for ln in s.racks:
+            if ln.purpose == "inference":
+                kw[s.id, ln.workload] += ln.it_kw
+                gpus[s.id, ln.workload] += ln.gpus
+    extra = {key: max(peak_sum.get(key, 0.0) - busiest[key], 0.0) / capacity[key] for key in busiest if capacity.get(key, 0.0) > 0}
+    saved_kw = sum(v * kw[key] for key, v in extra.items())
+    class_names = {w.id: w.name for w in scenario.catalog.workloads} if scenario is not None else {}
+    by_class = {}
+    for w in dict.fromkeys([*class_names, *sorted({key[1] for key in busiest})]):
+        total = sum(v for key, v in peak_sum.items() if key[1] == w and key in busiest)
+        if total > 0:
+            by_class[class_names.get(w, w)] = 1 - sum(v for key, v in busiest.items() if key[1] == w) / total
+    saved_gpus = sum(v * gpus[key] for key, v in extra.items())
+    clouds = {q.id: q.name for q in scenario.cloud_regions} if scenario is not None else {}
+    spend: dict[str, float] = defaultdict(float)
+    for ln in plan.rentals:
+        spend[ln.cloud] += ln.usd_per_year
+    names = {s.id: s.name for s in plan.sites}
+    job_names = {j.id: j.name for j in scenario.jobs} if scenario is not None else {}
+    rented = sum(a.served_tok_s for a in plan.rent_assignments)
+    on = bool(plan.clock.get("on"))
+    return ClockFacts(
+        on=on, hours=int(plan.clock.get("hours", 0) or 0),
+        peak_sum_tok_s=sum(peak_sum.values()) if on else 0.0,
+        coincident_tok_s=k.get("owned_coincident_peak_tok_s", sum(busiest.values())),
+        capacity_tok_s=k.get("owned_capacity_tok_s", sum(capacity.values())),
+        saved_it_mw=saved_kw / 1000, saved_gpus=saved_gpus, saved_share_by_class=by_class if on else {},
+        inference_it_mw=sum(kw.values()) / 1000,
+        inference_gpus=sum(gpus.values()),
+        rental_usd_per_year=k.get("rental_usd_per_year", sum(spend.values())),
+        rented_gpus_peak=k.get("rented_gpus_peak", 0.0),
+        rented_tok_s=rented, served_tok_s=sum(a.served_tok_s for a in plan.assignments) + rented,
+        clouds=[clouds.get(q, q) for q, v in sorted(spend.items(), key=lambda kv: (-kv[1], kv[0])) if v > 0.005],
+        trough_h100_gpu_hours_per_day=k.get("trough_h100_gpu_hours_per_day", 0.0),
+        trough_jobs=sorted({job_names.get(b.job, b.job) for b in plan.backfill if b.gpus > 1e-9}),
+        trough_sites=sorted({names.get(b.site, b.site) for b in plan.backfill if b.gpus > 1e-9}),
+    )
+
+
+def _listed(names: list[str], limit: int = 3) -> str:
+    return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def clock_sentences(facts: ClockFacts | None) -> list[str]:
+    """The executive summary's sentences on the clock: capacity against the coincident peak,
+    rented spend, GPU-hours the troughs absorbed; each only when there is something to say."""
+    if facts is None:
+        return []
+    out = []
+    if facts.on and facts.peak_sum_tok_s > 0:
+        day = "every hour of the UTC day" if facts.hours >= 24 else f"the UTC day in {facts.hours} represented blocks of hours"
+        if facts.saved_gpus >= 0.5:
+            out.append(f"Sized on the clock ({day}), each owned site covers the load of its busiest hour, not the sum of the "
+                       f"daily peaks of the regions it serves: sizing for that sum would take about {facts.saved_gpus:,.0f} more "
+                       f"GPUs and {mw_text(facts.saved_it_mw)} more IT, {facts.saved_it_mw / facts.inference_it_mw:.0%} on top of "
+                       f"the {mw_text(facts.inference_it_mw)} of inference IT built (this plan's routing held fixed).")
+        else:
+            out.append(f"Sized on the clock ({day}), each owned site covers the load of its busiest hour; the regions each "
+                       "site serves peak at the same hours, so the clock saves no capacity here.")
+    if facts.rental_usd_per_year > 0.005:
+        out.append(f"{money(facts.rental_usd_per_year)} a year rents GPU-hours in {len(facts.clouds)} cloud "
+                   f"region{'s' if len(facts.clouds) != 1 else ''} ({_listed(facts.clouds)})"
+                   + (f", serving {facts.rented_share:.0%} of peak demand" if facts.rented_tok_s > 0 else "")
+                   + f"; at most {facts.rented_gpus_peak:,.0f} GPUs are rented at once.")
+    if facts.trough_h100_gpu_hours_per_day > 0.05:
+        out.append(f"The troughs absorb {facts.trough_h100_gpu_hours_per_day:,.0f} H100-equivalent GPU-hours of training a day "
+                   f"({_listed(facts.trough_jobs)}) on inference GPUs the served load leaves idle, instead of racks of their own.")
+    return out
+
+
+def clock_terminal_lines(plan: Plan, scenario: Scenario | None = None) -> list[str]:
+    """Plain lines for `dcplace solve` to print under the KPIs when the plan has the clock or
+    rented capacity (none otherwise): the same figures as the report's summary. Names come
+    from the inputs: print them as text (cli._text)."""
+    return clock_sentences(clock_facts(plan, scenario))
+
+
+@dataclass(frozen=True)
+class PlaceDay:
+    """One owned site or cloud region over the 24 UTC hours (a represented hour's values
+    repeated over the hours of its block), all classes together.
+
+    Use is counted in GPUs, which add up across classes (tok/s do not: a GPU serves many
+    more tok/s of a light class than of a reasoning one): an owned site's GPUs busy serving
+    over its inference GPUs installed; a cloud region's GPUs rented over the most it rents at
+    once. The busiest hour is the hour with the most GPUs busy serving (or rented)."""
+
+    id: str
+    name: str
+    kind: str  # owned | rented
+    lon: float
+    load_tok_s: np.ndarray  # 24 values
+    capacity_tok_s: np.ndarray
+    serving_gpus: np.ndarray  # owned: GPUs busy serving; rented: GPUs rented
+    lent_gpus: np.ndarray
+    installed_gpus: float  # owned: inference GPUs installed; rented: 0
+
+    @property
+    def gpus(self) -> float:
+        """What the use is counted against: inference GPUs installed, or the most GPUs rented at once."""
+        return self.installed_gpus if self.kind == "owned" else float(self.serving_gpus.max())
+
+    @property
+    def peak_hour(self) -> int:
+        return int(np.argmax(self.serving_gpus))
+
+    @property
+    def peak_tok_s(self) -> float:
+        return float(self.load_tok_s.max())
+
+    def local_hour(self, utc: int) -> int:
+        return int((utc + solar_offset_h(self.lon)) % HOURS)
+
+    def use(self, first: int, last: int) -> float | None:
+        """Mean GPUs busy serving (rented) over `gpus` in UTC hours first..last-1 (None with no GPUs)."""
+        if self.gpus <= 0:
+            return None
+        return float(self.serving_gpus[first:last].mean() / self.gpus)
+
+    @property
+    def lent_gpu_hours_per_day(self) -> float:
+        return float(self.lent_gpus.sum())
+
+
+def _hours_of(plan: Plan) -> dict[int, list[int]]:
+    """Represented UTC hour -> the UTC hours of the day it stands for."""
+    blocks = plan.clock.get("blocks_utc") or {}
+    rep = plan.clock.get("represented_hours_utc") or sorted({ln.hour_utc for ln in plan.hourly})
+    return {int(h): [int(x) for x in blocks.get(str(h), [h])] for h in rep}
+
+
+def place_days(plan: Plan, scenario: Scenario) -> list[PlaceDay]:
+    """Every owned site and cloud region with hourly lines, most GPUs (installed, or rented at once) first."""
+    expand = _hours_of(plan)
+    arrays: dict[tuple[str, str], dict[str, np.ndarray]] = {}
+    for ln in plan.hourly:
+        a = arrays.setdefault((ln.kind, ln.place), {k: np.zeros(HOURS) for k in ("load", "cap", "serving", "lent")})
+        for h in expand.get(ln.hour_utc, [ln.hour_utc]):
+            a["load"][h % HOURS] += ln.load_tok_s
+            a["cap"][h % HOURS] += ln.capacity_tok_s
+            a["serving"][h % HOURS] += ln.serving_gpus
+            a["lent"][h % HOURS] += ln.lent_gpus
+    sites = {s.id: s for s in plan.sites}
+    clouds = {q.id: q for q in scenario.cloud_regions}
+    out = []
+    for (kind, place), a in arrays.items():
+        if kind == "owned" and place in sites:
+            s = sites[place]
+            name, lon = s.name, s.lon
+            installed = float(sum(ln.gpus for ln in s.racks if ln.purpose == "inference"))
+        else:
+            q = clouds.get(place)
+            name, lon, installed = (q.name, q.lon, 0.0) if q else (place, 0.0, 0.0)
+        out.append(PlaceDay(place, name, kind, lon, a["load"], a["cap"], a["serving"], a["lent"], installed))
+    return sorted(out, key=lambda d: (-d.gpus, d.kind, d.id))

@@ -82,8 +82,12 @@ def make_scenario(
     latency: dict[str, Any] | None = None,
     policies: dict[str, Any] | None = None,
     name: str = "tiny",
+    tables: dict[str, list[dict[str, Any]]] | None = None,
+    sections: dict[str, Any] | None = None,
 ) -> Path:
-    """Write a scenario folder and return the path of its YAML file."""
+    """Write a scenario folder and return the path of its YAML file. `tables` are further
+    tables by scenario key (profiles, cloud_regions, pair_costs), `sections` further
+    top-level keys (clock)."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "catalog").mkdir(exist_ok=True)
     for table, rows in (catalog or TINY_CATALOG).items():
@@ -99,6 +103,10 @@ def make_scenario(
     if jobs is not None:
         write_csv(folder / "jobs.csv", jobs, list(dict.fromkeys([*job("x", 1), *(key for j in jobs for key in j)])))
         spec["jobs"] = "jobs.csv"
+    for key, rows in (tables or {}).items():
+        write_csv(folder / f"{key}.csv", rows)
+        spec[key] = f"{key}.csv"
+    spec.update(sections or {})
     path = folder / "scenario.yaml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
     return path

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import job, make_scenario, region, site
+from helpers import TINY_CATALOG, job, make_scenario, region, site
 from dcplace.models import load_scenario
 from dcplace.models.plan import write_plan_folder
 from dcplace.optimizer import SolveOptions, solve
@@ -45,6 +45,37 @@ def two_backups(tmp_path):
                          site("east", 0, 1.2, power_price_usd_per_mwh=100)],
         regions=[region("wtown", 0, -0.5, budget=0.6), region("etown", 0, 0.5, budget=0.6)],
         policies={"survive_site_loss": {"chat": 1.0}, "failover_rtt_ms": {"chat": 1.0}})
+
+
+def day(loads: dict[int, float], default: float) -> list[dict]:
+    return [{"workload": "chat", "local_hour": h, "load": loads.get(h, default), "region": ""} for h in range(24)]
+
+
+def clocked(tmp_path, regions, loads, default, catalog=None, jobs=None, clouds=None, policies=None):
+    """One site, the clock on (docs/clock.md)."""
+    tables = {"profiles": day(loads, default), **({"cloud_regions": clouds} if clouds else {})}
+    return make_scenario(tmp_path, sites=[site("hub", 0, 0)], regions=regions, jobs=jobs, catalog=catalog, tables=tables,
+                         sections={"clock": {"hours": 24}}, policies=policies)
+
+
+# trainer GPUs that serve chat on a fifth of a server GPU's power per token, but cost five times as much
+EFFICIENT_TRAINER = {**TINY_CATALOG, "rack_configs": [
+    {"id": "trainer-dense", "chip": "trainer", "gpus_per_server": 8, "servers_per_rack": 6, "server_kw": 2, "rack_overhead_kw": 0},
+    {"id": "server-air", "chip": "server", "gpus_per_server": 8, "servers_per_rack": 2, "server_kw": 2, "rack_overhead_kw": 0}]}
+
+
+def cloud(price: float, cap="") -> list[dict]:
+    return [{"id": "cloud", "name": "Cloud", "provider": "x", "lat": 0, "lon": 0.05, "country": "US", "chip": "server",
+             "usd_per_gpu_hour_on_demand": price, "usd_per_gpu_hour_reserved": "", "cap_gpus": cap, "fabric_tier": 0}]
+
+
+DAYTIME = {h: 1.0 for h in range(8, 20)}
+
+
+def TWELVE_HOURS_APART(tmp_path):
+    """Two towns twelve hours apart share one site: 3 racks for the coincident peak, not 4 for the sum."""
+    return clocked(tmp_path, [region("west", 0, 0.1, chat=1600, utc_offset_h=0), region("east", 0, -0.1, chat=1600, utc_offset_h=12)],
+                   {12: 1.0}, 0.5)
 
 
 def with_job(tmp_path):
@@ -89,6 +120,32 @@ CASES = {
     "failover_reserve": lambda p: two_backups(p),
     "failover_capacity": lambda p: two_backups(p),
     "training_standby": lambda p: two_towns(p, jobs=[job("pretrain", 48, standby_required=True)]),
+    # the clock (docs/clock.md): towns twelve hours apart share a site; without the hourly rows nothing need be built
+    # a peaky day (a tenth of the peak off it): without the hourly rows, the energy bound's
+    # 24-hour capacity (busy_energy_within_racks) would size the site for the day's mean
+    "hourly_serving": lambda p: clocked(p, [region("west", 0, 0.1, chat=1600, utc_offset_h=0),
+                                            region("east", 0, -0.1, chat=1600, utc_offset_h=12)], {12: 1.0}, 0.1),
+    # a daytime town on cheap 'server' racks; the job can use only 'trainer' GPUs, which the site need not have
+    # without the row: the server racks' idle night would carry phantom trainer GPUs
+    "trough_fits_idle": lambda p: clocked(p, [region("town", 0, 0.1, chat=800, utc_offset_h=0)], DAYTIME, 0.0,
+                                          jobs=[job("tune", 2, interruptible=True, gpu_hours_per_day=40, eligible_chips="trainer")]),
+    "trough_job_hours": lambda p: clocked(p, [region("town", 0, 0.1, chat=4800, utc_offset_h=0)], DAYTIME, 0.0,
+                                          catalog={**TINY_CATALOG, "throughput": [{"chip": "trainer", "workload": "chat", "tok_s_per_gpu": 100}]},
+                                          jobs=[job("tune", 30, interruptible=True, gpu_hours_per_day=500)]),
+    # under a carbon cap the dispatch is exact (busy GPUs are variables): without the row nothing need be busy
+    "busy_serves_load": lambda p: clocked(p, [region("town", 0, 0.1, chat=800, utc_offset_h=0)], DAYTIME, 0.1,
+                                          policies={"carbon_cap_t_per_year": 1e6}),
+    # ...and without this one the busy GPUs could be trainer GPUs (least power per token) that were never bought
+    "busy_within_racks": lambda p: clocked(p, [region("town", 0, 0.1, chat=800, utc_offset_h=0)], DAYTIME, 0.1,
+                                           catalog=EFFICIENT_TRAINER, policies={"carbon_cap_t_per_year": 1e6}),
+    # renting at $2/GPU-hour beats owning one rack for a one-hour peak (tests/test_clock.py)
+    "rental_capacity": lambda p: clocked(p, [region("town", 0, 0.1, chat=800, utc_offset_h=0)], {12: 1.0}, 0.0, clouds=cloud(2.0)),
+    # ...but the region rents 8 GPUs at most, half of what the peak needs
+    "rental_cap": lambda p: clocked(p, [region("town", 0, 0.1, chat=800, utc_offset_h=0)], {12: 1.0}, 0.0, clouds=cloud(2.0, 8)),
+}
+BOUND_ONLY = {  # rows that bound the objective (the clock's busy energy, docs/clock.md) and limit no plan
+    "busy_energy_split": TWELVE_HOURS_APART,
+    "busy_energy_within_racks": TWELVE_HOURS_APART,
 }
 TIGHTENING = {  # implied in the MIP by the families named; kept for the LP bound
     "share_needs_open": (two_towns, ("inference_capacity", "density_needs_zone", "zone_needs_open", "site_power")),
@@ -123,7 +180,7 @@ def uncovered(registry) -> list[str]:
     for name, fam in registry.items():
         if not callable(getattr(PlanChecker, fam.checker, None)):
             out.append(f"{name}: PlanChecker has no method {fam.checker}")
-        if name not in CASES and name not in TIGHTENING:
+        if name not in CASES and name not in TIGHTENING and name not in BOUND_ONLY:
             out.append(f"{name}: no case in tests/test_registry.py shows what it holds")
     return out
 
@@ -146,7 +203,7 @@ def test_a_family_without_checker_or_case_is_caught(monkeypatch):
 
 def test_row_names_are_family_names(tmp_path):
     """Every row family in a model is a registered family of the same name."""
-    for name, case in list(CASES.items()) + [(n, c) for n, (c, _) in TIGHTENING.items()]:
+    for name, case in list(CASES.items()) + [(n, c) for n, (c, _) in TIGHTENING.items()] + list(BOUND_ONLY.items()):
         lm = formulation.build_model(build_index(load_scenario(case(tmp_path / name))))
         assert set(lm.families) <= set(REGISTRY), set(lm.families) - set(REGISTRY)
         if REGISTRY[name].writes == ROWS:
@@ -173,6 +230,22 @@ def test_tightening_families_keep_the_optimum(name, tmp_path, monkeypatch):
     loose = solve(load_scenario(path), OPTIONS)
     monkeypatch.undo()
     assert loose.objective_usd_per_year == pytest.approx(full.objective_usd_per_year, rel=1e-9)
+    folder = write_plan_folder(loose, load_scenario(path), tmp_path / "loose")
+    assert violations(folder, REGISTRY[name].checker) == []
+
+
+@pytest.mark.parametrize("name", sorted(BOUND_ONLY))
+def test_bound_families_raise_the_bound_and_limit_no_plan(name, tmp_path, monkeypatch):
+    """Left out, the model charges less energy than any dispatch draws: its bound falls (the
+    plan's cost, always the dispatch's, cannot fall below the bound with the rows in), and
+    the plan is still a plan the checker accepts."""
+    path = BOUND_ONLY[name](tmp_path / "in")
+    full = solve(load_scenario(path), OPTIONS)
+    monkeypatch.setattr("dcplace.optimizer.solving.solve.build_model", lambda ix: formulation.build_model(ix, without=(name,)))
+    loose = solve(load_scenario(path), OPTIONS)
+    monkeypatch.undo()
+    assert loose.solve.best_bound_usd_per_year < full.solve.best_bound_usd_per_year - 1.0
+    assert full.solve.best_bound_usd_per_year <= full.objective_usd_per_year + 1e-6
     folder = write_plan_folder(loose, load_scenario(path), tmp_path / "loose")
     assert violations(folder, REGISTRY[name].checker) == []
 

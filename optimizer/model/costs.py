@@ -21,6 +21,7 @@ COST_CATEGORIES = (
     "fabric",
     "carbon",
     "transport",
+    "rental",
 )
 
 

@@ -20,6 +20,7 @@ a Pyomo ConcreteModel with the same names (`m.share[r, w, s]`, `m.demand_met[r, 
 
 from __future__ import annotations
 
+from dcplace.optimizer.model.clock import add_clock_variables, clock_costs, clock_emissions, trough_jobs
 from dcplace.optimizer.model.costs import COST_CATEGORIES, transport_usd_per_year
 from dcplace.optimizer.model.families import BOUNDS, REGISTRY, Relax, family
 from dcplace.optimizer.model.index import IndexSets
@@ -35,6 +36,7 @@ def add_variables(lm: LinearModel, ix: IndexSets) -> None:
     lm.add_block("racks_trn", ix.trn_racks, 0.0, [ix.rack_limit[s, k, c] for s, k, c, _ in ix.trn_racks], "integer")
     lm.add_block("share", ix.serve, 0.0, ix.scenario.policies.max_share_per_site, "continuous")
     lm.add_block("place", ix.place, 0.0, 1.0, "binary")
+    add_clock_variables(lm, ix)
 
 # ---------------------------------------------------------------- diagnosis messages
 
@@ -84,9 +86,15 @@ MISSION = 1e6  # unserved demand and unplaced jobs are the last resort: any limi
     "at a site within reach, or widen the budget", _demand_fields, "regions.csv demand_<class>_tok_s or rtt_budget_<class>_ms",
     weight=MISSION))
 def demand_met(lm: LinearModel, ix: IndexSets) -> None:
-    """sum_s share[r,w,s] = 1   for every (r,w) with demand > 0."""
-    for (r, w), sites in ix.group("serve_by_rw").items():
-        lm.add_row("demand_met", (r, w), [(lm.col("share", (r, w, s)), 1.0) for s in sites], lower=1.0, upper=1.0)
+    """sum_s share[r,w,s] + sum_q rent_share[r,w,q] = 1   for every (r,w) with demand > 0 (q: cloud regions, optimizer.model.clock)."""
+    rented: dict[tuple[str, str], list[str]] = {}
+    for r, w, q in ix.clock.rent_serve:
+        rented.setdefault((r, w), []).append(q)
+    owned = ix.group("serve_by_rw")
+    for (r, w) in [*owned, *(key for key in rented if key not in owned)]:
+        row = [(lm.col("share", (r, w, s)), 1.0) for s in owned.get((r, w), [])]
+        row += [(lm.col("rent_share", (r, w, q)), 1.0) for q in rented.get((r, w), [])]
+        lm.add_row("demand_met", (r, w), row, lower=1.0, upper=1.0)
 
 
 @family(checker="check_power_and_space", not_relaxed="implied by inference_capacity, density_needs_zone and "
@@ -106,8 +114,11 @@ def inference_capacity(lm: LinearModel, ix: IndexSets) -> None:
 
     tok_s[k,w] is a rack's tokens/s at the target utilization. The row exists wherever
     racks could serve w, even when no pair is in the model yet, so that its dual prices
-    pairs left out of a candidate-restricted model (optimizer.pairs).
+    pairs left out of a candidate-restricted model (optimizer.pairs). With the clock on,
+    hourly_serving takes its place (optimizer.model.clock).
     """
+    if ix.clock.on:
+        return
     by_sw = ix.group("serve_by_sw")
     for (s, w), racks in ix.group("inf_by_sw").items():
         served = [(lm.col("share", (r, w, s)), ix.demand(r, w)) for r in by_sw.get((s, w), [])]
@@ -131,10 +142,18 @@ def training_capacity(lm: LinearModel, ix: IndexSets) -> None:
     "training job {job} ({gpus} H100-equivalent GPUs) cannot be placed whole at any site", _job_fields,
     "jobs.csv gpus_h100_equiv, eligible_chips, min_fabric_tier or allowed_countries", weight=MISSION))
 def job_placed_once(lm: LinearModel, ix: IndexSets) -> None:
-    """sum_{s,f,x} place[j,s,f,x] = 1: every job runs whole, in one site, on one fabric and chip."""
+    """sum_{s,f,x} place[j,s,f,x] + sum_q rent_trn[j,q] = 1: every job runs whole, in one site (or one cloud region,
+    on reserved rented GPUs), on one fabric and chip. An interruptible job with the clock on may instead run in the
+    troughs: its row is <= 1 and trough_job_hours asks for its GPU-hours."""
     options = ix.group("place_by_job")
+    rented: dict[str, list[str]] = {}
+    for j, q in ix.clock.rent_train:
+        rented.setdefault(j, []).append(q)
+    troughs = set(trough_jobs(ix))
     for j in ix.jobs:
-        lm.add_row("job_placed_once", j, [(lm.col("place", (j, *o)), 1.0) for o in options.get(j, [])], lower=1.0, upper=1.0)
+        row = [(lm.col("place", (j, *o)), 1.0) for o in options.get(j, [])]
+        row += [(lm.col("rent_trn", (j, q)), 1.0) for q in rented.get(j, [])]
+        lm.add_row("job_placed_once", j, row, lower=0.0 if j in troughs else 1.0, upper=1.0)
 
 
 @family(checker="check_density", not_relaxed="links racks to the zone that pays for them; "
@@ -207,7 +226,7 @@ def carbon_cap(lm: LinearModel, ix: IndexSets) -> None:
     """sum racks * emissions_t_per_rack <= carbon_cap_t_per_year   (if set)."""
     cap = ix.scenario.policies.carbon_cap_t_per_year
     if cap is not None:
-        lm.add_row("carbon_cap", None, _all_racks(lm, ix, lambda e: e.emissions_t_per_year), upper=cap)
+        lm.add_row("carbon_cap", None, _all_racks(lm, ix, lambda e: e.emissions_t_per_year) + clock_emissions(lm, ix), upper=cap)
 
 
 @family(checker="check_policies", section="policies", relax=Relax(
@@ -290,9 +309,11 @@ def objective(lm: LinearModel, ix: IndexSets) -> None:
         for i, (r, w, s) in enumerate(ix.serve):
             cost = transport_usd_per_year(ix.demand(r, w), ix.km(r, s), economics, ix.pair_cost.get((r, w, s), 0.0))
             lm.add_cost("transport", share.start + i, cost)
+    clock_costs(lm, ix)
 
 
-import dcplace.optimizer.model.failover  # noqa: E402,F401 - registers the resilience families, after the core ones
+import dcplace.optimizer.model.clock  # noqa: E402,F401 - registers the hourly families, after the core ones
+import dcplace.optimizer.model.failover  # noqa: E402,F401 - registers the resilience families
 
 FAMILIES = tuple(f.builder for f in REGISTRY.values())  # every registered family, in build order
 

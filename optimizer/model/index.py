@@ -37,6 +37,7 @@ import numpy as np
 
 from dcplace.models import Chip, Cooling, Fabric, RackConfig, Region, Scenario, Site, TrainingJob, Workload
 from dcplace.optimizer.model.candidates import candidate_mask
+from dcplace.optimizer.model.clock import ClockSets, build_clock
 from dcplace.optimizer.model.costs import RackEconomics, crf, rack_economics
 from dcplace.optimizer.model.latency import allowed_mask, distance_matrix_km, rtt_matrix_ms
 from dcplace.optimizer.model.resilience import failover_masks, seed_reroutings
@@ -60,6 +61,7 @@ class IndexSets:
     eligible: dict[str, np.ndarray] = field(default_factory=dict)  # class -> regions x scenario sites
     failover: dict[str, np.ndarray] = field(default_factory=dict)  # survivable class -> pairs that may re-serve a lost site (model.resilience)
     failover_lost: list[tuple[str, str, str]] = field(default_factory=list)  # (lost site, region, class) re-routings in the model (optimizer.solving.failover)
+    clock: ClockSets | None = None  # hours, hourly sets and rentals (optimizer.model.clock)
 
     serve: list[tuple[str, str, str]] = field(default_factory=list)
     zones: list[tuple[str, str]] = field(default_factory=list)
@@ -290,7 +292,7 @@ def build_index(scenario: Scenario, max_full_pairs: int = MAX_FULL_PAIRS, prunin
                 if (k, w) in ix.tok_s_per_rack and ((s, w) in served_at or not pruning.idle_inference_racks):
                     ix.inf_racks.append((s, k, c, w))
                     ix.inf_econ[s, k, c, w] = rack_economics(
-                        site, ix.racks[k], ix.chips[ix.racks[k].chip], ix.cooling[c], ix.workloads[w].load_factor, econ
+                        site, ix.racks[k], ix.chips[ix.racks[k].chip], ix.cooling[c], inference_load_factor(scenario, ix.workloads[w]), econ
                     )
 
     # training: placements first, then only the rack options some placement can use
@@ -334,12 +336,21 @@ def build_index(scenario: Scenario, max_full_pairs: int = MAX_FULL_PAIRS, prunin
             if (s, k, c) in needed:
                 ix.rack_limit[s, k, c] = limit
     ix.zones = sorted({(s, c) for (s, _, c) in needed})
-    if ix.eligible_pairs() <= max_full_pairs:
+    # The candidate path prices pairs with the duals of inference_capacity, which the clock
+    # replaces by hourly rows (optimizer.model.clock): with the clock on, every pair is built.
+    if ix.eligible_pairs() <= max_full_pairs or scenario.clock.on:
         ix.serve = _serve_list(ix, ix.eligible)
     else:  # the large-scale path: candidates now, the rest priced in by optimizer.solvers.pairs
         ix.serve = _serve_list(ix, candidate_mask(ix))
     ix.failover_lost = seed_reroutings(ix)  # N-1: losses certain to need re-routing (model.resilience)
+    ix.clock = build_clock(ix)
     return ix
+
+
+def inference_load_factor(scenario: Scenario, workload: Workload) -> float:
+    """Share of rated power an inference rack draws all year: the class's load factor, or with
+    the clock on only the idle share (busy GPUs pay the rest by the hour, optimizer.model.clock)."""
+    return scenario.clock.idle_power_share if scenario.clock.on else workload.load_factor
 
 
 def _eligible_pairs(ix: IndexSets, serves_class: set[tuple[str, str]]) -> dict[str, np.ndarray]:

@@ -198,5 +198,18 @@ def _quiet_abandoned_runs() -> None:
             for kind in (highspy.cb.HighsCallbackType.kCallbackSimplexInterrupt, highspy.cb.HighsCallbackType.kCallbackIpmInterrupt,
                          highspy.cb.HighsCallbackType.kCallbackMipInterrupt, highspy.cb.HighsCallbackType.kCallbackMipImprovingSolution):
                 highspy.Highs.stopCallback(h, kind)  # the C++ method: flips HiGHS's flag, nothing more
-    for _, worker in _abandoned:
-        worker.join(0.5)
+    waiting = [worker for _, worker in _abandoned if worker.is_alive()]
+    if waiting:
+        # A run that returns after finalization has begun aborts the process: wait for it here,
+        # where its thread may still take the GIL (its own time limit is long past). The CLI
+        # does not get this far: it ends with os._exit once its output is written (cli.main).
+        import sys
+
+        print(f"dcplace: waiting up to {EXIT_WAIT_S:.0f} s for {len(waiting)} HiGHS run(s) left behind at their deadline to stop",
+              file=sys.stderr, flush=True)
+        until = time.perf_counter() + EXIT_WAIT_S
+        for worker in waiting:
+            worker.join(max(until - time.perf_counter(), 0.0))
+
+
+EXIT_WAIT_S = 600.0

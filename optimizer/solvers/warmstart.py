@@ -43,6 +43,7 @@ from contextlib import contextmanager
 import highspy
 import numpy as np
 
+from dcplace.optimizer.model.clock import tok_s_per_gpu
 from dcplace.optimizer.model.index import IndexSets
 from dcplace.optimizer.model.linear import LinearModel
 from dcplace.optimizer.solvers.highs_model import HighsAbandoned, run_until, set_deadline  # noqa: F401 - set_deadline re-exported
@@ -115,12 +116,22 @@ def round_lp(
             k, c = max(trn_options[s, f, chip], key=lambda kc: lp("racks_trn", (s, *kc, f)) * ix.h100_per_rack(kc[0], f))
         racks_trn[s, k, c, f] += math.ceil(h100 / ix.h100_per_rack(k, f) - 1e-9)
 
-    # 2. inference
+    # 2. inference (with the clock, each site sized for its largest hour: optimizer.model.clock)
     load = defaultdict(float)
+    ck = ix.clock
+    hourly = defaultdict(float)
     for r, w, s in ix.serve:
         share = min(max(lp("share", (r, w, s)), 0.0), pol.max_share_per_site)
         start[col("share", (r, w, s))] = share
         load[s, w] += share * ix.demand(r, w)
+        if ck.on and share > 0:
+            for h in ck.hours:
+                hourly[s, w, h] += share * ix.demand(r, w) * ck.p(r, w, h)
+    if ck.on:
+        load = defaultdict(float)
+        for (s, w, h), v in hourly.items():
+            load[s, w] = max(load[s, w], v)
+    start.update(_rented(x, lm, ix))
     training_zones = {(key[0], key[2]) for key in racks_trn}
     load_at: dict = defaultdict(dict)
     for (s, w), v in load.items():
@@ -175,6 +186,29 @@ def round_lp(
         for s, w in lm.blocks["spare"].keys:
             start[col("spare", (s, w))] = max(built[s, w] - load.get((s, w), 0.0), 0.0)
     return start
+
+
+def _rented(x: np.ndarray, lm: LinearModel, ix: IndexSets) -> dict:
+    """The LP's shares served from cloud regions, kept, with the GPUs they need rented on
+    demand in each hour (or reserved for the largest hour where on demand is not offered)."""
+    ck = ix.clock
+    out: dict = {}
+    load = defaultdict(float)
+    for key in ck.rent_serve:
+        share = min(max(x[lm.col("rent_share", key)], 0.0), ix.scenario.policies.max_share_per_site)
+        out[lm.col("rent_share", key)] = share
+        r, w, q = key
+        for h in ck.hours:
+            load[q, w, h] += share * ix.demand(r, w) * ck.p(r, w, h)
+    chips = {c.id: c.chip for c in ix.scenario.cloud_regions}
+    on_demand, reserved = set(ck.rent_on_demand), set(ck.rent_reserved)
+    for (q, w, h), v in load.items():
+        gpus = v / tok_s_per_gpu(ix, chips[q], w)
+        if (q, w, h) in on_demand:
+            out[lm.col("rent_od", (q, w, h))] = gpus
+        elif (q, w) in reserved:
+            out[lm.col("rent_res", (q, w))] = max(out.get(lm.col("rent_res", (q, w)), 0.0), gpus)
+    return out
 
 
 def solve_relaxation(h: highspy.Highs, integer_cols: np.ndarray, closed_cols: list[int], deadline: float = math.inf

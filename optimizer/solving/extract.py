@@ -12,7 +12,9 @@ from collections import defaultdict
 import numpy as np
 
 from dcplace.models.plan import Assignment, JobPlacement, RackLine, SitePlan
+from dcplace.optimizer.model.clock import day_weighted_load
 from dcplace.optimizer.model.costs import COST_CATEGORIES, transport_usd_per_year
+from dcplace.optimizer.solving.extract_clock import busy_energy_by_site, clock_kpis, extract_clock
 from dcplace.optimizer.model.index import IndexSets
 from dcplace.optimizer.model.linear import LinearModel
 
@@ -91,6 +93,15 @@ def extract(x: np.ndarray, lm: LinearModel, ix: IndexSets) -> dict:
             backup = dict(zip(("standby_site", "standby_fabric", "standby_chip"), standby[j])) if j in standby else {}
             jobs.append(JobPlacement(job=j, name=job.name, site=s, fabric=f, chip=chip, gpus_h100_equiv=job.gpus_h100_equiv, **backup))
 
+    if ix.clock.on:  # energy that follows the load: the merit-order dispatch of the racks built
+        for s, serving_mwh, lent_mwh in busy_energy_by_site(x, lm, ix):
+            usd_per_mwh = ix.sites[s].power_price_usd_per_mwh
+            t_per_mwh = ix.sites[s].grid_carbon_g_per_kwh / 1000.0
+            for purpose, mwh in (("inference", serving_mwh), ("training", lent_mwh)):
+                site_cost[s]["energy"] += mwh * usd_per_mwh
+                site_cost[s]["carbon"] += mwh * t_per_mwh * econ.carbon_price_usd_per_t
+                purpose_cost[purpose] += mwh * (usd_per_mwh + t_per_mwh * econ.carbon_price_usd_per_t)
+                emissions[s] += mwh * t_per_mwh
     sites = []
     for s, site in ix.sites.items():
         site_lines = sorted(lines[s], key=lambda ln: (ln.purpose, ln.config, ln.cooling, ln.workload or "", ln.fabric or ""))
@@ -112,17 +123,28 @@ def extract(x: np.ndarray, lm: LinearModel, ix: IndexSets) -> dict:
         )
 
     breakdown = {c: sum(site_cost[s][c] for s in ix.sites) for c in COST_CATEGORIES}
+    clock_parts = extract_clock(x, lm, ix) if (ix.clock.on or ix.scenario.cloud_regions) else {}
+    if clock_parts:
+        breakdown["rental"] += sum(ln.usd_per_year for ln in clock_parts["rentals"])
+        for ln in clock_parts["rentals"]:
+            purpose_cost["training" if ln.kind == "training" else "inference"] += ln.usd_per_year
     total = sum(breakdown.values())
-    kpis = _kpis(ix, sites, assignments, jobs, purpose_cost, total)
-    return {"sites": sites, "assignments": assignments, "jobs": jobs, "breakdown": breakdown, "objective": total, "kpis": kpis}
+    kpis = _kpis(ix, sites, assignments + clock_parts.get("rent_assignments", []), jobs, purpose_cost, total, clock_parts)
+    return {"sites": sites, "assignments": assignments, "jobs": jobs, "breakdown": breakdown, "objective": total, "kpis": kpis,
+            **clock_parts}
 
 
-def _kpis(ix: IndexSets, sites, assignments, jobs, purpose_cost, total) -> dict[str, float]:
-    """Headline numbers. $/M tokens charges inference racks (and transport) to the tokens
-    they serve in a year: peak demand x the class's load factor x hours x 3600."""
+def _kpis(ix: IndexSets, sites, assignments, jobs, purpose_cost, total, clock_parts=None) -> dict[str, float]:
+    """Headline numbers. $/M tokens charges inference racks, transport and rented GPU-hours to
+    the tokens they serve in a year: peak demand x the class's load factor x hours x 3600, or
+    with the clock on the hourly load x the hours each represented hour stands for."""
     hours = ix.scenario.economics.hours_per_year
     peak = sum(a.served_tok_s for a in assignments)
-    tokens_per_year = sum(a.served_tok_s * ix.workloads[a.workload].load_factor * hours * SECONDS_PER_HOUR for a in assignments)
+    if ix.clock.on:
+        days = ix.clock.days_per_year(ix.scenario)
+        tokens_per_year = sum(a.share * day_weighted_load(ix, a.region, a.workload) * days * SECONDS_PER_HOUR for a in assignments)
+    else:
+        tokens_per_year = sum(a.served_tok_s * ix.workloads[a.workload].load_factor * hours * SECONDS_PER_HOUR for a in assignments)
     demand_total = sum(ix.demand(r, w) for r in ix.regions for w in ix.workloads)
     within = sum(a.served_tok_s for a in assignments if a.rtt_ms <= a.rtt_budget_ms + 1e-9)
     by_role = defaultdict(float)
@@ -149,4 +171,6 @@ def _kpis(ix: IndexSets, sites, assignments, jobs, purpose_cost, total) -> dict[
         "upfront_capex_usd": sum(s.upfront_capex_usd for s in sites),
         "training_jobs_placed": float(len(jobs)),
     }
+    if clock_parts:
+        kpis.update(clock_kpis(ix, clock_parts))
     return kpis

@@ -1,0 +1,56 @@
+"""Cross-checks of the clock's inputs (docs/clock.md): the daily profiles and the cloud regions."""
+
+from __future__ import annotations
+
+from dcplace.models.errors import ProblemLog
+from dcplace.models.records import Catalog, Clock
+from dcplace.models.tables import known_hint
+
+
+def check_clock_inputs(ptable: str, ctable: str, label: str, clock: Clock, profiles, clouds, regions, catalog: Catalog,
+                       log: ProblemLog) -> None:
+    """Profiles: known classes and regions, 24 hours each, peak 1; the clock needs a profile
+    for every class; cloud regions rent a catalog chip that can serve or train something.
+    `ptable` and `ctable` name the two tables' files in messages."""
+    workload_ids = {w.id for w in catalog.workloads}
+    region_ids = {r.id for _, r in regions}
+    hours: dict[tuple[str, str], dict[int, int]] = {}
+    for row, p in profiles:
+        if p.workload not in workload_ids:
+            log.add(ptable, row, "workload", f"unknown workload class '{p.workload}'.", known_hint("workload classes", workload_ids))
+            continue
+        if p.region and p.region not in region_ids:
+            log.add(ptable, row, "region", f"unknown region '{p.region}'.", "use an id from the regions table, or leave it empty for every region.")
+            continue
+        seen = hours.setdefault((p.workload, p.region), {})
+        if p.local_hour in seen:
+            log.add(ptable, row, "local_hour", f"hour {p.local_hour} of '{p.workload}'{' in ' + p.region if p.region else ''} is given twice "
+                    f"(rows {seen[p.local_hour]} and {row}).", "keep one row per class, region and hour.")
+        seen[p.local_hour] = row
+    for (w, r), seen in hours.items():
+        where = f" in region '{r}'" if r else ""
+        missing = sorted(set(range(24)) - set(seen))
+        if missing:
+            log.add(ptable, None, "local_hour", f"the profile of '{w}'{where} has no row for hour(s) {', '.join(map(str, missing))}.",
+                    "give all 24 local hours, 0..23.")
+        peak = max(p.load for _, p in profiles if (p.workload, p.region) == (w, r))
+        if abs(peak - 1.0) > 1e-6:
+            log.add(ptable, None, "load", f"the profile of '{w}'{where} peaks at {peak:g}, not 1: loads are relative to the day's peak.",
+                    f"divide every load of this profile by {peak:g}.")
+    if clock.on:
+        demanded = {w for _, r in regions for w, d in r.demand_tok_s.items() if d > 0}
+        for w in sorted(demanded):
+            if (w, "") not in hours and not all((w, r.id) in hours for _, r in regions if r.demand_tok_s.get(w, 0) > 0):
+                log.add(label, None, "clock.hours", f"the clock is on (hours {clock.hours}) but class '{w}' has no daily profile.",
+                        f"add 24 rows (workload {w}, local_hour 0..23, load) to the profiles table ({ptable}), named under profiles: in the scenario.")
+    chips = {c.id: c for c in catalog.chips}
+    serves = {t.chip for t in catalog.throughput}
+    for row, q in clouds:
+        if q.chip not in chips:
+            log.add(ctable, row, "chip", f"cloud region '{q.id}' rents unknown chip '{q.chip}'.", known_hint("chips", set(chips)))
+        elif q.chip not in serves and not chips[q.chip].h100_equiv:
+            log.add(ctable, row, "chip", f"chip '{q.chip}' has no throughput and no h100_equiv: renting it serves nothing.",
+                    "rent a chip the catalog gives a throughput or a training equivalence.")
+        if q.usd_per_gpu_hour_on_demand is None and q.usd_per_gpu_hour_reserved is None:
+            log.add(ctable, row, "usd_per_gpu_hour_on_demand", f"cloud region '{q.id}' has neither an on-demand nor a reserved price.",
+                    "give usd_per_gpu_hour_on_demand or usd_per_gpu_hour_reserved.")
