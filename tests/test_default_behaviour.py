@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from dcplace.models import load_scenario
-from dcplace.optimizer import SolveOptions, solve
 from dcplace.optimizer.model.costs import rack_economics
 
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -31,9 +30,10 @@ def read(path: Path) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def default():
-    scenario = load_scenario()
-    return scenario, solve(scenario, SolveOptions(threads=2))
+def default(default_plan_folder):
+    from dcplace.models.plan import read_plan
+
+    return load_scenario(), read_plan(default_plan_folder[0])
 
 
 def test_every_rack_above_40_kw_sits_in_a_liquid_zone(default):

@@ -124,11 +124,11 @@ def test_small_plan_pdf_numbers_every_page_and_keeps_text_at_8pt(small_site_plan
 
 
 @pytest.fixture(scope="module")
-def default_report(tmp_path_factory):
-    from dcplace.models import load_scenario
+def default_report(tmp_path_factory, default_plan_folder):
+    import shutil
 
     root = tmp_path_factory.mktemp("default")
-    solve_to_folder(load_scenario(), root / "plan")
+    shutil.copytree(default_plan_folder[0], root / "plan")  # the session's default plan (tests/conftest.py)
     layers = load_plan_layers(root / "plan")
     save_report(layers, root / "report")
     return root, layers

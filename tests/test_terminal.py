@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import io
 import re
-import time
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,6 @@ from typer.testing import CliRunner
 import dcplace.cli as cli
 from dcplace.cli import app
 from dcplace.models.plan import read_plan
-from dcplace.optimizer.solving.pipeline import solve_to_folder
 from dcplace.optimizer.solving.progress import ProgressFeed, SolveProgress
 from dcplace.optimizer.solving.solve import SolveOptions, solve
 from dcplace.models import load_scenario
@@ -72,13 +70,9 @@ def small(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def default_solved(tmp_path_factory):
-    """The embedded default solved once, into a folder, with its progress reports."""
-    out = tmp_path_factory.mktemp("default") / "plan"
-    calls: list[SolveProgress] = []
-    started = time.perf_counter()
-    solve_to_folder(None, out, SolveOptions(threads=2), progress=calls.append)
-    return out, calls, time.perf_counter() - started
+def default_solved(default_plan_folder):
+    """The embedded default solved once (tests/conftest.py), into a folder, with its progress reports."""
+    return default_plan_folder
 
 
 # ----------------------------------------------------------------------------- solve
