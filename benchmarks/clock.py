@@ -31,7 +31,7 @@ from benchmarks.run import _machine  # noqa: E402
 from dcplace.models import default_scenario_path, load_scenario  # noqa: E402
 from dcplace.models.versions import versions_line  # noqa: E402
 from dcplace.optimizer.solving.pipeline import solve_to_folder  # noqa: E402
-from dcplace.optimizer.solving.solve import SolveOptions  # noqa: E402
+from dcplace.optimizer.solving.solve import NoPlanFound, SolveOptions  # noqa: E402
 from dcplace.reports.style import money  # noqa: E402
 
 INTERRUPTIBLE = ("posttrain", "finetune-eu", "finetune-apac")
@@ -65,25 +65,37 @@ def main() -> None:
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="dcplace-clock-"))
     options = SolveOptions(time_limit_s=args.limit, mip_gap=5e-3, threads=args.threads)
-    runs = []
+    runs, failed = [], []
     for label, hours in [("peak sum (today)", 0), ("clock, 24 hours", 24)] + [(f"clock, {k} blocks", k) for k in args.blocks]:
         scenario = load_scenario(with_clouds(tmp), overrides=clock_overrides(hours)) if hours else load_scenario()
         started = time.perf_counter()
-        plan, report = solve_to_folder(scenario, tmp / f"h{hours}", options)
+        try:
+            plan, report = solve_to_folder(scenario, tmp / f"h{hours}", options)
+        except NoPlanFound as exc:
+            print(f"{label}: no plan in {time.perf_counter() - started:.1f} s ({exc})", flush=True)
+            failed.append((label, time.perf_counter() - started, str(exc)))
+            continue
         wall = time.perf_counter() - started
         runs.append((label, hours, plan, wall, report.ok))
         print(f"{label}: {money(plan.objective_usd_per_year)} {plan.solve.status} gap {plan.solve.gap} in {wall:.1f} s, "
               f"check {report.ok}", flush=True)
-    write(args, runs)
+    write(args, runs, failed)
 
 
-def write(args, runs) -> None:
-    base = runs[0][2]
-    full = runs[1][2]
+def write(args, runs, failed) -> None:
     lines = ["## The clock: coincident sizing on the default world (benchmarks/clock.py)", ""]
     lines.append(f"Measured {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC on {_machine()}; {versions_line()}. "
                  f"`python benchmarks/clock.py --limit {args.limit:g} --blocks {' '.join(map(str, args.blocks))} --threads {args.threads}`.")
     lines.append("")
+    for label, seconds, message in failed:
+        lines.append(f"- {label}: no plan within the limit ({seconds:.1f} s): {message}")
+    if len(runs) < 2 or runs[0][1] != 0 or runs[1][1] != 24:
+        lines.append("- Not enough runs finished to compare the clock with the peak sum.")
+        replace_section(args.out, "clock", "\n".join(lines))
+        return
+    lines.append("")
+    base = runs[0][2]
+    full = runs[1][2]
     lines.append("Clock runs: the shipped profiles (data/default/profiles.csv), the shipped cloud regions for rent, "
                  f"{', '.join(INTERRUPTIBLE)} interruptible (GPU-hours a day = GPUs x 24), inference racks on fabric tier 2.")
     lines.append("")
