@@ -55,6 +55,15 @@ def checked(plan, scenario, tmp_path):
     return folder
 
 
+def tampered(good, folder, edit) -> set[str]:
+    """The families the checker finds broken in a copy of plan folder `good` whose plan.json `edit` changed."""
+    shutil.copytree(good, folder)
+    data = json.loads((good / "plan.json").read_text())
+    edit(data)
+    (folder / "plan.json").write_text(json.dumps(data))
+    return check_plan_folder(folder).families_violated()
+
+
 def test_two_regions_twelve_hours_apart_need_the_larger_peak_not_the_sum(tmp_path):
     """Each region peaks at 1,600 tok/s at local noon and runs at half that otherwise; twelve
     hours apart, the site's load is 1,600 + 800 = 2,400 tok/s at either peak (3 racks), where
@@ -167,12 +176,7 @@ def test_each_checker_rule_rejects_a_plan_broken_on_purpose(tmp_path):
     doc = json.loads((good / "plan.json").read_text())
 
     def broken(name, edit) -> set[str]:
-        folder = tmp_path / name
-        shutil.copytree(good, folder)
-        data = json.loads(json.dumps(doc))
-        edit(data)
-        (folder / "plan.json").write_text(json.dumps(data))
-        return check_plan_folder(folder).families_violated()
+        return tampered(good, tmp_path / name, edit)
 
     def starve(d):  # the dispatch keeps too few GPUs busy for the load
         for line in d["dispatch"]:
@@ -258,15 +262,9 @@ def test_a_carbon_cap_at_the_plans_own_emissions_keeps_the_plan(tmp_path):
 def test_the_checker_rejects_troughs_that_do_not_add_up(tmp_path):
     scenario = load_scenario(trough_scenario(tmp_path / "in", 500))
     good = checked(solve(scenario, OPTIONS), scenario, tmp_path)
-    doc = json.loads((good / "plan.json").read_text())
 
     def broken(name, edit) -> set[str]:
-        folder = tmp_path / name
-        shutil.copytree(good, folder)
-        data = json.loads(json.dumps(doc))
-        edit(data)
-        (folder / "plan.json").write_text(json.dumps(data))
-        return check_plan_folder(folder).families_violated()
+        return tampered(good, tmp_path / name, edit)
 
     def short_hours(d):  # the job borrows fewer GPUs than its day needs (dispatch and backfill agree)
         for b in d["backfill"]:
