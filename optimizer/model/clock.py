@@ -444,6 +444,11 @@ def _installed(lm: LinearModel, ix, s: str, g: str, w: str) -> list[tuple[int, f
     return out
 
 
+def _load_terms(lm: LinearModel, ix, by_sw: dict, s: str, w: str, h: int) -> list[tuple[int, float]]:
+    """The load the shares put on (s, w) at represented hour h: share[r,w,s] x demand[r,w] x p[r,w,h]."""
+    return [(lm.col("share", (r, w, s)), ix.demand(r, w) * ix.clock.p(r, w, h)) for r in by_sw.get((s, w), [])]
+
+
 @family(checker="check_clock", section="clock", not_relaxed="a law of the model: the load is what the racks serve; "
         "the limits behind it (power, floor, demand) are relaxed instead")
 def hourly_serving(lm: LinearModel, ix) -> None:
@@ -462,8 +467,7 @@ def hourly_serving(lm: LinearModel, ix) -> None:
     for (s, w), racks in ix.group("inf_by_sw").items():
         capacity = [(lm.col("racks_inf", (s, k, c, w)), -ix.tok_s_per_rack[k, w]) for k, c in racks]
         for h in ck.binding_hours.get((s, w), ck.hours):
-            served = [(lm.col("share", (r, w, s)), ix.demand(r, w) * ck.p(r, w, h)) for r in by_sw.get((s, w), [])]
-            lm.add_row("hourly_serving", (s, w, h), served + lent.get((s, w, h), []) + capacity, upper=0.0)
+            lm.add_row("hourly_serving", (s, w, h), _load_terms(lm, ix, by_sw, s, w, h) + lent.get((s, w, h), []) + capacity, upper=0.0)
 
 
 @family(checker="check_cost", section="clock", not_relaxed="bounds the objective's energy, limits no plan: every plan "
@@ -511,8 +515,7 @@ def busy_serves_load(lm: LinearModel, ix) -> None:
         s, g, c, w, h = key
         busy.setdefault((s, w, h), []).append((lm.col("busy", key), -tok_s_per_gpu(ix, ck.group_chip[g], w)))
     for (s, w, h), cols in busy.items():
-        served = [(lm.col("share", (r, w, s)), ix.demand(r, w) * ck.p(r, w, h)) for r in by_sw.get((s, w), [])]
-        lm.add_row("busy_serves_load", (s, w, h), served + cols, upper=0.0)
+        lm.add_row("busy_serves_load", (s, w, h), _load_terms(lm, ix, by_sw, s, w, h) + cols, upper=0.0)
 
 
 @family(checker="check_clock", section="clock", not_relaxed="a law of the model: a GPU is busy only if it is installed")
