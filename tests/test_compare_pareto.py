@@ -188,7 +188,36 @@ def test_solve_offers_a_callers_start_plan(tmp_path):
     exact = SolveOptions(mip_gap=0.0, time_limit_s=60, warm_start=False)
     first = solve(scenario, exact)
     again = solve(scenario, exact, start=lambda lm, ix: start_columns(first, lm, ix))
-    assert again.solve.warm_start.startswith("the caller's start plan offered")
+    assert again.solve.warm_start.startswith("the caller's start plan held")
     assert again.objective_usd_per_year == pytest.approx(first.objective_usd_per_year, rel=1e-9)
+    # at a loose gap the held plan is never lost: the run returns it or a cheaper one
+    loose = solve(scenario, SolveOptions(mip_gap=0.05, time_limit_s=60, warm_start=False),
+                  start=lambda lm, ix: start_columns(first, lm, ix))
+    assert loose.solve.status == "optimal"
+    assert loose.objective_usd_per_year <= first.objective_usd_per_year * (1 + 1e-9)
     ignored = solve(scenario, exact, start=lambda lm, ix: None)
     assert ignored.solve.warm_start == "off"
+
+
+def test_a_held_back_start_stops_the_search_once_the_bound_proves_it():
+    """The MIP interrupt callback (optimizer.solvers.highs_model) ends HiGHS's search when its
+    dual bound comes within the gap of the plan held back from it, and not before."""
+    from types import SimpleNamespace
+
+    from dcplace.optimizer.solvers.highs_model import QuietHighs, _interrupt_mip
+
+    h = QuietHighs()
+    h.deadline = float("inf")
+    h.held_objective, h.held_gap = 100.0, 0.005
+    calls = []
+
+    def event(bound):
+        e = SimpleNamespace(user_data=h, data_out=SimpleNamespace(mip_dual_bound=bound, mip_primal_bound=float("inf")),
+                            interrupt=calls.append)
+        _interrupt_mip(e)
+        return calls[-1]
+
+    assert event(-float("inf")) is False and event(99.0) is False and not h.held_proven
+    assert event(99.6) is True and h.held_proven  # 100 - 99.6 <= 0.005 x 100
+    h.held_proven, h.held_objective, h.dual_bound = False, float("inf"), -float("inf")
+    assert event(1e9) is False  # nothing held: only HiGHS's own gap or the deadline stop it

@@ -35,7 +35,7 @@ import numpy as np
 from dcplace.models.plan import HAS_PLAN
 from dcplace.optimizer.model.index import IndexSets
 from dcplace.optimizer.model.linear import LinearModel
-from dcplace.optimizer.solvers.highs_model import GRACE_S, HighsAbandoned, run_until, to_highs
+from dcplace.optimizer.solvers.highs_model import GRACE_S, HighsAbandoned, QuietHighs, run_until, to_highs
 from dcplace.optimizer.solvers.pyomo_model import pyomo_values, to_pyomo
 from dcplace.optimizer.solvers.warmstart import _solution, offer_rounded_lp_start
 
@@ -188,6 +188,8 @@ def run_ortools(lm: LinearModel, ix: IndexSets | None, options, relaxation=None,
                      solve_time_s=elapsed), x
 
 
+HOLD_BACK_START = True  # see run_highs
+
 _STATUS = {
     highspy.HighsModelStatus.kOptimal: "optimal",
     highspy.HighsModelStatus.kInfeasible: "infeasible",
@@ -205,8 +207,17 @@ def run_highs(lm: LinearModel, options, ix: IndexSets | None = None, relaxation:
     already has, for the warm start. A warm start that is feasible and costs at most
     `good_enough_usd` (the caller's bound plus its gap) is returned without a search,
     which could only confirm it. `incumbent` is a plan the caller already has (column values,
-    e.g. a solved plan that meets this scenario's limits): offered to HiGHS when it is
-    feasible and cheaper than the warm start, so the search never ends with less.
+    e.g. a solved plan that meets this scenario's limits): kept when it is feasible and
+    cheaper than the warm start, so the search never ends with less.
+
+    The start (the warm start's plan or the caller's) is held back from HiGHS, and HiGHS's
+    feasibility jump is off (HOLD_BACK_START): with any incumbent known before its root's
+    cut loop (ours, or one from its own feasibility jump), HiGHS 1.16 spent 40-90 s in the
+    first separation round of the world default, against 1-5 s without one; handing it a
+    plan made the whole solve several times slower (benchmarks/start.py measures both ways:
+    benchmarks/RESULTS.md, "The start"). The held plan still counts: the
+    search stops as soon as HiGHS's dual bound proves it within the gap (highs_model's
+    MIP interrupt), and the run returns whichever of it and HiGHS's best plan costs less.
     `progress` (optimizer.solving.progress.ProgressFeed, optional) hears the phases (warm
     start, search) and, from HiGHS's thread, the search's incumbent and bound."""
     started = time.perf_counter()
@@ -242,7 +253,8 @@ def run_highs(lm: LinearModel, options, ix: IndexSets | None = None, relaxation:
         if progress:
             progress.phase("warm start")
         try:
-            warm_start, start = offer_rounded_lp_start(h, lm, ix, deadline - time.perf_counter(), options.mip_gap, relaxation)
+            warm_start, start = offer_rounded_lp_start(h, lm, ix, deadline - time.perf_counter(), options.mip_gap, relaxation,
+                                                       offer=not HOLD_BACK_START)
         except HighsAbandoned as exc:
             # the instance stays with its thread; the search goes on in a fresh one, from the best plan seen
             if deadline - time.perf_counter() < 2 * GRACE_S:
@@ -255,16 +267,22 @@ def run_highs(lm: LinearModel, options, ix: IndexSets | None = None, relaxation:
             best = exc.best[0] if exc.best is not None else None
             if best is not None and np.shape(best) == (lm.n_cols,) and lm.is_feasible(np.asarray(best)):
                 start = np.asarray(best, dtype=float)
-                h.setSolution(_solution(start))
-                warm_start = "best plan of the warm start (left behind at its deadline) offered to a fresh HiGHS instance"
+                if not HOLD_BACK_START:
+                    h.setSolution(_solution(start))
+                warm_start = "best plan of the warm start (left behind at its deadline) kept for a fresh HiGHS instance"
             else:
                 warm_start = "none: HiGHS did not stop at the warm start's deadline; search on a fresh instance"
+    if start is not None and not lm.is_feasible(start):
+        # the rounding looks at site limits and a few policies only; HiGHS used to check an offered start itself
+        start, warm_start = None, f"{warm_start}; dropped: it breaks a row of the model"
     if incumbent is not None and np.shape(incumbent) == (lm.n_cols,) and lm.is_feasible(np.asarray(incumbent, dtype=float)):
         incumbent = np.asarray(incumbent, dtype=float)
         if start is None or lm.objective() @ incumbent < lm.objective() @ start:
             start = incumbent
-            h.setSolution(_solution(start))
-            warm_start = f"the caller's start plan offered (${float(lm.objective() @ start):,.0f}/yr); {warm_start}"
+            if not HOLD_BACK_START:
+                h.setSolution(_solution(start))
+            warm_start = f"the caller's start plan {'held' if HOLD_BACK_START else 'offered'} " \
+                         f"(${float(lm.objective() @ start):,.0f}/yr); {warm_start}"
     if start is not None and good_enough_usd is not None and lm.objective() @ start <= good_enough_usd and lm.is_feasible(start):
         return result("feasible", "warm start within the gap of the caller's bound; search skipped", start,
                       float(lm.objective() @ start))
@@ -273,6 +291,10 @@ def run_highs(lm: LinearModel, options, ix: IndexSets | None = None, relaxation:
         # and HiGHS's presolve of a model this large overran the limit by minutes when tried.
         return result("no_solution", "time limit: the LP relaxation did not finish")
     h.setOptionValue("mip_rel_gap", options.mip_gap)
+    if HOLD_BACK_START:
+        h.setOptionValue("mip_heuristic_run_feasibility_jump", False)
+        if start is not None:
+            h.held_objective, h.held_gap = float(lm.objective() @ start), options.mip_gap
     on_mip = None
     if progress:
         # the warm start's plan and its LP relaxation's optimum (a bound of this very model) are known at once
@@ -315,14 +337,21 @@ def run_highs(lm: LinearModel, options, ix: IndexSets | None = None, relaxation:
     status = _STATUS.get(model_status)
     if status is None or (status == "optimal" and not has_solution):
         status = "feasible" if has_solution else "no_solution"
+    x = np.array(h.getSolution().col_value) if has_solution else None
     objective = info.objective_function_value if has_solution else None
     bound = info.mip_dual_bound if lm.integer_columns().size else objective
+    bound = max(bound, h.dual_bound) if bound is not None and isinstance(h, QuietHighs) else bound
     termination = h.modelStatusToString(model_status) + retried
     if model_status == highspy.HighsModelStatus.kInterrupt and time.perf_counter() >= deadline:
         termination = "time limit (HiGHS interrupted at the deadline by its callback)" + retried
-    return result(status, termination,
-                  np.array(h.getSolution().col_value) if has_solution else None, objective,
-                  bound if bound is not None and np.isfinite(bound) else None)
+    if start is not None and status not in ("infeasible", "unbounded") and (objective is None or lm.objective() @ start < objective):
+        # the held-back start is the better plan (HOLD_BACK_START)
+        x, objective = start, float(lm.objective() @ start)
+        status = "optimal" if status == "optimal" else "feasible"
+    if getattr(h, "held_proven", False) and objective is not None:
+        status, termination = "optimal", "the start held back from HiGHS is within the gap of HiGHS's dual bound" + retried
+    bound = bound if bound is not None and np.isfinite(bound) else None
+    return result(status, termination, x, objective, min(bound, objective) if bound is not None and objective is not None else bound)
 
 
 def _cost_agrees(lm: LinearModel, h, objective: float) -> bool:

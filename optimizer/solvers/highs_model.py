@@ -49,6 +49,9 @@ class QuietHighs(highspy.Highs):
     dual_bound: float = -math.inf  # the current run's MIP dual bound, as its last MIP callback stated it
     relaxation_bound: float = -math.inf  # the LP relaxation's optimum, when the warm start solved it
     on_mip: "Callable[[float, float], None] | None" = None  # progress: (incumbent, dual bound), from HiGHS's thread
+    held_objective: float = math.inf  # a plan the caller holds back from HiGHS (backends.run_highs): its cost
+    held_gap: float = 0.0  # ...and the gap within which HiGHS's dual bound proves it: the search then stops
+    held_proven: bool = False  # set from HiGHS's thread when the bound proved the held plan
     _watched: bool = False
 
     def enableCallbacks(self):
@@ -60,9 +63,9 @@ class QuietHighs(highspy.Highs):
         if self._watched:
             return
         self._watched = True
-        for callback in (self.cbSimplexInterrupt, self.cbIpmInterrupt, self.cbMipInterrupt):
+        for callback in (self.cbSimplexInterrupt, self.cbIpmInterrupt):
             callback.subscribe(_interrupt_at_deadline, self)
-        self.cbMipInterrupt.subscribe(_keep_dual_bound, self)
+        self.cbMipInterrupt.subscribe(_interrupt_mip, self)
         self.cbMipImprovingSolution.subscribe(_keep_incumbent, self)
 
 
@@ -72,13 +75,22 @@ def _interrupt_at_deadline(e) -> None:
     e.interrupt(time.perf_counter() >= e.user_data.deadline)
 
 
+def _interrupt_mip(e) -> None:
+    """The deadline, or a held-back plan within the gap of the dual bound: either ends the search."""
+    _keep_dual_bound(e)
+    h = e.user_data
+    if h.held_objective < math.inf and h.held_objective - h.dual_bound <= h.held_gap * abs(h.held_objective):
+        h.held_proven = True
+    e.interrupt(time.perf_counter() >= h.deadline or h.held_proven)
+
+
 def _keep_dual_bound(e) -> None:
     bound = float(e.data_out.mip_dual_bound)
     if math.isfinite(bound):
         e.user_data.dual_bound = max(e.user_data.dual_bound, bound)
     on_mip = e.user_data.on_mip
     if on_mip is not None:
-        on_mip(float(e.data_out.mip_primal_bound), bound)  # inf / -inf: not known yet
+        on_mip(min(float(e.data_out.mip_primal_bound), e.user_data.held_objective), bound)  # inf / -inf: not known yet
 
 
 def _keep_incumbent(e) -> None:
@@ -152,7 +164,7 @@ def run_until(h: highspy.Highs, deadline: float, on_mip: Callable[[float, float]
     quick and thread-safe, and is not called once the run is abandoned."""
     set_deadline(h, deadline)
     if isinstance(h, QuietHighs):
-        h.best, h.dual_bound = None, -math.inf
+        h.best, h.dual_bound, h.held_proven = None, -math.inf, False
         h.on_mip = on_mip
         h.watch()
     done = threading.Event()

@@ -29,8 +29,10 @@ plan near it. Rounding the LP gives one in the time of two LP solves:
    and 15 s of it found nothing better, so it is skipped.
 
 If the rounded plan breaks a site's power or floor limit, or a policy the rounding does
-not look at, it is not offered (HiGHS checks any start it is given, so a bad start costs
-nothing but the LP), and the restricted MIP of step 5 runs without a start.
+not look at, it is not used (optimizer.solvers.backends.run_highs checks the start against
+every row, so a bad start costs nothing but the LP), and the restricted MIP of step 5 runs
+without a start. The plan is held back from HiGHS's search rather than offered to it
+(backends.HOLD_BACK_START says why); `offer=True` hands it over as before.
 """
 
 from __future__ import annotations
@@ -275,10 +277,10 @@ def _sites_to_keep(x: np.ndarray, lm: LinearModel, ix: IndexSets) -> set[str]:
 
 
 def offer_rounded_lp_start(h: highspy.Highs, lm: LinearModel, ix: IndexSets, time_limit_s: float, mip_gap: float = 0.0,
-                           relaxation: tuple[np.ndarray, float] | None = None) -> tuple[str, np.ndarray | None]:
-    """Round the LP relaxation and hand the result to HiGHS (instance `h`, holding `lm`) as
-    a starting incumbent. Returns what happened, for the plan record, and the column values
-    offered (None if none were). `relaxation`, when
+                           relaxation: tuple[np.ndarray, float] | None = None, offer: bool = True) -> tuple[str, np.ndarray | None]:
+    """Round the LP relaxation and, if `offer`, hand the result to HiGHS (instance `h`, holding
+    `lm`) as a starting incumbent. Returns what happened, for the plan record, and the column
+    values of the plan (None if there is none). `relaxation`, when
     the caller has already solved the LP (the candidate-pair path has), saves solving it again.
     """
     integer_cols = lm.integer_columns()
@@ -318,13 +320,14 @@ def offer_rounded_lp_start(h: highspy.Highs, lm: LinearModel, ix: IndexSets, tim
         raise
     if polished is not None:
         col_value, objective = polished
-        how = f"{'rounded LP relaxation polished' if start else 'found'} by the MIP on the {len(keep)} kept sites (${objective:,.0f}/yr) offered"
+        how = f"{'rounded LP relaxation polished' if start else 'found'} by the MIP on the {len(keep)} kept sites (${objective:,.0f}/yr)"
     elif start is not None:
-        how = f"rounded LP relaxation offered ({len(keep)} sites kept)"
+        how = f"rounded LP relaxation (${float(lm.objective() @ col_value):,.0f}/yr, {len(keep)} sites kept)"
     else:
         return "none: the rounded LP broke a site limit or a policy", None
-    h.setSolution(_solution(col_value))
-    return how, col_value
+    if offer:
+        h.setSolution(_solution(col_value))
+    return f"{how} {'offered' if offer else 'held back'}", col_value
 
 
 def _solution(col_value: list[float]) -> highspy.HighsSolution:
