@@ -216,6 +216,44 @@ def test_warm_start_does_not_change_the_optimum(tmp_path):
     assert warm.objective_usd_per_year == pytest.approx(cold.objective_usd_per_year, rel=1e-12)
 
 
+def test_a_start_that_breaks_a_row_is_completed_by_an_lp_over_its_integers(tmp_path):
+    """The rounding sets the integer columns and only roughly the continuous ones; the start is
+    then completed (integers kept, continuous columns re-chosen by the LP), as HiGHS did with
+    an offered start, instead of being lost."""
+    import time
+
+    import numpy as np
+
+    from dcplace.optimizer.model.formulation import build_model
+    from dcplace.optimizer.solvers.highs_model import to_highs
+    from dcplace.optimizer.solvers.warmstart import complete_start
+    from dcplace.optimizer.solving.precheck import checked_index
+
+    path = make_scenario(tmp_path, sites=[site("a", 0, 0), site("b", 0, 1, power_price_usd_per_mwh=30)],
+                         regions=[region("town", 0, 0.5, chat=2000), region("city", 0, 1.2, chat=900)], jobs=[job("pretrain", 48)])
+    ix = checked_index(load_scenario(path))
+    lm = build_model(ix)
+    h = to_highs(lm)
+    h.setOptionValue("mip_rel_gap", 0.0)
+    h.run()
+    x = np.array(h.getSolution().col_value)
+    assert lm.is_feasible(x)
+    broken = x.copy()
+    share = lm.blocks["share"]
+    broken[share.start:share.stop] *= 0.5  # every region half served: demand_met breaks
+    assert not lm.is_feasible(broken)
+    completed = complete_start(to_highs(lm), lm, broken, time.perf_counter() + 60)
+    assert completed is not None and lm.is_feasible(completed)
+    integer = lm.integer_columns()
+    assert np.array_equal(completed[integer], np.round(x[integer]))
+    assert lm.objective() @ completed == pytest.approx(lm.objective() @ x, rel=1e-9)
+    # integers that cannot carry the load leave nothing to complete
+    racks = lm.blocks["racks_inf"]
+    starved = x.copy()
+    starved[racks.start:racks.stop] = 0
+    assert complete_start(to_highs(lm), lm, starved, time.perf_counter() + 60) is None
+
+
 def test_pair_costs_are_a_transport_input(tmp_path):
     """A per-pair serving cost can outweigh the cheaper site; it lands in 'transport'."""
     from helpers import write_csv

@@ -37,7 +37,7 @@ from dcplace.optimizer.model.index import IndexSets
 from dcplace.optimizer.model.linear import LinearModel
 from dcplace.optimizer.solvers.highs_model import GRACE_S, HighsAbandoned, QuietHighs, run_until, to_highs
 from dcplace.optimizer.solvers.pyomo_model import pyomo_values, to_pyomo
-from dcplace.optimizer.solvers.warmstart import _solution, offer_rounded_lp_start
+from dcplace.optimizer.solvers.warmstart import _solution, complete_start, offer_rounded_lp_start
 
 
 @dataclass(frozen=True)
@@ -189,6 +189,7 @@ def run_ortools(lm: LinearModel, ix: IndexSets | None, options, relaxation=None,
 
 
 HOLD_BACK_START = True  # see run_highs
+HELD_OFFER_SHARE = 0.25  # of the search's time, after which the held start is handed to HiGHS if its root is not over
 
 _STATUS = {
     highspy.HighsModelStatus.kOptimal: "optimal",
@@ -217,7 +218,10 @@ def run_highs(lm: LinearModel, options, ix: IndexSets | None = None, relaxation:
     plan made the whole solve several times slower (benchmarks/start.py measures both ways:
     benchmarks/RESULTS.md, "The start"). The held plan still counts: the
     search stops as soon as HiGHS's dual bound proves it within the gap (highs_model's
-    MIP interrupt), and the run returns whichever of it and HiGHS's best plan costs less.
+    MIP interrupt), it is handed to HiGHS once the root is over (HELD_OFFER_SHARE,
+    highs_model._offer_held), and the run returns whichever of it and HiGHS's best plan
+    costs less. A start that breaks a row is completed by an LP over its integer columns
+    (warmstart.complete_start), as HiGHS completed a start it was offered.
     `progress` (optimizer.solving.progress.ProgressFeed, optional) hears the phases (warm
     start, search) and, from HiGHS's thread, the search's incumbent and bound."""
     started = time.perf_counter()
@@ -273,8 +277,13 @@ def run_highs(lm: LinearModel, options, ix: IndexSets | None = None, relaxation:
             else:
                 warm_start = "none: HiGHS did not stop at the warm start's deadline; search on a fresh instance"
     if start is not None and not lm.is_feasible(start):
-        # the rounding looks at site limits and a few policies only; HiGHS used to check an offered start itself
-        start, warm_start = None, f"{warm_start}; dropped: it breaks a row of the model"
+        # the rounding sets the integer columns and only roughly the continuous ones (HiGHS completed an offered start itself)
+        try:
+            start = complete_start(h, lm, start, deadline)
+        except HighsAbandoned:
+            h, start = to_highs(lm, options.threads), None
+            h.setOptionValue("random_seed", options.seed)
+        warm_start = f"{warm_start}; {'continuous columns completed by an LP' if start is not None else 'dropped: no LP completes it'}"
     if incumbent is not None and np.shape(incumbent) == (lm.n_cols,) and lm.is_feasible(np.asarray(incumbent, dtype=float)):
         incumbent = np.asarray(incumbent, dtype=float)
         if start is None or lm.objective() @ incumbent < lm.objective() @ start:
@@ -295,6 +304,8 @@ def run_highs(lm: LinearModel, options, ix: IndexSets | None = None, relaxation:
         h.setOptionValue("mip_heuristic_run_feasibility_jump", False)
         if start is not None:
             h.held_objective, h.held_gap = float(lm.objective() @ start), options.mip_gap
+            h.held_x = start
+            h.held_offer_at = time.perf_counter() + HELD_OFFER_SHARE * max(deadline - time.perf_counter(), 0.0)
     on_mip = None
     if progress:
         # the warm start's plan and its LP relaxation's optimum (a bound of this very model) are known at once

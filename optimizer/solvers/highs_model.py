@@ -52,6 +52,9 @@ class QuietHighs(highspy.Highs):
     held_objective: float = math.inf  # a plan the caller holds back from HiGHS (backends.run_highs): its cost
     held_gap: float = 0.0  # ...and the gap within which HiGHS's dual bound proves it: the search then stops
     held_proven: bool = False  # set from HiGHS's thread when the bound proved the held plan
+    held_x: "np.ndarray | None" = None  # the held plan's column values, handed to HiGHS at held_offer_at
+    held_offer_at: float = math.inf  # time.perf_counter() value from which the held plan is handed over
+    held_offered: bool = False
     _watched: bool = False
 
     def enableCallbacks(self):
@@ -66,6 +69,7 @@ class QuietHighs(highspy.Highs):
         for callback in (self.cbSimplexInterrupt, self.cbIpmInterrupt):
             callback.subscribe(_interrupt_at_deadline, self)
         self.cbMipInterrupt.subscribe(_interrupt_mip, self)
+        self.cbMipUserSolution.subscribe(_offer_held, self)
         self.cbMipImprovingSolution.subscribe(_keep_incumbent, self)
 
 
@@ -82,6 +86,16 @@ def _interrupt_mip(e) -> None:
     if h.held_objective < math.inf and h.held_objective - h.dual_bound <= h.held_gap * abs(h.held_objective):
         h.held_proven = True
     e.interrupt(time.perf_counter() >= h.deadline or h.held_proven)
+
+
+def _offer_held(e) -> None:
+    """Hand HiGHS the held plan once its root is over (a node counted) or at held_offer_at."""
+    h = e.user_data
+    if h.held_x is None or h.held_offered:
+        return
+    if e.data_out.mip_node_count > 0 or time.perf_counter() >= h.held_offer_at:
+        e.data_in.setSolution(np.asarray(h.held_x, dtype=np.float64))
+        h.held_offered = True
 
 
 def _keep_dual_bound(e) -> None:
@@ -164,7 +178,7 @@ def run_until(h: highspy.Highs, deadline: float, on_mip: Callable[[float, float]
     quick and thread-safe, and is not called once the run is abandoned."""
     set_deadline(h, deadline)
     if isinstance(h, QuietHighs):
-        h.best, h.dual_bound, h.held_proven = None, -math.inf, False
+        h.best, h.dual_bound, h.held_proven, h.held_offered = None, -math.inf, False, False
         h.on_mip = on_mip
         h.watch()
     done = threading.Event()

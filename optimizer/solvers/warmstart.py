@@ -235,6 +235,29 @@ def solve_relaxation(h: highspy.Highs, integer_cols: np.ndarray, closed_cols: li
     return values
 
 
+def complete_start(h: highspy.Highs, lm: LinearModel, x: np.ndarray, deadline: float) -> np.ndarray | None:
+    """`x` with its integer columns kept (rounded) and every continuous column chosen again by
+    the LP over them (what HiGHS does with a start it is offered that breaks a row): the
+    rounding sets racks, sites and zones and leaves continuous columns such as the clock's
+    hourly serving or rentals only roughly right. None if no completion meets every row."""
+    integer_cols = lm.integer_columns()
+    n = len(integer_cols)
+    lp = h.getLp()
+    lower = np.array([lp.col_lower_[i] for i in integer_cols])
+    upper = np.array([lp.col_upper_[i] for i in integer_cols])
+    fixed = np.clip(np.round(x[integer_cols]), lower, upper)
+    h.changeColsBounds(n, integer_cols, fixed, fixed)
+    try:
+        relaxed = solve_relaxation(h, integer_cols, [], deadline)
+    finally:
+        h.changeColsBounds(n, integer_cols, lower, upper)
+    if relaxed is None or not lm.is_feasible(relaxed[0]):
+        return None
+    completed = relaxed[0]
+    completed[integer_cols] = fixed
+    return completed
+
+
 @contextmanager
 def _headroom(h: highspy.Highs, lm: LinearModel, ix: IndexSets):
     """Within the block, each site's power and floor are lowered by what rounding up can add:
