@@ -221,3 +221,30 @@ def test_a_held_back_start_stops_the_search_once_the_bound_proves_it():
     assert event(99.6) is True and h.held_proven  # 100 - 99.6 <= 0.005 x 100
     h.held_proven, h.held_objective, h.dual_bound = False, float("inf"), -float("inf")
     assert event(1e9) is False  # nothing held: only HiGHS's own gap or the deadline stop it
+
+
+def test_the_held_plan_is_handed_to_highs_once_its_root_is_over():
+    """highs_model._offer_held: no plan while the root's cut loop runs, the held plan at the
+    first user-solution callback that counts a node (or after held_offer_at), and only once."""
+    import time
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from dcplace.optimizer.solvers.highs_model import QuietHighs, _offer_held
+
+    h = QuietHighs()
+    h.held_x, h.held_offer_at = np.array([1.0, 0.0, 2.0]), time.perf_counter() + 3600
+    given = []
+
+    def event(nodes):
+        e = SimpleNamespace(user_data=h, data_out=SimpleNamespace(mip_node_count=nodes),
+                            data_in=SimpleNamespace(setSolution=given.append))
+        _offer_held(e)
+        return len(given)
+
+    assert event(0) == 0 and not h.held_offered  # the root: HiGHS is left without it
+    assert event(1) == 1 and list(given[0]) == [1.0, 0.0, 2.0]
+    assert event(5) == 1  # once
+    h.held_offered, h.held_offer_at = False, time.perf_counter() - 1
+    assert event(0) == 2  # a root that outlasts its share of the time gets it anyway
