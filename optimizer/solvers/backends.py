@@ -35,9 +35,9 @@ import numpy as np
 from dcplace.models.plan import HAS_PLAN
 from dcplace.optimizer.model.index import IndexSets
 from dcplace.optimizer.model.linear import LinearModel
-from dcplace.optimizer.solvers.highs_model import GRACE_S, HighsAbandoned, QuietHighs, run_until, to_highs
+from dcplace.optimizer.solvers.highs_model import GRACE_S, HighsAbandoned, run_until, to_highs
 from dcplace.optimizer.solvers.pyomo_model import pyomo_values, to_pyomo
-from dcplace.optimizer.solvers.warmstart import _solution, complete_start, offer_rounded_lp_start
+from dcplace.optimizer.solvers.warmstart import _solution, complete_start, rounded_lp_start
 
 
 @dataclass(frozen=True)
@@ -257,8 +257,9 @@ def run_highs(lm: LinearModel, options, ix: IndexSets | None = None, relaxation:
         if progress:
             progress.phase("warm start")
         try:
-            warm_start, start = offer_rounded_lp_start(h, lm, ix, deadline - time.perf_counter(), options.mip_gap, relaxation,
-                                                       offer=not HOLD_BACK_START)
+            warm_start, start = rounded_lp_start(h, lm, ix, deadline - time.perf_counter(), options.mip_gap, relaxation)
+            if start is not None:
+                warm_start = f"{warm_start} {'held back' if HOLD_BACK_START else 'offered'}"
         except HighsAbandoned as exc:
             # the instance stays with its thread; the search goes on in a fresh one, from the best plan seen
             if deadline - time.perf_counter() < 2 * GRACE_S:
@@ -271,8 +272,6 @@ def run_highs(lm: LinearModel, options, ix: IndexSets | None = None, relaxation:
             best = exc.best[0] if exc.best is not None else None
             if best is not None and np.shape(best) == (lm.n_cols,) and lm.is_feasible(np.asarray(best)):
                 start = np.asarray(best, dtype=float)
-                if not HOLD_BACK_START:
-                    h.setSolution(_solution(start))
                 warm_start = "best plan of the warm start (left behind at its deadline) kept for a fresh HiGHS instance"
             else:
                 warm_start = "none: HiGHS did not stop at the warm start's deadline; search on a fresh instance"
@@ -288,8 +287,6 @@ def run_highs(lm: LinearModel, options, ix: IndexSets | None = None, relaxation:
         incumbent = np.asarray(incumbent, dtype=float)
         if start is None or lm.objective() @ incumbent < lm.objective() @ start:
             start = incumbent
-            if not HOLD_BACK_START:
-                h.setSolution(_solution(start))
             warm_start = f"the caller's start plan {'held' if HOLD_BACK_START else 'offered'} " \
                          f"(${float(lm.objective() @ start):,.0f}/yr); {warm_start}"
     if start is not None and good_enough_usd is not None and lm.objective() @ start <= good_enough_usd and lm.is_feasible(start):
@@ -300,11 +297,13 @@ def run_highs(lm: LinearModel, options, ix: IndexSets | None = None, relaxation:
         # and HiGHS's presolve of a model this large overran the limit by minutes when tried.
         return result("no_solution", "time limit: the LP relaxation did not finish")
     h.setOptionValue("mip_rel_gap", options.mip_gap)
-    if HOLD_BACK_START:
+    if not HOLD_BACK_START:
+        if start is not None:
+            h.setSolution(_solution(start))
+    else:
         h.setOptionValue("mip_heuristic_run_feasibility_jump", False)
         if start is not None:
-            h.held_objective, h.held_gap = float(lm.objective() @ start), options.mip_gap
-            h.held_x = start
+            h.held_objective, h.held_gap, h.held_x = float(lm.objective() @ start), options.mip_gap, start
             h.held_offer_at = time.perf_counter() + HELD_OFFER_SHARE * max(deadline - time.perf_counter(), 0.0)
     on_mip = None
     if progress:
@@ -351,15 +350,15 @@ def run_highs(lm: LinearModel, options, ix: IndexSets | None = None, relaxation:
     x = np.array(h.getSolution().col_value) if has_solution else None
     objective = info.objective_function_value if has_solution else None
     bound = info.mip_dual_bound if lm.integer_columns().size else objective
-    bound = max(bound, h.dual_bound) if bound is not None and isinstance(h, QuietHighs) else bound
+    bound = max(bound, h.dual_bound) if bound is not None else bound
     termination = h.modelStatusToString(model_status) + retried
     if model_status == highspy.HighsModelStatus.kInterrupt and time.perf_counter() >= deadline:
         termination = "time limit (HiGHS interrupted at the deadline by its callback)" + retried
     if start is not None and status not in ("infeasible", "unbounded") and (objective is None or lm.objective() @ start < objective):
         # the held-back start is the better plan (HOLD_BACK_START)
         x, objective = start, float(lm.objective() @ start)
-        status = "optimal" if status == "optimal" else "feasible"
-    if getattr(h, "held_proven", False) and objective is not None:
+        status = status if status == "optimal" else "feasible"
+    if h.held_proven and objective is not None:
         status, termination = "optimal", "the start held back from HiGHS is within the gap of HiGHS's dual bound" + retried
     bound = bound if bound is not None and np.isfinite(bound) else None
     return result(status, termination, x, objective, min(bound, objective) if bound is not None and objective is not None else bound)

@@ -31,8 +31,8 @@ plan near it. Rounding the LP gives one in the time of two LP solves:
 If the rounded plan breaks a site's power or floor limit, or a policy the rounding does
 not look at, it is not used (optimizer.solvers.backends.run_highs checks the start against
 every row, so a bad start costs nothing but the LP), and the restricted MIP of step 5 runs
-without a start. The plan is held back from HiGHS's search rather than offered to it
-(backends.HOLD_BACK_START says why); `offer=True` hands it over as before.
+without a start. backends.run_highs holds the plan back from HiGHS's search rather than
+offering it (backends.HOLD_BACK_START says why).
 """
 
 from __future__ import annotations
@@ -242,9 +242,7 @@ def complete_start(h: highspy.Highs, lm: LinearModel, x: np.ndarray, deadline: f
     hourly serving or rentals only roughly right. None if no completion meets every row."""
     integer_cols = lm.integer_columns()
     n = len(integer_cols)
-    lp = h.getLp()
-    lower = np.array([lp.col_lower_[i] for i in integer_cols])
-    upper = np.array([lp.col_upper_[i] for i in integer_cols])
+    lower, upper = (bounds[integer_cols] for bounds in lm.bounds())
     fixed = np.clip(np.round(x[integer_cols]), lower, upper)
     h.changeColsBounds(n, integer_cols, fixed, fixed)
     try:
@@ -299,11 +297,11 @@ def _sites_to_keep(x: np.ndarray, lm: LinearModel, ix: IndexSets) -> set[str]:
     return keep
 
 
-def offer_rounded_lp_start(h: highspy.Highs, lm: LinearModel, ix: IndexSets, time_limit_s: float, mip_gap: float = 0.0,
-                           relaxation: tuple[np.ndarray, float] | None = None, offer: bool = True) -> tuple[str, np.ndarray | None]:
-    """Round the LP relaxation and, if `offer`, hand the result to HiGHS (instance `h`, holding
-    `lm`) as a starting incumbent. Returns what happened, for the plan record, and the column
-    values of the plan (None if there is none). `relaxation`, when
+def rounded_lp_start(h: highspy.Highs, lm: LinearModel, ix: IndexSets, time_limit_s: float, mip_gap: float = 0.0,
+                     relaxation: tuple[np.ndarray, float] | None = None) -> tuple[str, np.ndarray | None]:
+    """Round the LP relaxation of `lm` (held by HiGHS instance `h`) into a plan. Returns what
+    happened, for the plan record, and the plan's column values (None if there is none); the
+    caller decides what HiGHS is told of it (backends.run_highs). `relaxation`, when
     the caller has already solved the LP (the candidate-pair path has), saves solving it again.
     """
     integer_cols = lm.integer_columns()
@@ -348,9 +346,7 @@ def offer_rounded_lp_start(h: highspy.Highs, lm: LinearModel, ix: IndexSets, tim
         how = f"rounded LP relaxation (${float(lm.objective() @ col_value):,.0f}/yr, {len(keep)} sites kept)"
     else:
         return "none: the rounded LP broke a site limit or a policy", None
-    if offer:
-        h.setSolution(_solution(col_value))
-    return f"{how} {'offered' if offer else 'held back'}", col_value
+    return how, col_value
 
 
 def _solution(col_value: list[float]) -> highspy.HighsSolution:
