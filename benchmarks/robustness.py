@@ -63,20 +63,21 @@ def _site_field(site_id: str, field: str):
     return apply
 
 
-def _chip_price(chip_id: str):
+def _chip_rows(table: str, chip_key: str, chip_id: str, field: str):
+    """`field` scaled in the rows of catalog `table` whose `chip_key` is `chip_id`."""
     def apply(scenario: Scenario, factor: float) -> Scenario:
-        chips = [c.model_copy(update={"capex_usd_per_gpu": c.capex_usd_per_gpu * factor}) if c.id == chip_id else c
-                 for c in scenario.catalog.chips]
-        return scenario.model_copy(update={"catalog": scenario.catalog.model_copy(update={"chips": chips})})
+        rows = [r.model_copy(update={field: getattr(r, field) * factor}) if getattr(r, chip_key) == chip_id else r
+                for r in getattr(scenario.catalog, table)]
+        return scenario.model_copy(update={"catalog": scenario.catalog.model_copy(update={table: rows})})
     return apply
+
+
+def _chip_price(chip_id: str):
+    return _chip_rows("chips", "id", chip_id, "capex_usd_per_gpu")
 
 
 def _chip_throughput(chip_id: str):
-    def apply(scenario: Scenario, factor: float) -> Scenario:
-        rows = [t.model_copy(update={"tok_s_per_gpu": t.tok_s_per_gpu * factor}) if t.chip == chip_id else t
-                for t in scenario.catalog.throughput]
-        return scenario.model_copy(update={"catalog": scenario.catalog.model_copy(update={"throughput": rows})})
-    return apply
+    return _chip_rows("throughput", "chip", chip_id, "tok_s_per_gpu")
 
 
 def _economics(field: str, cap: float | None = None):
