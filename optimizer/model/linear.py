@@ -133,6 +133,14 @@ class LinearModel:
         fam.keys.append(key)
         return i
 
+    def add_to_row(self, i: int, col: int, coef: float) -> None:
+        """Add `coef * x[col]` to row i, which already exists (the elastic diagnosis's slacks)."""
+        if not 0 <= i < self.n_rows:
+            raise IndexError(i)
+        self._a_row.append(i)
+        self._a_col.append(col)
+        self._a_val.append(coef)
+
     def row_name(self, i: int) -> str:
         fam = self.families[self._family_names[bisect.bisect_right(self._family_starts, i) - 1]]
         key = fam.keys[i - fam.start]

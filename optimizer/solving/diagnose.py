@@ -16,85 +16,86 @@ HiGHS's irreducible infeasible subset of the LP relaxation, where the installed 
 has one and the LP relaxation is itself infeasible, is appended: the smallest set of
 rows that cannot hold together, by constraint name.
 
-The elastic model is the Pyomo form of the formulation (optimizer.linear.to_pyomo) with
-slack added by name, family by family, as the registry (optimizer.model.families) says:
-which families are relaxed, in which direction, against what magnitude, and in what words;
-infeasible scenarios are small enough for it.
+The elastic model is the formulation's own LinearModel with a slack column added to each
+relaxable row, family by family, as the registry (optimizer.model.families) says: which
+families are relaxed, in which direction, against what magnitude, and in what words. It is
+solved by highspy under the caller's deadline (highs_model.run_until), like every other run:
+a diagnosis that runs out of time returns what it found, and never leaves the process's
+output redirected (Pyomo's HiGHS interface captures file descriptors 1 and 2 for the length
+of a solve, which swallowed a caller's output when a diagnosis was left behind).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 
 import highspy
-import pyomo.environ as pyo
-from pyomo.contrib.solver.common.factory import SolverFactory
+import numpy as np
 
 from dcplace.optimizer.model.families import relaxable
 from dcplace.optimizer.model.formulation import build_model
 from dcplace.optimizer.model.index import IndexSets
 from dcplace.optimizer.model.linear import LinearModel
-from dcplace.optimizer.solvers.highs_model import to_highs, use_threads
-from dcplace.optimizer.solvers.pyomo_model import to_pyomo
+from dcplace.optimizer.solvers.highs_model import HighsAbandoned, run_until, to_highs
 
 SLACK_TOL = 1e-7  # on t, the violation relative to the row's own magnitude
 ALONE_TRIES = 3  # when several limits move together, how many are re-solved alone
 
 
-def elastic_model(ix: IndexSets, only: set | None = None) -> tuple[pyo.ConcreteModel, list[tuple[str, object, pyo.Var, float]]]:
+def elastic_model(ix: IndexSets, only: set | None = None) -> tuple[LinearModel, list[tuple[str, object, int, float]]]:
     """The model with every relaxable family (families.relaxable(); `only`: just these
-    (family, key) rows) given slack; the objective is the total weighted relative slack.
+    (family, key) rows) given slack, and (family, key, slack column, magnitude) per slack;
+    the objective is the total weighted relative slack (the cost categories are replaced).
 
     Row (family, key) gets slack magnitude * t, t >= 0 dimensionless, penalised weight * t:
     a budget's slack is measured against the budget, a site's power against its limit. (A
     slack in dollars weighted 1 / budget had a cost of ~1e-8 per dollar, under HiGHS's dual
     tolerance: the solver took it as free and reported billions where millions were short.)
+    An equality or a "short" row gains +magnitude * t (it may fall short of its lower
+    limit), an "over" row -magnitude * t (it may exceed its upper one); the other side of a
+    ranged row stays as it was.
     """
     # racks are bounded by what a site's power and floor admit (the tightest big-M); in
     # elastic mode those limits may move, so the bounds widen to what any slack could need
     roomy = max((site.floor_racks for site in ix.sites.values()), default=0) * 10 + 1000
-    m = to_pyomo(build_model(dataclasses.replace(ix, rack_limit={key: roomy for key in ix.rack_limit})))
-    m.total_cost.deactivate()
-    m.ELASTIC_ROWS = pyo.ConstraintList()
-    slacks = []
-    penalty = 0
+    lm = build_model(dataclasses.replace(ix, rack_limit={key: roomy for key in ix.rack_limit}))
+    lower, upper = lm.row_bounds()
+    chosen = []
     for family, relax in relaxable().items():
-        component = getattr(m, family, None)
-        if component is None:
+        if family not in lm.families:
             continue
-        for index, con in list(component.items()):
-            if only is not None and (family, index) not in only:
-                continue
-            t = pyo.Var(domain=pyo.NonNegativeReals)
-            m.add_component(f"slack_{family}_{len(slacks)}", t)
-            magnitude = float(relax.magnitude(ix, index))
-            con.deactivate()
-            if con.equality or relax.direction == "short":
-                # under-serving only: body + slack reaches the lower limit (or the equality)
-                bound = con.upper if con.equality else con.lower
-                m.ELASTIC_ROWS.add(con.body + magnitude * t == bound if con.equality else con.body + magnitude * t >= bound)
-            else:
-                m.ELASTIC_ROWS.add(con.body - magnitude * t <= con.upper)
-            slacks.append((family, index, t, magnitude))
-            penalty = penalty + relax.weight * t
-    m.total_slack = pyo.Objective(expr=penalty, sense=pyo.minimize)
-    return m, slacks
+        for key, row in lm.families[family].rows().items():
+            if only is None or (family, key) in only:
+                chosen.append((family, key, row, relax))
+    block = lm.add_block("elastic_slack", [(family, key) for family, key, _, _ in chosen], 0.0, math.inf, "continuous")
+    lm.costs = {"elastic_slack": {}}
+    slacks = []
+    for i, (family, key, row, relax) in enumerate(chosen):
+        magnitude = float(relax.magnitude(ix, key))
+        shortfall = lower[row] == upper[row] or relax.direction == "short"
+        lm.add_to_row(row, block.start + i, magnitude if shortfall else -magnitude)
+        lm.add_cost("elastic_slack", block.start + i, relax.weight)
+        slacks.append((family, key, block.start + i, magnitude))
+    return lm, slacks
 
 
-def _solve_elastic(ix: IndexSets, time_limit_s: float, only: set | None = None) -> list[tuple[str, object, float, float]] | None:
-    """(family, key, amount in the family's unit, relative t) of every moved row; None if no solution."""
-    m, slacks = elastic_model(ix, only)
-    use_threads(1)
-    results = SolverFactory("highs").solve(
-        m, time_limit=max(time_limit_s, 1.0), threads=1, load_solutions=False, raise_exception_on_nonoptimal_result=False,
-        solver_options={"output_flag": False, "mip_rel_gap": 1e-6},
-    )
-    if results.incumbent_objective is None:
+def _solve_elastic(ix: IndexSets, deadline: float, only: set | None = None) -> list[tuple[str, object, float, float]] | None:
+    """(family, key, amount in the family's unit, relative t) of every moved row; None if
+    no solution was found by `deadline` (a time.perf_counter() instant)."""
+    lm, slacks = elastic_model(ix, only)
+    h = to_highs(lm)
+    h.setOptionValue("mip_rel_gap", 1e-6)
+    try:
+        run_until(h, deadline)
+        found = h.getInfo().primal_solution_status == 2  # kSolutionStatusFeasible
+        x = np.asarray(h.getSolution().col_value) if found else None
+    except HighsAbandoned as left:
+        x = left.best[0] if left.best is not None else None
+    if x is None:
         return None
-    results.solution_loader.load_vars()
-    return [(family, index, (t.value or 0.0) * magnitude, t.value or 0.0)
-            for family, index, t, magnitude in slacks if (t.value or 0.0) > SLACK_TOL]
+    return [(family, key, x[col] * magnitude, x[col]) for family, key, col, magnitude in slacks if x[col] > SLACK_TOL]
 
 
 def elastic_findings(ix: IndexSets, time_limit_s: float, deadline: float | None = None) -> list[str]:
@@ -109,7 +110,7 @@ def elastic_findings(ix: IndexSets, time_limit_s: float, deadline: float | None 
     started = time.perf_counter()
     end = min(deadline, started + time_limit_s) if deadline is not None else started + time_limit_s
     relax = relaxable()
-    moved = _solve_elastic(ix, end - time.perf_counter())
+    moved = _solve_elastic(ix, end)
     if not moved:
         return []
     lines = [relax[f].describe(ix, key, amount) for f, key, amount, _ in moved]
@@ -121,7 +122,7 @@ def elastic_findings(ix: IndexSets, time_limit_s: float, deadline: float | None 
         left = end - time.perf_counter()
         if left <= 1.0:
             break
-        result = _solve_elastic(ix, left, only={(f, key)})
+        result = _solve_elastic(ix, end, only={(f, key)})
         if result is not None and len(result) == 1:
             _, _, amount, t = result[0]
             alone.append((t, relax[f].describe(ix, key, amount) + " (this change alone makes a plan possible)"))
@@ -130,15 +131,19 @@ def elastic_findings(ix: IndexSets, time_limit_s: float, deadline: float | None 
     return [line for _, line in sorted(alone, key=lambda item: item[0])] + ["or, together: " + line for line in lines]
 
 
-def highs_iis(lm: LinearModel, limit: int = 12) -> list[str]:
-    """Constraint names in HiGHS's infeasible subset of the LP relaxation (empty if none)."""
+def highs_iis(lm: LinearModel, deadline: float, limit: int = 12) -> list[str]:
+    """Constraint names in HiGHS's infeasible subset of the LP relaxation (empty if none,
+    or if the LP relaxation is not solved by `deadline`)."""
     if not hasattr(highspy.Highs, "getIis"):
         return []
     h = to_highs(lm)
     integer_cols = lm.integer_columns()
     if len(integer_cols):
         h.changeColsIntegrality(len(integer_cols), integer_cols, [highspy.HighsVarType.kContinuous] * len(integer_cols))
-    h.run()
+    try:
+        run_until(h, deadline)
+    except HighsAbandoned:
+        return []
     if h.getModelStatus() != highspy.HighsModelStatus.kInfeasible:
         return []
     status, iis = h.getIis()
@@ -151,6 +156,7 @@ def highs_iis(lm: LinearModel, limit: int = 12) -> list[str]:
 
 def diagnose(ix: IndexSets, lm: LinearModel, options, deadline: float | None = None) -> list[str]:
     """What must change for the scenario to have a plan (`deadline`: a time.perf_counter()
-    instant by which the elastic re-solves stop; the time limit of `options` otherwise)."""
-    findings = elastic_findings(ix, options.time_limit_s, deadline)
-    return findings + highs_iis(lm)
+    instant by which the elastic re-solves and the IIS stop; the time limit of `options` otherwise)."""
+    end = deadline if deadline is not None else time.perf_counter() + options.time_limit_s
+    findings = elastic_findings(ix, options.time_limit_s, end)
+    return findings + highs_iis(lm, end)
