@@ -685,7 +685,8 @@ def build_regions(sites: list[dict]) -> tuple[list[dict], list[dict]]:
 def refresh_reference(shared: Path) -> None:
     """Copy the project's reference collection (`../shared/reference/` of a checkout) into
     data/reference/, so that what the build reads ships with the package. Files made here
-    (mlperf_inference_v5_1.csv) are left as they are."""
+    (mlperf_inference_v5_1.csv, mlperf_training.csv) are left as they are; README.md is
+    replaced, so re-add its mlperf_training.csv section afterwards."""
     for path in sorted(shared.glob("*.csv")) + sorted(shared.glob("*.md")):
         shutil.copyfile(path, REF / path.name)
 
