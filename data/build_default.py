@@ -87,28 +87,75 @@ SEED = "seed documents (project brief, 2026)"
 LOCKWOOD = "Glenn Lockwood processor notes citing NVIDIA datasheets"
 
 
-def h100_equiv(bf16_dense_tflops: float, ref: str) -> Cell:
-    return D(round(bf16_dense_tflops / 989.0, 2), f"dense BF16 {bf16_dense_tflops:g} TFLOPS / H100's 989 ({ref})")
+# Training equivalence from measured time-to-train: MLPerf Training llama2_70b_lora (Llama 2
+# 70B LoRA fine-tuning to the benchmark's quality target), closed division, systems
+# available now, 8 accelerators (one HGX/OAM server; GB200 as 2 x 4-GPU trays), the fastest
+# submission per chip, software as submitted (reference file mlperf_training.csv, read from
+# the round's result logs: olympic mean of 10 runs x the round's RCP scaling factor, i.e. the
+# published score). v5.0 (2025-06) has B200, GB200, MI300X and H200 at 8 GPUs, but H100 only
+# at 64; H100's 8-GPU time comes from v4.1 (2024-11), bridged through H200, which has 8-GPU
+# results in both rounds.
+TRAIN_BENCHMARK = "MLPerf Training llama2_70b_lora closed, 8 accelerators"
+TRAIN_ROUND, TRAIN_H100_ROUND, TRAIN_BRIDGE = "v5.0", "v4.1", "h200"
+TRAIN_GPUS = 8
+
+
+def mlperf_training_best() -> dict[tuple[str, str], dict]:
+    """Fastest TRAIN_GPUS-accelerator result per (round, chip)."""
+    best: dict[tuple[str, str], dict] = {}
+    with (REF / "mlperf_training.csv").open() as fh:
+        for row in csv.DictReader(fh):
+            if int(row["accelerators"]) != TRAIN_GPUS:
+                continue
+            key = (row["round"], row["chip"])
+            if key not in best or float(row["time_to_train_min"]) < float(best[key]["time_to_train_min"]):
+                best[key] = row
+    return best
+
+
+def _ttt(row: dict) -> str:
+    return f"{row['submitter']} {row['system']} {float(row['time_to_train_min']):.3f} min x {row['accelerators']}"
+
+
+def h100_equiv_measured(chip: str, bf16_dense_tflops: float, peak_ref: str) -> Cell:
+    """(H100 time-to-train x H100 count) / (chip time-to-train x chip count), same benchmark and scale;
+    the reference also gives what peak dense BF16 (/ H100's 989 TFLOPS) would have said."""
+    peak = f"; peak dense BF16 {bf16_dense_tflops:g} / 989 TFLOPS would say {bf16_dense_tflops / 989.0:.2f} ({peak_ref})"
+    best = mlperf_training_best()
+    h100 = best[(TRAIN_H100_ROUND, "h100")]
+    t_h100 = float(h100["time_to_train_min"]) * int(h100["accelerators"])
+    if (TRAIN_H100_ROUND, chip) in best:  # measured in the same round as H100: no bridge
+        r = best[(TRAIN_H100_ROUND, chip)]
+        value = t_h100 / (float(r["time_to_train_min"]) * int(r["accelerators"]))
+        return D(round(value, 2), f"{TRAIN_BENCHMARK}, {TRAIN_H100_ROUND}: H100 ({_ttt(h100)}) / "
+                                  f"{chip.upper()} ({_ttt(r)}) = {value:.3f}{peak}")
+    old, new, r = best[(TRAIN_H100_ROUND, TRAIN_BRIDGE)], best[(TRAIN_ROUND, TRAIN_BRIDGE)], best[(TRAIN_ROUND, chip)]
+    bridge = (float(new["time_to_train_min"]) * int(new["accelerators"])) / (float(old["time_to_train_min"]) * int(old["accelerators"]))
+    value = t_h100 * bridge / (float(r["time_to_train_min"]) * int(r["accelerators"]))
+    return D(round(value, 2), f"{TRAIN_BENCHMARK}: H100 {TRAIN_H100_ROUND} ({_ttt(h100)}) x H200 bridge "
+                              f"{TRAIN_ROUND}/{TRAIN_H100_ROUND} ({_ttt(new)} / {_ttt(old)} = {bridge:.4f}) / "
+                              f"{chip.upper()} {TRAIN_ROUND} ({_ttt(r)}) = {value:.3f}{peak}")
 
 
 CHIPS = [
     {"id": "gb200", "name": "GB200 (Blackwell GPU in NVL72)", "vendor": "NVIDIA",
      "capex_usd_per_gpu": D(34722, "NVL72 rack $2-3M (awesomeagents.ai, secondary) at the $2.5M midpoint / 72 GPUs"),
-     "life_years": LIFE_CHIP, "h100_equiv": h100_equiv(2500, LOCKWOOD)},
+     "life_years": LIFE_CHIP, "h100_equiv": h100_equiv_measured("gb200", 2500, LOCKWOOD)},
     {"id": "b200", "name": "B200 (HGX B200 SXM)", "vendor": "NVIDIA",
      "capex_usd_per_gpu": A(34722, "no public per-GPU price; taken equal to GB200's derived per-GPU price"),
-     "life_years": LIFE_CHIP, "h100_equiv": h100_equiv(2250, LOCKWOOD)},
+     "life_years": LIFE_CHIP, "h100_equiv": h100_equiv_measured("b200", 2250, LOCKWOOD)},
     {"id": "h200", "name": "H200 SXM", "vendor": "NVIDIA", "capex_usd_per_gpu": S(32000, HF),
-     "life_years": LIFE_CHIP, "h100_equiv": S(1.0, "NVIDIA datasheet: compute identical to H100 SXM")},
+     "life_years": LIFE_CHIP, "h100_equiv": h100_equiv_measured("h200", 989, "NVIDIA datasheet: compute identical to H100 SXM")},
     {"id": "h100", "name": "H100 SXM", "vendor": "NVIDIA", "capex_usd_per_gpu": S(30000, SEED + "; HF MSRP $30k"),
      "life_years": LIFE_CHIP, "h100_equiv": S(1.0, "reference chip")},
     {"id": "mi300x", "name": "MI300X", "vendor": "AMD", "capex_usd_per_gpu": S(15000, HF),
-     "life_years": LIFE_CHIP, "h100_equiv": h100_equiv(1307.4, "AMD spec as quoted in alpharomercoma/MI300X-vs-H200")},
+     "life_years": LIFE_CHIP, "h100_equiv": h100_equiv_measured("mi300x", 1307.4, "AMD spec as quoted in alpharomercoma/MI300X-vs-H200")},
     {"id": "gaudi3", "name": "Gaudi 3 (OAM)", "vendor": "Intel",
      "capex_usd_per_gpu": D(15625, "Intel's $125,000 per 8-accelerator kit (y-ic.de) / 8"),
      "life_years": LIFE_CHIP,
      "h100_equiv": S(1.4, "Intel projection, Vision 2024: GPT-3 175B time-to-train 40% faster than H100 (IEEE Spectrum "
-                          "'Intel's Gaudi 3 Goes After Nvidia', 2024-04); no MLPerf Training result; peak BF16 would say 1.86")},
+                          "'Intel's Gaudi 3 Goes After Nvidia', 2024-04); no MLPerf Training result (none in v4.1, v5.0 or v5.1); "
+                          "peak BF16 would say 1.86")},
     {"id": "l40s", "name": "L40S", "vendor": "NVIDIA", "capex_usd_per_gpu": S(15000, SEED),
      "life_years": LIFE_CHIP, "h100_equiv": A(0, "PCIe card without NVLink: not planned for multi-node training")},
     {"id": "l4", "name": "L4", "vendor": "NVIDIA", "capex_usd_per_gpu": S(5000, SEED),
@@ -638,7 +685,8 @@ def build_regions(sites: list[dict]) -> tuple[list[dict], list[dict]]:
 def refresh_reference(shared: Path) -> None:
     """Copy the project's reference collection (`../shared/reference/` of a checkout) into
     data/reference/, so that what the build reads ships with the package. Files made here
-    (mlperf_inference_v5_1.csv) are left as they are."""
+    (mlperf_inference_v5_1.csv, mlperf_training.csv) are left as they are; README.md is
+    replaced, so re-add its mlperf_training.csv section afterwards."""
     for path in sorted(shared.glob("*.csv")) + sorted(shared.glob("*.md")):
         shutil.copyfile(path, REF / path.name)
 
