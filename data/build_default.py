@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import csv
 import math
+import re
 import shutil
 import statistics
 from dataclasses import dataclass
@@ -353,6 +354,15 @@ PRICE_YEAR = "2024"
 # be re-read offline on this machine, so the README lists it with the other stated rules.
 USD_PER_EUR_2024 = 1.0824
 FX_RULE = f"{USD_PER_EUR_2024} USD/EUR (ECB reference rate, 2024 annual average)"
+# Indian rupees per US dollar, 2024 annual average (US Federal Reserve G.5A; RBI's reference rate
+# averages the same to two decimals). Like the ECB rate it is the published value as we know it:
+# the corpus holds G.5A only up to 2023 (82.5708) and G.5 months of 2024 (83.39-83.46 in Apr-Jun),
+# so the README lists it with the stated rules.
+INR_PER_USD_2024 = 83.68
+FX_TO_USD = {
+    "EUR": (USD_PER_EUR_2024, FX_RULE),
+    "INR": (1 / INR_PER_USD_2024, f"{INR_PER_USD_2024} INR/USD (2024 annual average)"),
+}
 # A single Canadian figure exists (Hydro-Quebec Rate L): it is Quebec's, not Ontario's or Alberta's.
 PRICE_FIGURE_COVERS = {"CA": {"montreal"}}
 # Electricity Maps balancing zones serving each US market, by utility territory (the mapping is
@@ -446,9 +456,20 @@ def site_carbon(sid: str, country: str, carbon: dict[str, Cell]) -> Cell:
                    + " and ".join(f"{z.value:g} ({z.reference.split('; ')[-1]})" for z in zones))
 
 
+# Published local-currency ranges in colocation_prices.csv that a market uses: site id ->
+# (market, period) row. The row's notes start "published <CUR> <low>-<high> per kW-month".
+# South India's figure names Chennai, Bengaluru and Hyderabad, so it is those markets' own.
+COLO_LOCAL_ROWS = {
+    "frankfurt": ("Frankfurt", "undated guide (read 2026)"),
+    "chennai": ("South India (Chennai, Bengaluru, Hyderabad)", "2025-01 (report)"),
+    "hyderabad": ("South India (Chennai, Bengaluru, Hyderabad)", "2025-01 (report)"),
+}
+
+
 def colocation() -> dict[str, Cell]:
-    """CBRE asking rates, 250-500 kW, USD per kW-month: the market's own figure where one was
-    published, else the average of the market set it belongs to."""
+    """USD per kW-month: the market's own figure where one was published (CBRE asking rates for
+    250-500 kW; elsewhere a local-currency range, COLO_LOCAL_ROWS), else the CBRE average of the
+    market set it belongs to."""
     rows = {(r["market"], r["period"]): r for r in _read("colocation_prices.csv")}
 
     def mid(market, period):
@@ -463,7 +484,20 @@ def colocation() -> dict[str, Cell]:
     na = rows[("North America (CBRE tracked, average)", "2024-Q1")]
     glob = rows[("Global (CBRE tracked markets, average)", "2025-Q1")]
     tokyo = rows[("Tokyo", "2023 (article undated)")]
-    return {
+
+    def local(market, period):
+        """A range published in local currency: midpoint, converted at the 2024 annual average."""
+        r = rows[(market, period)]
+        m = re.match(r"published ([A-Z]{3}) ([\d.]+)-([\d.]+) per kW-month", r["notes"])
+        cur, low, high = m.group(1), float(m.group(2)), float(m.group(3))
+        usd_per_unit, fx = FX_TO_USD[cur]
+        value = round((low + high) / 2 * usd_per_unit, 2)
+        return D(value, f"{r['source']}: {market} {period} {cur} {low:g}-{high:g}/kW-month, midpoint "
+                        f"{(low + high) / 2:g} {cur} at {fx}; taken as 2024-H2 without growth adjustment"
+                        + ("; weak (undated, requirement size not stated)" if "weak" in r["notes"] else ""))
+
+    own = {sid: local(*key) for sid, key in COLO_LOCAL_ROWS.items()}
+    return own | {
         "ashburn": mid("Northern Virginia", "2024-H2"),
         "phoenix": mid("Phoenix", "2024-H2"),
         # Chicago's only quote is Q1 2023: carried to H2 2024 with the US primary-market average's growth.
