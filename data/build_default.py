@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import csv
 import math
+import re
 import shutil
 import statistics
 from dataclasses import dataclass
@@ -400,6 +401,19 @@ PRICE_YEAR = "2024"
 # be re-read offline on this machine, so the README lists it with the other stated rules.
 USD_PER_EUR_2024 = 1.0824
 FX_RULE = f"{USD_PER_EUR_2024} USD/EUR (ECB reference rate, 2024 annual average)"
+# Indian rupees per US dollar, 2024 annual average (US Federal Reserve G.5A; RBI's reference rate
+# averages the same to two decimals). Like the ECB rate it is the published value as we know it:
+# the corpus holds G.5A only up to 2023 (82.5708) and G.5 months of 2024 (83.39-83.46 in Apr-Jun),
+# so the README lists it with the stated rules.
+INR_PER_USD_2024 = 83.68
+# US dollars per pound, 2023 annual average (US Federal Reserve G.5A release of 2024-02-01, read).
+USD_PER_GBP_2023 = 1.2440
+# A local-currency figure is converted at the annual average of its own year.
+FX_TO_USD = {
+    ("EUR", "2024"): (USD_PER_EUR_2024, FX_RULE),
+    ("INR", "2024"): (1 / INR_PER_USD_2024, f"{INR_PER_USD_2024} INR/USD (2024 annual average, stated rule)"),
+    ("GBP", "2023"): (USD_PER_GBP_2023, f"{USD_PER_GBP_2023} USD/GBP (US Federal Reserve G.5A, 2023 annual average)"),
+}
 # A single Canadian figure exists (Hydro-Quebec Rate L): it is Quebec's, not Ontario's or Alberta's.
 PRICE_FIGURE_COVERS = {"CA": {"montreal"}}
 # Electricity Maps balancing zones serving each US market, by utility territory (the mapping is
@@ -493,35 +507,78 @@ def site_carbon(sid: str, country: str, carbon: dict[str, Cell]) -> Cell:
                    + " and ".join(f"{z.value:g} ({z.reference.split('; ')[-1]})" for z in zones))
 
 
+# A market's own colocation figure: site id -> (market, period) row of colocation_prices.csv, and
+# how it reaches the common period 2024-H2: the CBRE US primary-market average of the row's base
+# period ("2023", "2024-H1"; the only published series of asking rates) scales it, or None when
+# the figure is already of late 2024 (or undated) and is taken as it is. A row published in a local
+# currency says so in its notes ("published EUR 130-180 per kW-month") and is converted at the
+# annual-average rate of its year (FX_TO_USD); ranges become their midpoint.
+COLO_MARKET_ROWS = {
+    "ashburn": ("Northern Virginia", "2024-H2", None),
+    "phoenix": ("Phoenix", "2024-H2", None),
+    "chicago": ("Chicago", "2023-Q1", "2023"),
+    "singapore": ("Singapore", "2023-Q1", None),
+    "santa-clara": ("Silicon Valley", "2023", "2023"),
+    "hillsboro": ("Hillsboro", "2023", "2023"),
+    "dallas": ("Dallas-Fort Worth", "2024-Q1", "2024-H1"),
+    "secaucus": ("New York Tri-State", "2023-H2", "2023"),
+    "frankfurt": ("Frankfurt", "undated guide (read 2026)", None),
+    "london": ("London", "2023 (article)", "2023"),
+    # South India's figure names Chennai, Bengaluru and Hyderabad: those markets' own.
+    "chennai": ("South India (Chennai, Bengaluru, Hyderabad)", "2025-01 (report)", None),
+    "hyderabad": ("South India (Chennai, Bengaluru, Hyderabad)", "2025-01 (report)", None),
+}
+# Year of the exchange rate for a local-currency row (the year the figure is of).
+COLO_FX_YEAR = {"2023": "2023", "2024-H1": "2024", None: "2024"}
+
+
 def colocation() -> dict[str, Cell]:
-    """CBRE asking rates, 250-500 kW, USD per kW-month: the market's own figure where one was
-    published, else the average of the market set it belongs to."""
+    """USD per kW-month: the market's own figure where one was published (COLO_MARKET_ROWS),
+    else the CBRE average of the market set it belongs to."""
     rows = {(r["market"], r["period"]): r for r in _read("colocation_prices.csv")}
-
-    def mid(market, period):
-        r = rows[(market, period)]
-        low, high = float(r["low_usd_per_kw_month"]), float(r["high_usd_per_kw_month"])
-        return D((low + high) / 2, f"{r['source']}: {market} {period} {low:g}-{high:g} USD/kW-month, midpoint")
-
-    us_2023 = float(rows[("US primary markets (average)", "2023")]["avg_usd_per_kw_month"])
+    us = {p: float(rows[("US primary markets (average)", p)]["avg_usd_per_kw_month"]) for p in ("2023", "2024-H1", "2024-H2")}
     us_avg = rows[("US primary markets (average)", "2024-H2")]
-    us_now = float(us_avg["avg_usd_per_kw_month"])
-    chicago = mid("Chicago", "2023-Q1")
+    us_now = us["2024-H2"]
     na = rows[("North America (CBRE tracked, average)", "2024-Q1")]
     glob = rows[("Global (CBRE tracked markets, average)", "2025-Q1")]
+
+    def own(market, period, carry):
+        r = rows[(market, period)]
+        m = re.match(r"published ([A-Z]{3}) ([\d.]+)(?:-([\d.]+))? per kW-month", r["notes"])
+        if m:
+            cur, low = m.group(1), float(m.group(2))
+            high = float(m.group(3)) if m.group(3) else low
+            usd_per_unit, fx = FX_TO_USD[(cur, COLO_FX_YEAR[carry])]
+        else:
+            cur, usd_per_unit, fx = "USD", 1.0, None
+            low = float(r["low_usd_per_kw_month"] or r["avg_usd_per_kw_month"])
+            high = float(r["high_usd_per_kw_month"] or r["avg_usd_per_kw_month"])
+        figure = f"{low:g}-{high:g}" if high != low else f"{low:g}"
+        ref = f"{r['source']}: {market} {period} {cur} {figure}/kW-month ({r['requirement']})"
+        value = (low + high) / 2
+        if high != low:
+            ref += f", midpoint {value:g}"
+        if fx:
+            value *= usd_per_unit
+            ref += f", at {fx}"
+        if carry:
+            value *= us_now / us[carry]
+            ref += f", x {us_now}/{us[carry]} (CBRE US primary-market average H2 2024 over {carry}) to H2 2024"
+        elif not period.startswith("2024-H2"):
+            ref += ", taken as 2024-H2 without growth adjustment"
+        if "weak" in r["notes"]:
+            ref += "; weak: " + r["notes"].split("weak: ", 1)[1].split(";")[0]
+        if low == high and not fx and not carry:
+            return S(round(value, 2), ref)
+        return D(round(value, 2), ref)
+
+    cells = {sid: own(*spec) for sid, spec in COLO_MARKET_ROWS.items()}
     tokyo = rows[("Tokyo", "2023 (article undated)")]
-    return {
-        "ashburn": mid("Northern Virginia", "2024-H2"),
-        "phoenix": mid("Phoenix", "2024-H2"),
-        # Chicago's only quote is Q1 2023: carried to H2 2024 with the US primary-market average's growth.
-        "chicago": D(round(chicago.value * us_now / us_2023, 2),
-                     f"{chicago.reference}, x {us_now}/{us_2023} (CBRE US primary-market average H2 2024 over 2023) to H2 2024"),
-        "singapore": mid("Singapore", "2023-Q1"),
-        "tokyo": S(float(tokyo["avg_usd_per_kw_month"]), f"{tokyo['source']}: Tokyo ~200 USD/kW-month ('relatively stable', 2023)"),
-        "_us": R(us_now, f"no market figure: CBRE US primary-market average H2 2024 ({us_avg['source']})"),
-        "_ca": R(float(na["avg_usd_per_kw_month"]), f"no market figure: CBRE North America average Q1 2024 ({na['source']})"),
-        "_global": R(float(glob["avg_usd_per_kw_month"]), f"no market figure: CBRE global average Q1 2025 ({glob['source']})"),
-    }
+    cells["tokyo"] = S(float(tokyo["avg_usd_per_kw_month"]), f"{tokyo['source']}: Tokyo ~200 USD/kW-month ('relatively stable', 2023)")
+    cells["_us"] = R(us_now, f"no market figure: CBRE US primary-market average H2 2024 ({us_avg['source']})")
+    cells["_ca"] = R(float(na["avg_usd_per_kw_month"]), f"no market figure: CBRE North America average Q1 2024 ({na['source']})")
+    cells["_global"] = R(float(glob["avg_usd_per_kw_month"]), f"no market figure: CBRE global average Q1 2025 ({glob['source']})")
+    return cells
 
 
 def power_limits() -> dict[str, Cell]:
