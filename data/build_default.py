@@ -519,14 +519,21 @@ COLO_MARKET_ROWS = {
     "chicago": ("Chicago", "2023-Q1", "2023"),
     "singapore": ("Singapore", "2023-Q1", None),
     "santa-clara": ("Silicon Valley", "2023", "2023"),
-    "hillsboro": ("Hillsboro", "2023", "2023"),
-    "dallas": ("Dallas-Fort Worth", "2024-Q1", "2024-H1"),
-    "secaucus": ("New York Tri-State", "2023-H2", "2023"),
-    "frankfurt": ("Frankfurt", "undated guide (read 2026)", None),
-    "london": ("London", "2023 (article)", "2023"),
-    # South India's figure names Chennai, Bengaluru and Hyderabad: those markets' own.
-    "chennai": ("South India (Chennai, Bengaluru, Hyderabad)", "2025-01 (report)", None),
-    "hyderabad": ("South India (Chennai, Bengaluru, Hyderabad)", "2025-01 (report)", None),
+}
+# Market figures found but kept out of the default, because a comparison between markets must use
+# one series: CBRE's 250-500 kW asking rate, dated. A figure for a 3-10 MW or hyperscale requirement
+# is a volume price (CBRE's own 3-10 MW Chicago quote is 130-135 against 115-125 at 250-500 kW one
+# quarter apart, other markets' volume quotes are lower); an undated or possibly power-inclusive
+# figure cannot be put on the same footing. Each stays in colocation_prices.csv with its reason,
+# and the market takes its set's average like any market without a figure.
+COLO_NOT_COMPARABLE = {
+    "hillsboro": "the sentence may mix the market and the national series (weak)",
+    "dallas": "a 3-10+ MW requirement, not 250-500 kW",
+    "secaucus": "a 3-10 MW requirement, not 250-500 kW",
+    "frankfurt": "undated guide, requirement size not stated",
+    "london": "hyperscale pricing, not 250-500 kW",
+    "chennai": "regional monthly charge that may include power",
+    "hyderabad": "regional monthly charge that may include power",
 }
 # Year of the exchange rate for a local-currency row (the year the figure is of).
 COLO_FX_YEAR = {"2023": "2023", "2024-H1": "2024", None: "2024"}
@@ -640,6 +647,9 @@ def build_sites() -> list[dict]:
             colo_cell = colo[sid]
         else:
             colo_cell = {"US": colo["_us"], "CA": colo["_ca"]}.get(country, colo["_global"])
+            if sid in COLO_NOT_COMPARABLE:
+                colo_cell = R(colo_cell.value, f"{colo_cell.reference}; the market's own figure in colocation_prices.csv "
+                                               f"is not comparable: {COLO_NOT_COMPARABLE[sid]}")
         if sid in limits:
             limit = limits[sid]
         else:
