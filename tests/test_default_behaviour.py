@@ -15,7 +15,9 @@ from dcplace.models import load_scenario
 from dcplace.optimizer.model.costs import rack_economics
 
 DATA = Path(__file__).resolve().parent.parent / "data"
-LIQUID = {"dlc", "immersion"}
+# A rear-door heat exchanger brings chilled water to the rack (up to ~60 kW): air alone is not
+# what cools it, so it counts with direct-to-chip and immersion as liquid cooling here.
+LIQUID = {"rdhx", "dlc", "immersion"}
 AIR_LIMIT_KW = 40.0  # above ~30-40 kW per rack air is not enough (DESIGN.md: cooling follows density)
 # A 405B-class model in FP8 needs ~405 GB of weights: eight GPUs of at least 80 GB (H100 class).
 LARGE_MODEL_MIN_MEMORY_GB = 80

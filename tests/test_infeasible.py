@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from helpers import job, make_scenario, region, site
@@ -174,6 +176,20 @@ def test_capex_budget_shortfall_is_measured_against_the_budget():
     line = next(d for d in info.value.diagnosis if d.startswith("capex budget $56,000,000 is exceeded by $"))
     excess = float(line.split("$")[-1].replace(",", "").split()[0])
     assert 2_552_114_400 * 0.995 <= excess <= 2_554_373_159 * 1.01, line
+
+
+def test_an_unfinished_elastic_search_says_how_much_of_its_move_is_proven():
+    """A diagnosis stopped at its time limit names the least move it found, and the share of
+    it HiGHS's bound proves needed; a finished one, or several moves together, say nothing more."""
+    from dcplace.optimizer.solving.diagnose import ElasticResult
+
+    one = [("capex_budget", None, 4.6e9, 82.0)]
+    assert ElasticResult(one, 82.0, 82.0).bound_note() == ""
+    note = ElasticResult(one, 82.0, 81.18).bound_note()
+    assert "at least 99.0% of it is proven needed" in note, note
+    assert ElasticResult(one, 82.0, -math.inf).bound_note().count("at least 0.0%") == 1
+    two = one + [("power", "x", 1.0, 0.1)]
+    assert ElasticResult(two, 82.1, 80.0).bound_note() == ""
 
 
 def test_a_chip_no_cooling_can_hold_is_blamed_on_density(tmp_path):

@@ -81,51 +81,86 @@ def elastic_model(ix: IndexSets, only: set | None = None) -> tuple[LinearModel, 
     return lm, slacks
 
 
-def _solve_elastic(ix: IndexSets, deadline: float, only: set | None = None) -> list[tuple[str, object, float, float]] | None:
-    """(family, key, amount in the family's unit, relative t) of every moved row; None if
-    no solution was found by `deadline` (a time.perf_counter() instant)."""
+@dataclasses.dataclass(frozen=True)
+class ElasticResult:
+    """The rows an elastic solve moved: (family, key, amount in the family's unit, relative t)
+    each; and the solve's proven lower bound on the total weighted move (`objective_bound`),
+    equal to the moves' own total when the solve finished within its gap."""
+
+    moved: list[tuple[str, object, float, float]]
+    objective: float
+    objective_bound: float
+
+    @property
+    def proven(self) -> bool:
+        return self.objective - self.objective_bound <= 1e-4 * max(abs(self.objective), 1e-9)
+
+    def bound_note(self) -> str:
+        """Where the search stopped short of proof with one limit moved: the share of its move
+        that the bound proves is needed (no plan moving that limit alone needs less)."""
+        if self.proven or len(self.moved) != 1 or self.objective <= 0:
+            return ""
+        share = max(self.objective_bound, 0.0) / self.objective
+        return (f" (the least found by the time limit; at least {share:.1%} of it is proven needed: "
+                "more time gives the exact amount)")
+
+
+def _solve_elastic(ix: IndexSets, deadline: float, only: set | None = None) -> ElasticResult | None:
+    """The elastic model's solution by `deadline` (a time.perf_counter() instant); None if
+    no solution was found by then."""
     lm, slacks = elastic_model(ix, only)
     h = to_highs(lm)
     h.setOptionValue("mip_rel_gap", 1e-6)
     try:
         run_until(h, deadline)
-        found = h.getInfo().primal_solution_status == 2  # kSolutionStatusFeasible
+        info = h.getInfo()
+        found = info.primal_solution_status == 2  # kSolutionStatusFeasible
         x = np.asarray(h.getSolution().col_value) if found else None
+        objective = info.objective_function_value
+        optimal = h.getModelStatus() == highspy.HighsModelStatus.kOptimal
+        # an LP (no integer column) or a MIP proved within its gap: the plan's own cost bounds it
+        bound = objective if optimal or not len(lm.integer_columns()) else info.mip_dual_bound
     except HighsAbandoned as left:
-        x = left.best[0] if left.best is not None else None
+        x, objective = (left.best[0], left.best[1]) if left.best is not None else (None, math.inf)
+        bound = left.dual_bound
     if x is None:
         return None
-    return [(family, key, x[col] * magnitude, x[col]) for family, key, col, magnitude in slacks if x[col] > SLACK_TOL]
+    moved = [(family, key, x[col] * magnitude, x[col]) for family, key, col, magnitude in slacks if x[col] > SLACK_TOL]
+    return ElasticResult(moved, float(objective), float(bound))
 
 
 def elastic_findings(ix: IndexSets, time_limit_s: float, deadline: float | None = None) -> list[str]:
     """The limits that must move, and by how much.
 
     The elastic model minimises the sum of relative moves. When it moves one limit only,
-    that move is the least that limit alone needs. When it moves several, each of them (the
-    largest relative moves first, up to ALONE_TRIES) is re-solved alone with every other
-    limit held: a limit that can make room by itself is named first, least relative change
-    first, with the amount it alone needs; the combination follows.
+    that move is the least that limit alone needs (or, when the search stopped at its time
+    limit, the least found, with the share of it the solver's bound proves needed). When it
+    moves several, each of them (the largest relative moves first, up to ALONE_TRIES) is
+    re-solved alone with every other limit held: a limit that can make room by itself is
+    named first, least relative change first, with the amount it alone needs; the
+    combination follows.
     """
     started = time.perf_counter()
     end = min(deadline, started + time_limit_s) if deadline is not None else started + time_limit_s
     relax = relaxable()
-    moved = _solve_elastic(ix, end)
-    if not moved:
+    result = _solve_elastic(ix, end)
+    if result is None or not result.moved:
         return []
+    moved = result.moved
     lines = [relax[f].describe(ix, key, amount) for f, key, amount, _ in moved]
     limits = [(f, key, t) for f, key, _, t in moved if relax[f].weight == 1.0]
     if len(moved) == 1 or not limits:
-        return lines
+        return [lines[0] + result.bound_note()] if len(moved) == 1 else lines
     alone = []
     for f, key, _ in sorted(limits, key=lambda item: -item[2])[:ALONE_TRIES]:
         left = end - time.perf_counter()
         if left <= 1.0:
             break
-        result = _solve_elastic(ix, end, only={(f, key)})
-        if result is not None and len(result) == 1:
-            _, _, amount, t = result[0]
-            alone.append((t, relax[f].describe(ix, key, amount) + " (this change alone makes a plan possible)"))
+        single = _solve_elastic(ix, end, only={(f, key)})
+        if single is not None and len(single.moved) == 1:
+            _, _, amount, t = single.moved[0]
+            alone.append((t, relax[f].describe(ix, key, amount) + single.bound_note()
+                          + " (this change alone makes a plan possible)"))
     if not alone:
         return lines
     return [line for _, line in sorted(alone, key=lambda item: item[0])] + ["or, together: " + line for line in lines]
