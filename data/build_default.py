@@ -389,7 +389,9 @@ MARKETS = [
     ("casablanca", "Casablanca", 2553604, "MA", "", 3, "MEA"),
 ]
 POWER_MW = {1: 200, 2: 100, 3: 50}
-POWER_MW_OVERRIDE = {"singapore": (30, "Singapore's moratorium on new capacity (2019-2022) keeps new grants small")}
+# A market without a published size may carry its own stated limit instead of the tier rule
+# (none at present); a policy cap on new grants (POWER_MW_CAP below) bounds a derived limit.
+POWER_MW_OVERRIDE: dict[str, tuple[int, str]] = {}
 NO_IMMERSION = {"tier1-colo": "retail colocation halls in primary hubs rarely accept immersion tanks"}
 
 # One vintage per figure across markets: power price = 2024 industrial (EIA 2024 for US states,
@@ -427,8 +429,12 @@ US_CARBON_ZONES = {
     "minneapolis": ["US-MIDW-MISO"], "omaha": ["US-CENT-SWPP"], "kansas-city": ["US-CENT-SWPP"], "charlotte": ["US-CAR-DUK"],
 }
 # Published market size (MW of data-centre IT capacity) by market, rows of market_power.csv.
-# One publisher's definition per market; CBRE counts wholesale colocation, Cushman & Wakefield
-# adds hyperscale self-build, and the README says which each market uses.
+# One publisher's definition per market, and one family where it can be had: Cushman & Wakefield
+# "in operation" / "operational capacity" (hyperscale cloud, colo, edge and telco facilities; excludes
+# captive and enterprise ICT), H2 2024 where the market's page was found, else H1 2024. CBRE inventory
+# (wholesale colocation, Q1 2024) is kept for Frankfurt, Amsterdam and Paris, which have no C&W figure
+# here. The README says which each market uses; a figure wider than the site (Virginia, Greater Tokyo,
+# Northern New Jersey + New York, Johor state) says so in market_power.csv's notes.
 MARKET_POWER_ROWS = {
     "ashburn": ("Virginia (C&W definition)", "2024-H2", "in operation"),
     "dallas": ("Dallas", "2024-H2", "in operation"),
@@ -436,13 +442,27 @@ MARKET_POWER_ROWS = {
     "columbus": ("Columbus", "2024-H2", "in operation"),
     "phoenix": ("Phoenix", "2024-H2", "in operation"),
     "chicago": ("Chicago", "2024-H2", "in operation"),
-    "london": ("London", "2024-Q1", "inventory"),
+    "atlanta": ("Atlanta", "2024-H2", "in operation"),
+    "secaucus": ("Northern New Jersey + New York", "2024-H2", "in operation"),
+    "toronto": ("Toronto", "2024-H2", "in operation"),
+    "sao-paulo": ("Sao Paulo", "2024-H2", "in operation"),
+    "london": ("London", "2024-Q2", "operational capacity"),
     "frankfurt": ("Frankfurt", "2024-Q1", "inventory"),
     "amsterdam": ("Amsterdam", "2024-Q1", "inventory"),
     "paris": ("Paris", "2024-Q1", "inventory"),
     "singapore": ("Singapore", "2024-H1", "operational capacity"),
     "hong-kong": ("Hong Kong", "2024-H1", "operational capacity"),
+    "johor": ("Johor", "2024-H2", "in operation"),
+    "manila": ("Manila", "2024-H2", "in operation"),
+    "tokyo": ("Greater Tokyo", "2024-H1", "in operation"),
+    "sydney": ("Sydney", "2024-H1", "in operation"),
+    "mumbai": ("Mumbai", "2024-H1", "in operation"),
+    "auckland": ("Auckland", "2024-H1", "in operation"),
 }
+# A published cap on what one new grant can obtain bounds the derived limit: Singapore's pilot
+# Data Centre Call-for-Application, which replaced the 2019-2022 moratorium, admits proposals of
+# 10-60 MW critical IT load, below a tenth of Singapore's 985 MW.
+POWER_MW_CAP = {"singapore": ("Singapore", "2022-H2", "DC-CFA max critical IT load per application")}
 # A new entrant can plausibly secure about a tenth of a market's existing capacity within the
 # plan's horizon: a 5.9 GW market (Virginia) then offers ~590 MW, in line with the largest
 # single-tenant campus leases reported there, and a 0.6 GW market ~60 MW.
@@ -590,13 +610,25 @@ def colocation() -> dict[str, Cell]:
 
 def power_limits() -> dict[str, Cell]:
     """New capacity obtainable per market from its published size (market_power.csv)."""
-    rows = {(r["market"], r["period"], r["metric"]): r for r in _read("market_power.csv")}
+    rows, last_source = {}, ""
+    for r in _read("market_power.csv"):
+        if r["source"].strip().lower() in ("same as above", "same"):
+            r = {**r, "source": last_source}  # the file's shorthand for the row above's source
+        last_source = r["source"]
+        rows[(r["market"], r["period"], r["metric"])] = r
     out = {}
     for sid, key in MARKET_POWER_ROWS.items():
         r = rows[key]
         mw = float(r["value"])
-        out[sid] = D(round(mw * ENTRANT_SHARE_OF_MARKET),
-                     f"{ENTRANT_SHARE_OF_MARKET:g} x {key[0]} {key[2]} {mw:g} MW ({key[1]}, {r['source']}): a new entrant's share")
+        value = round(mw * ENTRANT_SHARE_OF_MARKET)
+        ref = f"{ENTRANT_SHARE_OF_MARKET:g} x {key[0]} {key[2]} {mw:g} MW ({key[1]}, {r['source']}): a new entrant's share"
+        if sid in POWER_MW_CAP:
+            cap_key = POWER_MW_CAP[sid]
+            cap = rows[cap_key]
+            if float(cap["value"]) < value:
+                value = round(float(cap["value"]))
+                ref = f"min({ref} = {round(mw * ENTRANT_SHARE_OF_MARKET)} MW; {cap_key[2]} {cap['value']} MW ({cap_key[1]}, {cap['source']}))"
+        out[sid] = D(value, ref)
     return out
 
 
