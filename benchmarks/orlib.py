@@ -9,7 +9,11 @@ network transport input of the scenario format. Latency budgets are wide open. T
 engine's optimum must equal the published one (1e-6 relative).
 
 For scale, the same instance is also built directly as a bare highspy model
-(min Σ f_i y_i + Σ c_ij x_ij, Σ_i x_ij = 1, Σ_j d_j x_ij <= s_i y_i, x_ij <= y_i) and timed.
+(min Σ f_i y_i + Σ c_ij x_ij, Σ_i x_ij = 1, Σ_j d_j x_ij <= s_i y_i, x_ij <= y_i) and timed,
+and as the same textbook model written in plain Pyomo and handed to HiGHS through
+pyomo.contrib.solver (`pyomo_highs`): what a user would write by hand (issue 20's peers).
+spopt, PySAL's location library, is the other peer the issue names; `spopt_verdict` says
+whether it can state the instance (it cannot: see there).
 """
 
 from __future__ import annotations
@@ -116,3 +120,61 @@ def bare_highs(data: dict, time_limit_s: float = 600.0) -> tuple[float, float]:
     h.addRows(r, np.array(row_lo), np.array(row_hi), len(vals), starts, np.array(cols, dtype=np.int32), np.array(vals))
     h.run()
     return h.getInfo().objective_function_value, time.perf_counter() - started
+
+
+def pyomo_highs(data: dict, time_limit_s: float = 600.0) -> tuple[float, float]:
+    """(objective, seconds to build and solve) of the textbook CFLP written in plain Pyomo
+    (y_i binary open, x_ij continuous share in [0, 1]; Σ_i x_ij = 1, Σ_j d_j x_ij <= s_i y_i,
+    x_ij <= y_i) and solved by HiGHS through pyomo.contrib.solver's `highs`, 1 thread, gap 0."""
+    import pyomo.environ as pyo
+    from pyomo.contrib.solver.common.factory import SolverFactory
+
+    started = time.perf_counter()
+    f, s, d, c = data["f"], data["s"], data["d"], data["c"]
+    m = pyo.ConcreteModel()
+    m.I = pyo.RangeSet(0, data["m"] - 1)
+    m.J = pyo.RangeSet(0, data["n"] - 1)
+    m.y = pyo.Var(m.I, within=pyo.Binary)
+    m.x = pyo.Var(m.I, m.J, bounds=(0.0, 1.0))
+    m.cost = pyo.Objective(expr=pyo.quicksum(f[i] * m.y[i] for i in m.I)
+                           + pyo.quicksum(float(c[i, j]) * m.x[i, j] for i in m.I for j in m.J))
+    m.assign = pyo.Constraint(m.J, rule=lambda m, j: pyo.quicksum(m.x[i, j] for i in m.I) == 1)
+    m.capacity = pyo.Constraint(m.I, rule=lambda m, i: pyo.quicksum(d[j] * m.x[i, j] for j in m.J) <= s[i] * m.y[i])
+    m.link = pyo.Constraint(m.I, m.J, rule=lambda m, i, j: m.x[i, j] <= m.y[i])
+    SolverFactory("highs").solve(m, threads=1, time_limit=time_limit_s, rel_gap=0.0, solver_options={"output_flag": False})
+    return pyo.value(m.cost), time.perf_counter() - started
+
+
+SPOPT_MODELS = ("LSCP", "LSCPB", "MCLP", "PMedian", "KNearestPMedian", "PCenter", "PDispersion")
+SPOPT_WHY = (
+    "spopt's location models (spopt.locate: LSCP, LSCPB, MCLP, PMedian, KNearestPMedian, PCenter, PDispersion) are "
+    "covering, p-median, p-center and p-dispersion models: their objectives are coverage, (weighted) assignment cost, "
+    "the largest distance or the smallest spread, and none has a per-facility opening cost. The nearest, the "
+    "capacitated PMedian, opens exactly p facilities (fixed by the caller) and assigns each client whole (binary "
+    "assignment), while the OR-Library instances price each opening differently (f_i) and let demand split; "
+    "looping over p cannot stand in for fixed costs that differ by facility. The instances are therefore not solved "
+    "through spopt; adding f_i y_i to the PuLP problem spopt builds would be our model, not spopt's."
+)
+
+
+def spopt_verdict() -> str:
+    """Why spopt does not solve the CFLP instances, checked against the installed spopt when
+    there is one (`pip install -e '.[bench]'`): no model's `from_cost_matrix` takes a fixed cost."""
+    try:
+        import inspect
+
+        import spopt
+        import spopt.locate as locate
+    except ImportError:
+        return f"{SPOPT_WHY} (spopt is not installed in this run: read from spopt 0.7.0's source; `pip install -e '.[bench]'` checks it.)"
+    found = {}
+    for name in SPOPT_MODELS:
+        model = getattr(locate, name, None)
+        if model is not None:
+            found[name] = list(inspect.signature(model.from_cost_matrix).parameters)
+    fixed = [name for name, params in found.items() if any("fixed" in p or ("cost" in p and p != "cost_matrix") for p in params)]
+    if fixed:
+        return f"spopt {spopt.__version__}: {', '.join(fixed)} take a fixed-cost argument: benchmarks/orlib.py should use it."
+    pmedian = ", ".join(found.get("PMedian", []))
+    return (f"{SPOPT_WHY} Checked in this run against spopt {spopt.__version__}: no `from_cost_matrix` of "
+            f"{', '.join(found)} takes a fixed cost (PMedian's: {pmedian}).")

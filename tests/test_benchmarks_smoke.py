@@ -41,6 +41,45 @@ def test_parser_reads_the_capacity_sets():
     assert data["c"].shape == (100, 1000)
 
 
+@needs_orlib
+def test_orlib_only_quick_writes_its_section_and_nothing_else(tmp_path):
+    """`python benchmarks/run.py --orlib-only --quick` as CI would run it, into a copy of a
+    RESULTS.md: only the `orlib` section changes (an unmarked legacy table is replaced where it
+    stands), the engine and the Pyomo peer match the published optima, and spopt's verdict is
+    stated. No timing is asserted."""
+    import subprocess
+
+    from benchmarks.results import marked_sections
+
+    out = tmp_path / "RESULTS.md"
+    head = "# Benchmark results\n\n## OR-Library capacitated facility location (through the engine)\n\nold table\n\n## Synthetic scales\n\nkept\n"
+    other = "<!-- section:other -->\n## Other\n\nx\n<!-- /section:other -->\n"
+    out.write_text(head + "\n" + other)
+    for _ in range(2):  # the second run replaces the section the first one wrote
+        proc = subprocess.run([sys.executable, str(Path(__file__).resolve().parents[1] / "benchmarks" / "run.py"),
+                               "--orlib-only", "--quick", "--out", str(out)], capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        text = out.read_text()
+        sections = marked_sections(text)
+        assert [s.splitlines()[0] for s in sections] == ["<!-- section:orlib -->", "<!-- section:other -->"]
+        assert "old table" not in text and "## Synthetic scales\n\nkept\n" in text and sections[1] == other
+        orlib = sections[0]
+        for name in ("cap41", "cap131"):
+            assert f"| {name} |" in orlib
+        assert "engine 2 of 2, bare highspy 2 of 2, Pyomo 2 of 2" in orlib
+        assert "spopt:" in orlib and "fixed cost" in orlib
+    assert not list(tmp_path.glob(".RESULTS.md.*"))  # no temporary file left behind
+
+
+@needs_orlib
+def test_pyomo_peer_matches_the_published_optimum():
+    from benchmarks.orlib import pyomo_highs
+
+    [(_, path, capacity)] = instances(["cap41"])
+    objective, seconds = pyomo_highs(parse_cap(path, capacity))
+    assert objective == pytest.approx(optima()["cap41"], rel=1e-6) and seconds > 0
+
+
 def test_synthetic_50_by_200_gives_a_checked_plan(tmp_path):
     """The benchmark's smallest scale, as benchmarks/run.py builds it: within a minute the warm
     start gives a plan of the full model, and that plan must pass the independent checker."""

@@ -201,7 +201,10 @@ def test_dominated_fabric_is_dropped_without_changing_the_optimum(tmp_path):
     assert solve(with_dear, EXACT).objective_usd_per_year == pytest.approx(solve(alone, EXACT).objective_usd_per_year, rel=1e-12)
 
 
-def test_warm_start_does_not_change_the_optimum(tmp_path):
+def test_warm_start_does_not_change_the_optimum(tmp_path, monkeypatch):
+    from dcplace.optimizer.solvers import backends
+
+    monkeypatch.setattr(backends, "WARM_START_MIN_COLUMNS", 0)  # this model is small enough to skip it otherwise
     path = make_scenario(
         tmp_path,
         sites=[site("a", 0, 0), site("b", 0, 1, power_price_usd_per_mwh=30), site("c", 0, 2, fixed_cost_usd_per_year=50)],
@@ -214,6 +217,18 @@ def test_warm_start_does_not_change_the_optimum(tmp_path):
     assert warm.solve.warm_start.startswith("rounded LP relaxation") and warm.solve.warm_start.endswith("held back")
     assert cold.solve.warm_start == "off"
     assert warm.objective_usd_per_year == pytest.approx(cold.objective_usd_per_year, rel=1e-12)
+
+
+def test_a_small_model_is_searched_without_the_warm_start(tmp_path):
+    """Below backends.WARM_START_MIN_COLUMNS the warm start costs more than the search it
+    precedes (issue 20's OR-Library overhead); the plan record says it was skipped and why."""
+    from dcplace.optimizer.solvers.backends import WARM_START_MIN_COLUMNS
+
+    scenario = load_scenario(make_scenario(tmp_path, sites=[site("a", 0, 0), site("b", 0, 1)],
+                                           regions=[region("town", 0, 0.5, chat=2000)], jobs=[job("pretrain", 48)]))
+    plan = solve(scenario, EXACT)
+    assert plan.solve.model["columns"] < WARM_START_MIN_COLUMNS
+    assert plan.solve.warm_start.startswith("skipped: a small model") and plan.solve.status == "optimal"
 
 
 def test_a_start_that_breaks_a_row_is_completed_by_an_lp_over_its_integers(tmp_path):

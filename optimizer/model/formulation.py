@@ -20,6 +20,8 @@ a Pyomo ConcreteModel with the same names (`m.share[r, w, s]`, `m.demand_met[r, 
 
 from __future__ import annotations
 
+import numpy as np
+
 from dcplace.optimizer.model.clock import add_clock_variables, clock_costs, clock_emissions, trough_jobs
 from dcplace.optimizer.model.costs import COST_CATEGORIES, transport_usd_per_year
 from dcplace.optimizer.model.families import BOUNDS, REGISTRY, Relax, family
@@ -103,8 +105,10 @@ def share_needs_open(lm: LinearModel, ix: IndexSets) -> None:
     """share[r,w,s] - max_share * open[s] <= 0   per pair (the strong link; see DESIGN.md)."""
     cap = ix.scenario.policies.max_share_per_site
     share, opened = lm.blocks["share"], lm.blocks["open"]
-    for i, (r, w, s) in enumerate(ix.serve):
-        lm.add_row("share_needs_open", (r, w, s), [(share.start + i, 1.0), (opened.start + opened.pos[s], -cap)], upper=0.0)
+    n = len(ix.serve)
+    site_col = np.fromiter((opened.start + opened.pos[s] for _, _, s in ix.serve), dtype=np.int32, count=n)
+    cols = np.column_stack([np.arange(share.start, share.start + n, dtype=np.int32), site_col])
+    lm.add_rows("share_needs_open", ix.serve, cols, np.array([1.0, -cap]), upper=0.0)  # one row per pair, as add_row
 
 
 @family(checker="check_inference_capacity", not_relaxed="a law of the model, not a limit a user sets: "
@@ -305,10 +309,13 @@ def objective(lm: LinearModel, ix: IndexSets) -> None:
                 lm.add_cost(category, j, value)
     economics = ix.scenario.economics
     if economics.transport_usd_per_tok_s_1000km_year or ix.pair_cost:
-        share = lm.blocks["share"]
-        for i, (r, w, s) in enumerate(ix.serve):
-            cost = transport_usd_per_year(ix.demand(r, w), ix.km(r, s), economics, ix.pair_cost.get((r, w, s), 0.0))
-            lm.add_cost("transport", share.start + i, cost)
+        share, n = lm.blocks["share"], len(ix.serve)
+        # transport_usd_per_year over every pair at once (the same arithmetic, element by element)
+        demand = np.fromiter((ix.demand(r, w) for r, w, _ in ix.serve), dtype=float, count=n)
+        km = ix.distance_km[[ix.region_pos[r] for r, _, _ in ix.serve], [ix.site_pos[s] for _, _, s in ix.serve]] if n else np.zeros(0)
+        pair = np.fromiter((ix.pair_cost.get(key, 0.0) for key in ix.serve), dtype=float, count=n)
+        cost = transport_usd_per_year(demand, np.asarray(km, dtype=float), economics, pair)
+        lm.add_costs("transport", range(share.start, share.start + n), cost)
     clock_costs(lm, ix)
 
 

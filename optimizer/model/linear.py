@@ -74,7 +74,9 @@ class LinearModel:
         self._a_row = array("i")
         self._a_col = array("i")
         self._a_val = array("d")
-        self.costs: dict[str, dict[int, float]] = {}
+        self._costs: dict[str, dict[int, float]] = {}
+        self._costs_version = 0  # bumped by every change through add_cost or the costs setter
+        self._objective: tuple[tuple[int, int], np.ndarray] | None = None  # (version, n_cols) -> the dense objective
         self.cost_categories: tuple[str, ...] = ()  # the objective's categories in report order (set by the builder)
         self._family_starts: list[int] = []
         self._family_names: list[str] = []
@@ -133,6 +135,32 @@ class LinearModel:
         fam.keys.append(key)
         return i
 
+    def add_rows(self, family: str, keys: list, cols: np.ndarray, coefs: np.ndarray, lower: float = -INF,
+                 upper: float = INF) -> None:
+        """One row per key at once: row i is `lower <= sum_t coefs[i, t] * x[cols[i, t]] <= upper`.
+        The same rows, in the same order and with the same entries, as add_row called per key
+        (zero coefficients left out), at numpy speed: for families of many rows of one shape."""
+        n = len(keys)
+        if not n:
+            return
+        cols = np.asarray(cols, dtype=np.int32).reshape(n, -1)
+        coefs = np.broadcast_to(np.asarray(coefs, dtype=np.float64), cols.shape)
+        fam = self.families.get(family)
+        if fam is None:
+            fam = self.families[family] = RowFamily(family, self.n_rows)
+            self._family_starts.append(fam.start)
+            self._family_names.append(family)
+        elif self._family_names[-1] != family:
+            raise ValueError(f"rows of family '{family}' must be added together")
+        rows = np.broadcast_to(np.arange(self.n_rows, self.n_rows + n, dtype=np.int32)[:, None], cols.shape)
+        kept = coefs != 0
+        self._a_row.frombytes(np.ascontiguousarray(rows[kept], dtype=np.int32).tobytes())
+        self._a_col.frombytes(np.ascontiguousarray(cols[kept], dtype=np.int32).tobytes())
+        self._a_val.frombytes(np.ascontiguousarray(coefs[kept], dtype=np.float64).tobytes())
+        self._row_lower.frombytes(np.full(n, lower, dtype=np.float64).tobytes())
+        self._row_upper.frombytes(np.full(n, upper, dtype=np.float64).tobytes())
+        fam.keys.extend(keys)
+
     def add_to_row(self, i: int, col: int, coef: float) -> None:
         """Add `coef * x[col]` to row i, which already exists (the elastic diagnosis's slacks)."""
         if not 0 <= i < self.n_rows:
@@ -147,17 +175,47 @@ class LinearModel:
         return fam.name if key is None else f"{fam.name}[{_key_text(key)}]"
 
     # ---------------------------------------------------------------- objective
+    @property
+    def costs(self) -> dict[str, dict[int, float]]:
+        """category -> {column: $/yr}. Change it through add_cost (or assign a new dict):
+        objective() is cached against those changes."""
+        return self._costs
+
+    @costs.setter
+    def costs(self, value: dict[str, dict[int, float]]) -> None:
+        self._costs = value
+        self._costs_version += 1
+
     def add_cost(self, category: str, col: int, usd_per_year: float) -> None:
         if usd_per_year:
-            terms = self.costs.setdefault(category, {})
+            terms = self._costs.setdefault(category, {})
             terms[col] = terms.get(col, 0.0) + usd_per_year
+            self._costs_version += 1
+
+    def add_costs(self, category: str, cols, usd_per_year) -> None:
+        """add_cost for each (column, $/yr) pair, in order."""
+        terms = None
+        for col, value in zip(cols, usd_per_year):
+            if value:
+                if terms is None:
+                    terms = self._costs.setdefault(category, {})
+                col = int(col)
+                terms[col] = terms.get(col, 0.0) + float(value)
+        self._costs_version += 1
 
     def objective(self) -> np.ndarray:
-        c = np.zeros(self.n_cols)
-        for terms in self.costs.values():
-            for j, v in terms.items():
-                c[j] += v
-        return c
+        """The dense cost vector (read-only). Computed once per state of the costs and the
+        columns: the solve reads it a dozen times (warm start, start checks, the record), and
+        a new column or cost term makes it be computed again."""
+        key = (self._costs_version, self.n_cols)
+        if self._objective is None or self._objective[0] != key:
+            c = np.zeros(self.n_cols)
+            for terms in self._costs.values():
+                for j, v in terms.items():
+                    c[j] += v
+            c.flags.writeable = False
+            self._objective = (key, c)
+        return self._objective[1]
 
     def cost_by_category(self, x: np.ndarray) -> dict[str, float]:
         return {cat: float(sum(v * x[j] for j, v in terms.items())) for cat, terms in self.costs.items()}
