@@ -100,8 +100,9 @@ class ElasticResult:
         that the bound proves is needed (no plan moving that limit alone needs less)."""
         if self.proven or len(self.moved) != 1 or self.objective <= 0:
             return ""
-        share = max(self.objective_bound, 0.0) / self.objective
-        return (f" (the least found by the time limit; at least {share:.1%} of it is proven needed: "
+        # floored, not rounded: a proven share shown as 100.0 % would claim the proof it lacks
+        share_pct = math.floor(max(self.objective_bound, 0.0) / self.objective * 10_000) / 100
+        return (f" (the least found by the time limit; at least {share_pct:.2f} % of it is proven needed: "
                 "more time gives the exact amount)")
 
 
