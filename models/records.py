@@ -40,6 +40,14 @@ def _survive_map(value: Any) -> Any:
 SurviveMap = Annotated[dict[str, Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]], BeforeValidator(_survive_map)]
 
 
+def _check_build_cost(value: float | None) -> float | None:
+    """A construction cost per MW below $100,000 is a unit mistake (millions of USD per MW, or USD per kW)."""
+    if value is not None and value < 1e5:
+        raise ValueError(f"{value:g} USD per MW is implausibly low for building a datacenter; it looks like millions of USD "
+                         "per MW or USD per kW (give USD per MW, e.g. 11700000)")
+    return value
+
+
 def fix(text: str) -> dict[str, str]:
     """The hint shown with a validation failure of this field."""
     return {"fix": text}
@@ -68,6 +76,8 @@ class Site(Record):
     colocation_usd_per_kw_month: float = Field(ge=0, json_schema_extra=fix("colocation or build cost, USD per kW of IT per month"))
     cooling_allowed: NameList = Field(min_length=1, json_schema_extra=fix("cooling ids separated by ';', e.g. air;dlc"))
     pue_climate_factor: float = Field(default=1.0, gt=0, le=3, json_schema_extra=fix("multiplier on the cooling overhead (PUE - 1); 1 = the catalog's PUE"))
+    build_usd_per_mw: float | None = Field(default=None, gt=0, json_schema_extra=fix(
+        "cost to build a self-owned campus here, USD per MW of IT (critical) load, e.g. 11700000; empty = economics.build_usd_per_mw"))
 
     @field_validator("power_price_usd_per_mwh")
     @classmethod
@@ -77,6 +87,11 @@ class Site(Record):
         if value > 2000:
             raise ValueError(f"{value} USD/MWh is implausibly high; it looks like a price in another unit (expected USD per MWh)")
         return value
+
+    @field_validator("build_usd_per_mw")
+    @classmethod
+    def _build_not_in_millions(cls, value: float | None) -> float | None:
+        return _check_build_cost(value)
 
     def pue(self, cooling: Cooling) -> float:
         """Climate-adjusted PUE of a cooling type at this site: 1 + (PUE_c - 1) * factor."""
@@ -253,6 +268,23 @@ class Economics(Record):
         default=0.0, ge=0, json_schema_extra=fix("network transport cost, USD per year per (token/s of peak demand x 1000 km)")
     )
     hours_per_year: float = Field(default=8760.0, gt=0, le=8784)
+    # self-build of training campuses (docs/formulation.md, self_build_*): off unless a build cost is given here or per site
+    build_usd_per_mw: float | None = Field(default=None, gt=0, json_schema_extra=fix(
+        "cost to build a self-owned campus, USD per MW of IT (critical) load, e.g. 11700000; empty = no self-build "
+        "(sites.csv build_usd_per_mw may still give it per site)"))
+    build_om_share_per_year: float = Field(default=0.0, ge=0, le=0.5, json_schema_extra=fix(
+        "annual operation and maintenance of a self-built campus as a share of its build cost, 0..0.5 (e.g. 0.03 = 3 % a year)"))
+    build_life_years: float = Field(default=20.0, gt=0, le=100, json_schema_extra=fix(
+        "years over which a self-built campus is annualized with the CRF, > 0"))
+    min_campus_mw: float = Field(default=0.0, ge=0, json_schema_extra=fix(
+        "smallest campus anyone self-builds, MW of IT load (below it the site leases); >= 0"))
+    campus_fixed_usd_per_year: float = Field(default=0.0, ge=0, json_schema_extra=fix(
+        "annual fixed cost of owning a campus at a site, USD per year, whatever its size"))
+
+    @field_validator("build_usd_per_mw")
+    @classmethod
+    def _build_not_in_millions(cls, value: float | None) -> float | None:
+        return _check_build_cost(value)
 
 
 class Latency(Record):

@@ -67,7 +67,8 @@ def _write_tables(scenario: Scenario, folder: Path) -> None:
     for name in CATALOG_TABLES:
         cols = list(CATALOG_TABLES[name].model_fields)
         _records_frame(getattr(scenario.catalog, name), cols).to_csv(folder / "catalog" / f"{name}.csv", index=False)
-    _records_frame(scenario.sites, list(Site.model_fields)).to_csv(folder / "sites.csv", index=False)
+    site_columns = [c for c in Site.model_fields if c != "build_usd_per_mw" or any(s.build_usd_per_mw is not None for s in scenario.sites)]
+    _records_frame(scenario.sites, site_columns).to_csv(folder / "sites.csv", index=False)
     workload_ids = [w.id for w in scenario.catalog.workloads]
     failover_ids = [w for w in workload_ids if any(w in r.failover_rtt_ms for r in scenario.regions)]
     region_rows = []

@@ -255,6 +255,27 @@ class PlanChecker:
         return {"gpus": gpus, "it_kw": kw, "facility_kw": facility_kw, "mwh": mwh, "emissions": emissions,
                 "upfront": upfront, "cost": cost}
 
+    def _build_usd_per_mw(self, s: str) -> float | None:
+        """The site's build_usd_per_mw cell, else economics.build_usd_per_mw; None: it cannot self-build."""
+        cell = self.inp.sites[s].get("build_usd_per_mw")
+        if _is_number(cell):
+            return float(cell)
+        value = self.inp.economics.get("build_usd_per_mw")
+        return float(value) if _is_number(value) else None
+
+    def _campus(self, site: dict) -> tuple[float, float]:
+        """(self_build cost, colocation credit) of a site's self-built campus, USD per year:
+        built_kw x build_usd_per_mw / 1000 x (annuity(build_life_years) + build_om_share_per_year)
+        + campus_fixed_usd_per_year, and built_kw x colocation_usd_per_kw_month x 12; (0, 0) when leased."""
+        if site.get("tenure") != "build":
+            return 0.0, 0.0
+        eco = self.inp.economics
+        built = float(site.get("built_kw") or 0.0)
+        per_mw = self._build_usd_per_mw(site["id"]) or 0.0
+        annual_per_kw = per_mw / 1000 * (self._annuity(eco.get("build_life_years", 20.0)) + eco.get("build_om_share_per_year", 0.0))
+        cost = built * annual_per_kw + eco.get("campus_fixed_usd_per_year", 0.0)
+        return cost, built * self.inp.sites[site["id"]]["colocation_usd_per_kw_month"] * 12
+
     def _served(self, a: dict) -> float:
         return a["share"] * self.inp.demand(a["region"], a["workload"])
 
@@ -420,6 +441,38 @@ class PlanChecker:
         for key, n in need.items():
             if n > have[key] * (1 + REL_TOL) + 1e-6:
                 self.fail("training", f"site {key[0]} runs {n:,.0f} H100-eq of jobs on {key[1]}/{key[2]} with {have[key]:,.1f} H100-eq installed.")
+
+    def check_self_build(self) -> None:
+        """Tenure per site: none where no build cost is given, else lease (built_kw 0) or build, an open site whose
+        built_kw is at least economics.min_campus_mw x 1000 and at most its training racks' IT kW."""
+        min_kw = float(self.inp.economics.get("min_campus_mw") or 0.0) * 1000
+        for site in self.plan["sites"]:
+            s, tenure, built = site["id"], site.get("tenure"), site.get("built_kw")
+            can = self._build_usd_per_mw(s) is not None
+            if tenure is None:
+                if can:
+                    self.fail("self_build", f"site {s} has a build cost but no tenure (lease or build) in plan.json.")
+                if built:
+                    self.fail("self_build", f"site {s} lists built_kw {built} but no tenure.")
+                continue
+            if not can:
+                self.fail("self_build", f"site {s} is '{tenure}' but neither inputs/sites.csv nor economics gives it a build cost.")
+                continue
+            if tenure not in ("lease", "build") or not _is_number(built):
+                self.fail("self_build", f"site {s}: tenure {tenure!r} with built_kw {built!r}; lease or build with a number is required.")
+                continue
+            if tenure == "lease":
+                if abs(built) > ABS_TOL:
+                    self.fail("self_build", f"site {s} leases but lists {built:,.1f} kW self-built.")
+                continue
+            training_kw = sum(ln["racks"] * self.inp.kw_per_rack(ln["config"]) for ln in site["racks"] if ln["purpose"] == "training")
+            if not site["open"]:
+                self.fail("self_build", f"site {s} self-builds a campus but is not open.")
+            if built > training_kw * (1 + REL_TOL) + 1e-6:
+                self.fail("self_build", f"site {s} self-builds {built:,.1f} kW, more than the {training_kw:,.1f} kW IT of its training racks.")
+            if built < min_kw * (1 - REL_TOL) - 1e-6:
+                self.fail("self_build", f"site {s} self-builds {built:,.1f} kW, below the minimum campus of {min_kw:,.1f} kW "
+                          "(economics.min_campus_mw).")
 
     def check_policies(self) -> None:
         pol = self.inp.policies
@@ -891,6 +944,10 @@ class PlanChecker:
             for a in self.plan["assignments"]:
                 if a["site"] == s:
                     mine["transport"] += self._transport(a)
+            campus, credit = self._campus(site)
+            if campus or credit:  # self-build replaces colocation on the built kW (check_self_build)
+                mine["self_build"] += campus
+                mine["colocation"] -= credit
             busy = self._busy_energy().get(s)
             if busy:
                 mwh = busy["serving_mwh"] + busy["lent_mwh"]
@@ -1072,6 +1129,8 @@ class PlanChecker:
             upfront += line["upfront"]
         shared = 0.0
         for site in self.plan["sites"]:
+            campus, credit = self._campus(site)
+            by_purpose["training"] += campus - credit  # a campus houses training racks only
             if site["open"]:
                 shared += self.inp.sites[site["id"]]["fixed_cost_usd_per_year"]
             shared += sum(self.inp.cooling[c]["zone_fixed_usd_per_year"] for c in site["zones"])
@@ -1204,6 +1263,8 @@ class PlanChecker:
                    "upfront_capex_usd": s["upfront_capex_usd"], "total_cost_usd_per_year": s["total_cost_usd_per_year"]}
             row.update({f"served_{w}_tok_s": s["served_tok_s"].get(w) for w in served})
             row.update({f"cost_{c}_usd_per_year": s["cost_usd_per_year"].get(c) for c in categories})
+            if any(x.get("tenure") is not None for x in sites):  # self-build on
+                row.update({"tenure": s.get("tenure") or "", "built_kw": s.get("built_kw")})
             site_rows.append(row)
         self._compare_table("sites.csv", "id", site_rows)
         fields = ("region", "region_name", "workload", "site", "share", "served_tok_s", "rtt_ms", "rtt_budget_ms")

@@ -38,6 +38,7 @@ CATEGORY_COLOURS = {
     "site_fixed": "#8c564b", "cooling_zones": "#c49c94", "chips": "#1f77b4", "cooling_capex": "#aec7e8",
     "energy": "#ff7f0e", "colocation": "#ffbb78", "fabric": "#2ca02c", "carbon": "#7f7f7f", "transport": "#9467bd",
     "rental": "#17becf",  # GPU-hours rented from cloud regions (the clock, issue 15)
+    "self_build": "#e377c2",  # self-built training campuses (docs/plan-format.md)
 }
 # The day (reports.day, the interactive map's hour slider): GPUs busy serving, lent to training, rented.
 DAY_COLOURS = {"serving": "#1b9e77", "lent": "#d95f02", "rented": "#17becf", "installed": "#2a3640"}

@@ -82,6 +82,14 @@ def with_job(tmp_path):
     return two_towns(tmp_path, jobs=[job("pretrain", 48)])
 
 
+def campus(tmp_path, min_campus_mw: float):
+    """One site, one 60 kW training rack; building at $6 M/MW (CRF(0, 10 y) = 0.1: $600/kW-yr) saves $600/kW-yr
+    against colocation's $1,200, $36,000 a year, against a $10,000 campus."""
+    return make_scenario(tmp_path, sites=[site("hub", 0, 0)], regions=[region("nobody", 0, 0, chat=0)], jobs=[job("pretrain", 48)],
+                         economics={"build_usd_per_mw": 6_000_000, "build_life_years": 10, "min_campus_mw": min_campus_mw,
+                                    "campus_fixed_usd_per_year": 10_000})
+
+
 CASES = {
     "demand_met": two_towns,
     "inference_capacity": two_towns,
@@ -141,6 +149,12 @@ CASES = {
     # renting at $2/GPU-hour beats owning one rack for a one-hour peak (tests/test_clock.py)
     "rental_capacity": lambda p: clocked(p, [region("town", 0, 0.1, chat=800, utc_offset_h=0)], {12: 1.0}, 0.0, clouds=cloud(2.0)),
     # ...but the region rents 8 GPUs at most, half of what the peak needs
+    # self-build (docs/formulation.md): without the row the campus 'builds' more kW than the racks hold, for the credit
+    "self_build_within_training": lambda p: campus(p, 0.05),
+    # ...without this one the colocation credit comes without the campus and its fixed cost
+    "self_build_needs_campus": lambda p: campus(p, 0.05),
+    # ...and without this one a 60 kW campus is built under a 100 kW minimum
+    "self_build_min_campus": lambda p: campus(p, 0.1),
     "rental_cap": lambda p: clocked(p, [region("town", 0, 0.1, chat=800, utc_offset_h=0)], {12: 1.0}, 0.0, clouds=cloud(2.0, 8)),
 }
 BOUND_ONLY = {  # rows that bound the objective (the clock's busy energy, docs/clock.md) and limit no plan

@@ -18,6 +18,7 @@ COST_CATEGORIES = (
     "cooling_capex",
     "energy",
     "colocation",
+    "self_build",
     "fabric",
     "carbon",
     "transport",
@@ -75,6 +76,17 @@ def rack_economics(
     if fabric:
         upfront += rack.gpus_per_rack * fabric.cost_usd_per_gpu
     return RackEconomics(cost, facility_kw, energy_mwh, emissions_t, upfront)
+
+
+def build_usd_per_kw_year(build_usd_per_mw: float, economics: Economics) -> float:
+    """Annual cost of one kW of IT load in a self-built campus: the build cost per kW annualized
+    over the campus's life, CRF(discount_rate, build_life_years), plus the annual O&M share."""
+    return build_usd_per_mw / 1000.0 * (crf(economics.discount_rate, economics.build_life_years) + economics.build_om_share_per_year)
+
+
+def site_build_usd_per_mw(site: Site, economics: Economics) -> float | None:
+    """The site's own build cost, else the economics default; None: the site cannot self-build."""
+    return site.build_usd_per_mw if site.build_usd_per_mw is not None else economics.build_usd_per_mw
 
 
 def transport_usd_per_year(demand_tok_s: float, distance_km: float, economics: Economics, pair_usd_per_year: float = 0.0) -> float:

@@ -38,6 +38,9 @@ def add_variables(lm: LinearModel, ix: IndexSets) -> None:
     lm.add_block("racks_trn", ix.trn_racks, 0.0, [ix.rack_limit[s, k, c] for s, k, c, _ in ix.trn_racks], "integer")
     lm.add_block("share", ix.serve, 0.0, ix.scenario.policies.max_share_per_site, "continuous")
     lm.add_block("place", ix.place, 0.0, 1.0, "binary")
+    if ix.build:  # self-build of training campuses: only sites index.add_build_sites keeps
+        lm.add_block("build", ix.build, 0.0, 1.0, "binary")
+        lm.add_block("built_kw", ix.build, 0.0, [ix.build_limit_kw[s] for s in ix.build], "continuous")
     add_clock_variables(lm, ix)
 
 # ---------------------------------------------------------------- diagnosis messages
@@ -215,6 +218,47 @@ def site_space(lm: LinearModel, ix: IndexSets) -> None:
             lm.add_row("site_space", s, racks + [(lm.col("open", s), -float(ix.sites[s].floor_racks))], upper=0.0)
 
 
+# ------------------------------------------------------------------------- self-build
+# Tenure of training capacity (docs/formulation.md): a site leases (colocation, per rack) or
+# self-builds a campus for built_kw[s] kW of its training IT load. The objective charges
+# built_kw[s] * (build_usd_per_kw_year[s] - 12 * colocation_usd_per_kw_month[s]) (the build
+# cost in "self_build", the colocation it replaces as a credit in "colocation") plus
+# build[s] * campus_fixed_usd_per_year. The variables exist only at index.add_build_sites' sites.
+
+
+@family(checker="check_self_build", not_relaxed="a law of the model: a campus is built for training racks that "
+        "exist; building nothing (lease) is always feasible, so it never causes infeasibility")
+def self_build_within_training(lm: LinearModel, ix: IndexSets) -> None:
+    """built_kw[s] - sum_{k,c,f} racks_trn[s,k,c,f] * kw_per_rack[k] <= 0   for s in build
+    (the campus replaces colocation only on the training IT kW at s)."""
+    racks = ix.group("trn_by_site")
+    for s in ix.build:
+        load = [(lm.col("racks_trn", key), -ix.racks[key[1]].kw_per_rack) for key in racks[s]]
+        lm.add_row("self_build_within_training", s, [(lm.col("built_kw", s), 1.0)] + load, upper=0.0)
+
+
+@family(checker="check_self_build", not_relaxed="links built kW to the campus decision; its M is the most "
+        "training IT kW the site's power and floor admit, so power and floor are what the diagnosis moves")
+def self_build_needs_campus(lm: LinearModel, ix: IndexSets) -> None:
+    """built_kw[s] - M[s] * build[s] <= 0   for s in build, M[s] = min(power_limit_kw[s] / min PUE,
+    floor_racks[s] * max kw_per_rack) over the site's training rack options (the tightest valid M)."""
+    for s in ix.build:
+        lm.add_row("self_build_needs_campus", s, [(lm.col("built_kw", s), 1.0), (lm.col("build", s), -ix.build_limit_kw[s])],
+                   upper=0.0)
+
+
+@family(checker="check_self_build", not_relaxed="a campus below the minimum is simply not built: the site "
+        "leases instead, so the row never makes a plan infeasible")
+def self_build_min_campus(lm: LinearModel, ix: IndexSets) -> None:
+    """built_kw[s] - min_campus_kw * build[s] >= 0   for s in build (if min_campus_mw > 0): nobody self-builds
+    a campus smaller than economics.min_campus_mw."""
+    if ix.min_campus_kw <= 0:
+        return
+    for s in ix.build:
+        lm.add_row("self_build_min_campus", s, [(lm.col("built_kw", s), 1.0), (lm.col("build", s), -ix.min_campus_kw)],
+                   lower=0.0)
+
+
 # --------------------------------------------------------------------------- policies
 
 
@@ -308,6 +352,10 @@ def objective(lm: LinearModel, ix: IndexSets) -> None:
             for category, value in econ.cost_usd_per_year.items():
                 lm.add_cost(category, j, value)
     economics = ix.scenario.economics
+    for s in ix.build:  # self-build: the campus's cost, and the colocation it replaces on built_kw
+        lm.add_cost("self_build", lm.col("built_kw", s), ix.build_usd_per_kw_year[s])
+        lm.add_cost("colocation", lm.col("built_kw", s), -12.0 * ix.sites[s].colocation_usd_per_kw_month)
+        lm.add_cost("self_build", lm.col("build", s), economics.campus_fixed_usd_per_year)
     if economics.transport_usd_per_tok_s_1000km_year or ix.pair_cost:
         share, n = lm.blocks["share"], len(ix.serve)
         # transport_usd_per_year over every pair at once (the same arithmetic, element by element)

@@ -38,7 +38,7 @@ import numpy as np
 from dcplace.models import Chip, Cooling, Fabric, RackConfig, Region, Scenario, Site, TrainingJob, Workload
 from dcplace.optimizer.model.candidates import candidate_mask
 from dcplace.optimizer.model.clock import ClockSets, build_clock
-from dcplace.optimizer.model.costs import RackEconomics, crf, rack_economics
+from dcplace.optimizer.model.costs import RackEconomics, build_usd_per_kw_year, crf, rack_economics, site_build_usd_per_mw
 from dcplace.optimizer.model.latency import allowed_mask, distance_matrix_km, rtt_matrix_ms
 from dcplace.optimizer.model.resilience import failover_masks, seed_reroutings
 
@@ -74,6 +74,15 @@ class IndexSets:
     trn_econ: dict[tuple[str, str, str, str], RackEconomics] = field(default_factory=dict)
     rack_limit: dict[tuple[str, str, str], int] = field(default_factory=dict)
     pair_cost: dict[tuple[str, str, str], float] = field(default_factory=dict)
+    # self-build (model.formulation self_build_*): site -> annual build cost per kW of IT, and the most training IT kW it can hold
+    build_usd_per_kw_year: dict[str, float] = field(default_factory=dict)
+    build_limit_kw: dict[str, float] = field(default_factory=dict)
+    min_campus_kw: float = 0.0
+
+    @property
+    def build(self) -> list[str]:
+        """Sites that may self-build a training campus (sparse: see build_index)."""
+        return sorted(self.build_usd_per_kw_year)
 
     def demand(self, r: str, w: str) -> float:
         return self.regions[r].demand_tok_s.get(w, 0.0)
@@ -330,6 +339,8 @@ def build_index(scenario: Scenario, max_full_pairs: int = MAX_FULL_PAIRS, prunin
                         site, ix.racks[k], ix.chips[chip], ix.cooling[c], econ.training_load_factor, econ, ix.fabrics[f]
                     )
 
+    add_build_sites(ix)
+
     needed = {(s, k, c) for (s, k, c, _) in ix.inf_racks} | {(s, k, c) for (s, k, c, _) in ix.trn_racks}
     for s in sites:
         for k, c, limit in holdable[s]:
@@ -345,6 +356,37 @@ def build_index(scenario: Scenario, max_full_pairs: int = MAX_FULL_PAIRS, prunin
     ix.failover_lost = seed_reroutings(ix)  # N-1: losses certain to need re-routing (model.resilience)
     ix.clock = build_clock(ix)
     return ix
+
+
+def add_build_sites(ix: IndexSets) -> None:
+    """Sites where a training campus may be self-built: the site (or economics) gives a build
+    cost, it can hold training racks, and building is cheaper per kW-year than colocation.
+
+    The last two are pruning, valid because built_kw[s] <= the training IT kW at s (so a site
+    with no training racks builds nothing) and a campus whose annual cost per kW is at least
+    colocation's only adds cost (campus_fixed >= 0): build[s] = built_kw[s] = 0 is as good.
+    A site whose most training IT kW (build_limit_kw, the tightest valid M of
+    self_build_needs_campus) is below min_campus_kw can never reach the campus size: no variable.
+    """
+    econ = ix.scenario.economics
+    ix.min_campus_kw = econ.min_campus_mw * 1000.0
+    options = ix.group("trn_by_site")
+    for s in sorted(options):
+        site = ix.sites[s]
+        usd_per_mw = site_build_usd_per_mw(site, econ)
+        if usd_per_mw is None:
+            continue
+        annual = build_usd_per_kw_year(usd_per_mw, econ)
+        if annual >= site.colocation_usd_per_kw_month * 12.0:
+            continue
+        racks = [(ix.racks[k], ix.cooling[c]) for (_, k, c, _) in options[s]]
+        by_power = site.power_limit_kw / min(site.pue(c) for _, c in racks)
+        by_floor = site.floor_racks * max(k.kw_per_rack for k, _ in racks)
+        limit = min(by_power, by_floor)
+        if limit + 1e-9 < ix.min_campus_kw:
+            continue
+        ix.build_usd_per_kw_year[s] = annual
+        ix.build_limit_kw[s] = limit
 
 
 def inference_load_factor(scenario: Scenario, workload: Workload) -> float:

@@ -13,7 +13,7 @@ import numpy as np
 
 from dcplace.models.plan import Assignment, JobPlacement, RackLine, SitePlan
 from dcplace.optimizer.model.clock import day_weighted_load
-from dcplace.optimizer.model.costs import COST_CATEGORIES, transport_usd_per_year
+from dcplace.optimizer.model.costs import COST_CATEGORIES, site_build_usd_per_mw, transport_usd_per_year
 from dcplace.optimizer.solving.extract_clock import busy_energy_by_site, clock_kpis, extract_clock
 from dcplace.optimizer.model.index import IndexSets
 from dcplace.optimizer.model.linear import LinearModel
@@ -61,6 +61,21 @@ def extract(x: np.ndarray, lm: LinearModel, ix: IndexSets) -> dict:
             site_cost[s]["cooling_zones"] += ix.cooling[c].zone_fixed_usd_per_year
     for s in opened:
         site_cost[s]["site_fixed"] += ix.sites[s].fixed_cost_usd_per_year
+    built: dict[str, tuple[bool, float]] = {}  # self-build: site -> (campus built, its IT kW) (model.formulation self_build_*)
+    for s in ix.build:
+        training_kw = sum(ln.it_kw for ln in lines[s] if ln.purpose == "training")
+        campus, kw = _value("build", s) > 0.5, max(0.0, _value("built_kw", s))
+        kw = min(kw, training_kw) if kw <= training_kw * (1 + 1e-9) + 1e-6 else kw  # solver noise only; a breach stays visible
+        if kw < 1e-6:
+            kw = 0.0
+        if not (campus or kw):
+            continue
+        built[s] = (campus, kw)
+        build_cost = kw * ix.build_usd_per_kw_year[s] + (econ.campus_fixed_usd_per_year if campus else 0.0)
+        credit = kw * 12.0 * ix.sites[s].colocation_usd_per_kw_month
+        site_cost[s]["self_build"] += build_cost
+        site_cost[s]["colocation"] -= credit
+        purpose_cost["training"] += build_cost - credit
 
     assignments = []
     served = defaultdict(lambda: defaultdict(float))
@@ -119,6 +134,7 @@ def extract(x: np.ndarray, lm: LinearModel, ix: IndexSets) -> dict:
                 served_tok_s={w: served[s][w] for w in ix.workloads if served[s][w] > 0},
                 emissions_t_per_year=emissions[s], upfront_capex_usd=upfront[s],
                 cost_usd_per_year=cost, total_cost_usd_per_year=sum(cost.values()),
+                **_tenure(ix, s, built),
             )
         )
 
@@ -132,6 +148,14 @@ def extract(x: np.ndarray, lm: LinearModel, ix: IndexSets) -> dict:
     kpis = _kpis(ix, sites, assignments + clock_parts.get("rent_assignments", []), jobs, purpose_cost, total, clock_parts)
     return {"sites": sites, "assignments": assignments, "jobs": jobs, "breakdown": breakdown, "objective": total, "kpis": kpis,
             **clock_parts}
+
+
+def _tenure(ix: IndexSets, s: str, built: dict[str, tuple[bool, float]]) -> dict:
+    """tenure/built_kw of a site: none where it cannot self-build, else build (its built kW) or lease (0)."""
+    if site_build_usd_per_mw(ix.sites[s], ix.scenario.economics) is None:
+        return {}
+    campus, kw = built.get(s, (False, 0.0))
+    return {"tenure": "build" if campus else "lease", "built_kw": kw}
 
 
 def _kpis(ix: IndexSets, sites, assignments, jobs, purpose_cost, total, clock_parts=None) -> dict[str, float]:
