@@ -268,7 +268,11 @@ class Economics(Record):
         default=0.0, ge=0, json_schema_extra=fix("network transport cost, USD per year per (token/s of peak demand x 1000 km)")
     )
     hours_per_year: float = Field(default=8760.0, gt=0, le=8784)
-    # self-build of training campuses (docs/formulation.md, self_build_*): off unless a build cost is given here or per site
+    # self-build of training campuses (docs/formulation.md, self_build_*): off unless a build cost is given here or per
+    # site, and self_build is true
+    self_build: bool = Field(default=True, json_schema_extra=fix(
+        "true: sites with a build cost (here or in sites.csv) may self-build a training campus; false: every site leases "
+        "(the build costs stay in the scenario, unused)"))
     build_usd_per_mw: float | None = Field(default=None, gt=0, json_schema_extra=fix(
         "cost to build a self-owned campus, USD per MW of IT (critical) load, e.g. 11700000; empty = no self-build "
         "(sites.csv build_usd_per_mw may still give it per site)"))

@@ -256,7 +256,10 @@ class PlanChecker:
                 "upfront": upfront, "cost": cost}
 
     def _build_usd_per_mw(self, s: str) -> float | None:
-        """The site's build_usd_per_mw cell, else economics.build_usd_per_mw; None: it cannot self-build."""
+        """The site's build_usd_per_mw cell, else economics.build_usd_per_mw; None: it cannot self-build
+        (economics.self_build false, or no cost given)."""
+        if self.inp.economics.get("self_build", True) is False:
+            return None
         cell = self.inp.sites[s].get("build_usd_per_mw")
         if _is_number(cell):
             return float(cell)

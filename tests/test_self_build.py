@@ -149,3 +149,42 @@ def test_bad_build_inputs_are_named(tmp_path, where, value, words):
     with pytest.raises(ScenarioError) as err:
         load_scenario(path)
     assert words in str(err.value)
+
+
+@pytest.mark.parametrize("racks, fixed, campus", [(5, 100_000, True), (4, 100_000, False), (5, 200_000, False)])
+def test_the_warm_start_self_builds_where_the_rounded_training_load_makes_a_campus_pay(tmp_path, racks, fixed, campus):
+    """5 racks = 300 kW = the minimum campus, saving 5 x 28,800 = $144,000 a year: a campus at
+    $100,000 fixed pays, at $200,000 it does not; 4 racks are below the minimum. (Rounding the
+    LP's fractional campus decision instead would leave every campus closed.)"""
+    from dcplace.optimizer.model.formulation import build_model
+    from dcplace.optimizer.solving.precheck import checked_index
+    from dcplace.optimizer.solvers.warmstart import _campuses
+
+    ix = checked_index(load_scenario(two_sites(tmp_path, 240, economics={"campus_fixed_usd_per_year": fixed})))
+    lm = build_model(ix)
+    key = next(k for k in ix.trn_racks if k[0] == "own" and k[1] == "trainer-dense")
+    start = _campuses(lm, ix, {key: racks})
+    assert start[lm.col("build", "own")] == (1.0 if campus else 0.0)
+    assert start[lm.col("built_kw", "own")] == pytest.approx(racks * 60.0 if campus else 0.0)
+
+
+def test_the_default_ships_build_costs_with_self_build_off_and_one_switch_turns_it_on():
+    """data/README.md 'Self-build': off in the default (the search does not settle within its
+    limits), every figure kept; `economics.self_build=true` offers campuses where building a
+    kW costs less than leasing it."""
+    from dcplace.optimizer.model.index import build_index
+
+    off = build_index(load_scenario())
+    assert off.build == [] and all(s.build_usd_per_mw for s in off.scenario.sites)
+    on = build_index(load_scenario(None, overrides={"economics.self_build": True}))
+    assert on.build, "no default site may self-build"
+    for s in on.build:
+        assert on.build_usd_per_kw_year[s] < 12 * on.sites[s].colocation_usd_per_kw_month
+
+
+def test_self_build_off_leaves_a_site_with_a_build_cost_leasing_and_the_checker_agrees(tmp_path):
+    folder = two_sites(tmp_path / "in", 240, economics={"self_build": False})
+    plan, report = solve_to_folder(load_scenario(folder), tmp_path / "plan", EXACT)
+    assert report.ok, report
+    assert all(s.tenure is None for s in plan.sites)
+    assert plan.jobs[0].site == "rent"  # leasing at 'own' is dearer: cheaper power wins

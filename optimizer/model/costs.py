@@ -85,7 +85,10 @@ def build_usd_per_kw_year(build_usd_per_mw: float, economics: Economics) -> floa
 
 
 def site_build_usd_per_mw(site: Site, economics: Economics) -> float | None:
-    """The site's own build cost, else the economics default; None: the site cannot self-build."""
+    """The site's own build cost, else the economics default; None: the site cannot self-build
+    (no cost given, or economics.self_build is off)."""
+    if not economics.self_build:
+        return None
     return site.build_usd_per_mw if site.build_usd_per_mw is not None else economics.build_usd_per_mw
 
 

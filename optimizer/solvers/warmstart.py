@@ -181,6 +181,7 @@ def round_lp(
         start[col("racks_inf", key)] = float(racks_inf.get(key, 0))
     for key in ix.trn_racks:
         start[col("racks_trn", key)] = float(racks_trn.get(key, 0))
+    start.update(_campuses(lm, ix, racks_trn))
     if n1 and "spare" in lm.blocks:  # spare = capacity - load, at the rounded capacity (>= the LP's)
         built = defaultdict(float)
         for key, n in racks_inf.items():
@@ -188,6 +189,26 @@ def round_lp(
         for s, w in lm.blocks["spare"].keys:
             start[col("spare", (s, w))] = max(built[s, w] - load.get((s, w), 0.0), 0.0)
     return start
+
+
+def _campuses(lm: LinearModel, ix: IndexSets, racks_trn: dict) -> dict:
+    """Self-build wherever the rounded training load reaches the campus size: index.add_build_sites
+    keeps only sites where a built kW costs less than a leased one, so at a given rack plan a
+    campus holding the whole training load (up to its limit) is the cheapest tenure there once
+    its saving covers the campus's fixed cost.
+    (Rounding the LP's fractional campus decisions instead would close them all: the LP takes
+    the campus credit at build[s] = built_kw[s] / M[s], far below one half.)"""
+    out: dict = {}
+    load_kw: dict = defaultdict(float)
+    for (s, k, _c, _f), n in racks_trn.items():
+        load_kw[s] += n * ix.racks[k].kw_per_rack
+    for s in ix.build:
+        built = min(load_kw.get(s, 0.0), ix.build_limit_kw[s])
+        saving = built * (12.0 * ix.sites[s].colocation_usd_per_kw_month - ix.build_usd_per_kw_year[s])
+        campus = built > 0 and built >= ix.min_campus_kw and saving > ix.scenario.economics.campus_fixed_usd_per_year
+        out[lm.col("build", s)] = 1.0 if campus else 0.0
+        out[lm.col("built_kw", s)] = built if campus else 0.0
+    return out
 
 
 def _rented(x: np.ndarray, lm: LinearModel, ix: IndexSets) -> dict:
