@@ -115,8 +115,9 @@ class LinearModel:
     def n_rows(self) -> int:
         return len(self._row_lower)
 
-    def add_row(self, family: str, key: Hashable, terms: Iterable[tuple[int, float]], lower: float = -INF, upper: float = INF) -> int:
-        """Append `lower <= sum coef * x[col] <= upper` to `family` (its rows must be added together)."""
+    def _family_for_rows(self, family: str) -> RowFamily:
+        """The family new rows join: created at the current row count, or the last one added
+        (a family's rows are contiguous)."""
         fam = self.families.get(family)
         if fam is None:
             fam = self.families[family] = RowFamily(family, self.n_rows)
@@ -124,6 +125,11 @@ class LinearModel:
             self._family_names.append(family)
         elif self._family_names[-1] != family:
             raise ValueError(f"rows of family '{family}' must be added together")
+        return fam
+
+    def add_row(self, family: str, key: Hashable, terms: Iterable[tuple[int, float]], lower: float = -INF, upper: float = INF) -> int:
+        """Append `lower <= sum coef * x[col] <= upper` to `family` (its rows must be added together)."""
+        fam = self._family_for_rows(family)
         i = self.n_rows
         for j, coef in terms:
             if coef:
@@ -145,13 +151,7 @@ class LinearModel:
             return
         cols = np.asarray(cols, dtype=np.int32).reshape(n, -1)
         coefs = np.broadcast_to(np.asarray(coefs, dtype=np.float64), cols.shape)
-        fam = self.families.get(family)
-        if fam is None:
-            fam = self.families[family] = RowFamily(family, self.n_rows)
-            self._family_starts.append(fam.start)
-            self._family_names.append(family)
-        elif self._family_names[-1] != family:
-            raise ValueError(f"rows of family '{family}' must be added together")
+        fam = self._family_for_rows(family)
         rows = np.broadcast_to(np.arange(self.n_rows, self.n_rows + n, dtype=np.int32)[:, None], cols.shape)
         kept = coefs != 0
         self._a_row.frombytes(np.ascontiguousarray(rows[kept], dtype=np.int32).tobytes())
