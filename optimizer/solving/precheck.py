@@ -75,16 +75,23 @@ def unreachable_regions(ix: IndexSets) -> list[InputProblem]:
                 budget = region.rtt_budget_ms[w]
                 hosts = [(rtt, s) for rtt, s in finite if _hosts_class(ix, s, w)]
                 in_reach = [(rtt, s) for rtt, s in finite if rtt <= budget + 1e-9]
-                # each way out, with the relative change it needs; the least change is named
-                options = []
+                # each way out, with the relative change it needs. A site within reach that cannot
+                # hold one rack is named first, least change first: its power, cooling or floor is
+                # the input that is off (a kW/MW mix-up makes every site look so), while the budget
+                # is a service requirement; a wider budget is then offered as the other way out.
+                farther = None
                 if hosts:
                     rtt, s = min(hosts)
-                    options.append((rtt / budget - 1, field, f"the nearest allowed site that can serve '{w}', {ix.sites[s].name} ({s}), is {rtt:.1f} ms away",
-                                    f"raise {field} to at least {math.ceil(rtt)} ms, or add a candidate site closer to {region.name}."))
-                for rtt, s in in_reach:
-                    options.extend(_hosting_options(ix, s, w))
+                    farther = (rtt / budget - 1, field, f"the nearest allowed site that can serve '{w}', {ix.sites[s].name} ({s}), is {rtt:.1f} ms away",
+                               f"raise {field} to at least {math.ceil(rtt)} ms, or add a candidate site closer to {region.name}.")
+                options = [o for rtt, s in in_reach for o in _hosting_options(ix, s, w)]
                 if options:
                     _, field, why, fix = min(options, key=lambda o: o[0])
+                    if farther is not None:
+                        fix = f"{fix.rstrip('.')}; or {farther[3]}"
+                elif farther is not None:
+                    _, field, why, fix = farther
+                if options or farther is not None:
                     if in_reach:
                         rtt, s = min(in_reach)
                         why = f"{len(in_reach)} allowed site(s) are within it (nearest {ix.sites[s].name}, {rtt:.1f} ms) but none can host a rack that serves '{w}': {why}"
