@@ -192,6 +192,7 @@ class Plan(PlanRecord):
 
 def _site_rows(plan: Plan) -> pd.DataFrame:
     rows = []
+    tenure_columns = any(x.tenure is not None for x in plan.sites)  # self-build on: the tenure columns
     for s in plan.sites:
         row = {
             "id": s.id, "name": s.name, "lat": s.lat, "lon": s.lon, "country": s.country, "open": s.open,
@@ -202,7 +203,7 @@ def _site_rows(plan: Plan) -> pd.DataFrame:
         }
         row.update({f"served_{w}_tok_s": v for w, v in s.served_tok_s.items()})
         row.update({f"cost_{c}_usd_per_year": v for c, v in s.cost_usd_per_year.items()})
-        if any(x.tenure is not None for x in plan.sites):  # self-build on: the tenure columns
+        if tenure_columns:
             row.update({"tenure": s.tenure or "", "built_kw": s.built_kw})
         rows.append(row)
     return pd.DataFrame(rows)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 
 def _split_list(value: Any) -> Any:
@@ -48,6 +48,10 @@ def _check_build_cost(value: float | None) -> float | None:
     return value
 
 
+# A site's or the economics' self-build cost: USD per MW of IT load, checked for unit mistakes.
+BuildCost = Annotated[float | None, AfterValidator(_check_build_cost)]
+
+
 def fix(text: str) -> dict[str, str]:
     """The hint shown with a validation failure of this field."""
     return {"fix": text}
@@ -76,7 +80,7 @@ class Site(Record):
     colocation_usd_per_kw_month: float = Field(ge=0, json_schema_extra=fix("colocation or build cost, USD per kW of IT per month"))
     cooling_allowed: NameList = Field(min_length=1, json_schema_extra=fix("cooling ids separated by ';', e.g. air;dlc"))
     pue_climate_factor: float = Field(default=1.0, gt=0, le=3, json_schema_extra=fix("multiplier on the cooling overhead (PUE - 1); 1 = the catalog's PUE"))
-    build_usd_per_mw: float | None = Field(default=None, gt=0, json_schema_extra=fix(
+    build_usd_per_mw: BuildCost = Field(default=None, gt=0, json_schema_extra=fix(
         "cost to build a self-owned campus here, USD per MW of IT (critical) load, e.g. 11700000; empty = economics.build_usd_per_mw"))
 
     @field_validator("power_price_usd_per_mwh")
@@ -87,11 +91,6 @@ class Site(Record):
         if value > 2000:
             raise ValueError(f"{value} USD/MWh is implausibly high; it looks like a price in another unit (expected USD per MWh)")
         return value
-
-    @field_validator("build_usd_per_mw")
-    @classmethod
-    def _build_not_in_millions(cls, value: float | None) -> float | None:
-        return _check_build_cost(value)
 
     def pue(self, cooling: Cooling) -> float:
         """Climate-adjusted PUE of a cooling type at this site: 1 + (PUE_c - 1) * factor."""
@@ -273,7 +272,7 @@ class Economics(Record):
     self_build: bool = Field(default=True, json_schema_extra=fix(
         "true: sites with a build cost (here or in sites.csv) may self-build a training campus; false: every site leases "
         "(the build costs stay in the scenario, unused)"))
-    build_usd_per_mw: float | None = Field(default=None, gt=0, json_schema_extra=fix(
+    build_usd_per_mw: BuildCost = Field(default=None, gt=0, json_schema_extra=fix(
         "cost to build a self-owned campus, USD per MW of IT (critical) load, e.g. 11700000; empty = no self-build "
         "(sites.csv build_usd_per_mw may still give it per site)"))
     build_om_share_per_year: float = Field(default=0.0, ge=0, le=0.5, json_schema_extra=fix(
@@ -284,11 +283,6 @@ class Economics(Record):
         "smallest campus anyone self-builds, MW of IT load (below it the site leases); >= 0"))
     campus_fixed_usd_per_year: float = Field(default=0.0, ge=0, json_schema_extra=fix(
         "annual fixed cost of owning a campus at a site, USD per year, whatever its size"))
-
-    @field_validator("build_usd_per_mw")
-    @classmethod
-    def _build_not_in_millions(cls, value: float | None) -> float | None:
-        return _check_build_cost(value)
 
 
 class Latency(Record):

@@ -1258,6 +1258,7 @@ class PlanChecker:
         served = sorted({w for s in sites for w in s["served_tok_s"]})
         categories = sorted({c for s in sites for c in s["cost_usd_per_year"]})
         site_rows = []
+        tenure_columns = any(x.get("tenure") is not None for x in sites)  # self-build on
         for s in sites:
             row = {"id": s["id"], "name": s["name"], "lat": s["lat"], "lon": s["lon"], "country": s["country"], "open": s["open"],
                    "role": s["role"], "zones": ";".join(s["zones"]), "fabrics": ";".join(s["fabrics"]), "racks": s["racks_total"],
@@ -1266,7 +1267,7 @@ class PlanChecker:
                    "upfront_capex_usd": s["upfront_capex_usd"], "total_cost_usd_per_year": s["total_cost_usd_per_year"]}
             row.update({f"served_{w}_tok_s": s["served_tok_s"].get(w) for w in served})
             row.update({f"cost_{c}_usd_per_year": s["cost_usd_per_year"].get(c) for c in categories})
-            if any(x.get("tenure") is not None for x in sites):  # self-build on
+            if tenure_columns:
                 row.update({"tenure": s.get("tenure") or "", "built_kw": s.get("built_kw")})
             site_rows.append(row)
         self._compare_table("sites.csv", "id", site_rows)
