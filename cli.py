@@ -47,7 +47,7 @@ from dcplace.models.versions import package_versions
 from dcplace.optimizer.solvers.backends import CAPABILITIES
 from dcplace.optimizer.check import check_plan_folder
 from dcplace.optimizer.model.index import MAX_FULL_PAIRS
-from dcplace.optimizer.solving.pipeline import PlanCheckFailed, solve_to_folder
+from dcplace.optimizer.solving.pipeline import PlanCheckFailed, solve_schedule_to_folder, solve_to_folder
 from dcplace.optimizer.solving.precheck import checked_index
 from dcplace.optimizer.solving.progress import SolveProgress
 from dcplace.optimizer.solving.solve import InfeasibleScenario, NoPlanFound, SolveOptions
@@ -378,7 +378,10 @@ def solve(
         line = _SolveLine(time_limit, err)
         live = _progress_on(quiet)
         with _live(line, live):  # phase, best plan, bound, gap and elapsed time, while it solves
-            plan, _ = solve_to_folder(loaded, out, options, progress=line if live else None)
+            if loaded.periods:  # a build schedule over the years (docs/periods.md)
+                schedule, plans, _ = solve_schedule_to_folder(loaded, out, options, progress=line if live else None)
+            else:
+                plan, _ = solve_to_folder(loaded, out, options, progress=line if live else None)
     except ScenarioError as exc:
         _bad_input(exc)
     except InfeasibleScenario as exc:
@@ -391,10 +394,26 @@ def solve(
     except PlanCheckFailed as exc:
         err.print(f"[bold red]{_text(exc, newlines=True)}[/]")
         raise typer.Exit(EXIT_CHECK_FAILED)
-    if quiet:
+    if loaded.periods:
+        print_schedule(schedule, out, quiet)
+    elif quiet:
         console.print(_clean(plan_summary(plan, out)), markup=False, highlight=False, soft_wrap=True)
     else:
         print_plan(plan, out)
+
+
+def print_schedule(schedule, out_dir: Path, quiet: bool = False) -> None:
+    """A schedule on the terminal: NPV, gap, and per period what is open, bought and retired."""
+    from dcplace.reports.schedule import schedule_lines
+
+    s = schedule.solve
+    gap = f"gap {s.gap:.2%}" if s.gap is not None else "no gap"
+    head = (f"{schedule.scenario}: {s.status}, NPV {money(schedule.npv_usd)} over {len(schedule.periods)} periods, {gap}, "
+            f"{s.build_time_s + s.solve_time_s:.1f} s; schedule in {out_dir} (checked)")
+    console.print(_clean(head), markup=False, highlight=False, soft_wrap=True)
+    if not quiet:
+        for text in schedule_lines(schedule):
+            console.print(_clean(text), markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command()
@@ -415,7 +434,10 @@ def validate(scenario: Optional[Path] = ScenarioArg) -> None:
 
 @app.command()
 def check(folder: Path = typer.Argument(..., help="A plan folder written by `dcplace solve`.")) -> None:
-    """Re-check a plan folder with the independent checker."""
+    """Re-check a plan folder (or a multi-period schedule folder) with the independent checker."""
+    if (folder / "schedule.json").is_file():
+        _check_schedule(folder)
+        return
     if not (folder / "plan.json").exists() or not (folder / "inputs" / "scenario.yaml").exists():
         err.print(f"[red]{_text(folder)}: not a plan folder[/] (plan.json and inputs/scenario.yaml are needed). Fix: give a folder written by `dcplace solve`.")
         raise typer.Exit(EXIT_BAD_INPUT)
@@ -446,6 +468,19 @@ def check(folder: Path = typer.Argument(..., help="A plan folder written by `dcp
         f"[green]PASS[/]: {_text(folder)}: {len(report.checked)} constraint families hold "
         f"({_text(', '.join(report.checked))}); line items add up to ${report.recomputed_cost_usd_per_year:,.2f}/yr."
     )
+
+
+def _check_schedule(folder: Path) -> None:
+    from dcplace.optimizer.check_schedule import check_schedule_folder
+
+    report = check_schedule_folder(folder)
+    if not report.ok:
+        err.print(f"[bold red]FAIL[/]: {_text(folder)}: {len(report.violations)} violation(s):")
+        for v in report.violations:
+            err.print(f"  • {_clean(v, newlines=True)}", markup=False, highlight=False)
+        raise typer.Exit(EXIT_CHECK_FAILED)
+    console.print(f"[green]PASS[/]: {_text(folder)}: every period's plan and the ties between periods hold "
+                  f"({len(report.checked)} checks); the NPV adds up to ${report.recomputed_cost_usd_per_year:,.2f}.")
 
 
 def _plan_layers(folder: Path):

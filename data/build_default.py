@@ -165,6 +165,20 @@ CHIPS = [
 ]
 
 
+def _first_shipped() -> dict[str, Cell]:
+    """available_from_year of each catalog chip: its first volume shipments (read only with periods, docs/periods.md)."""
+    path = Path(__file__).resolve().parent / "reference" / "chip_generations.csv"
+    out = {}
+    for row in csv.DictReader(path.open(encoding="utf-8")):
+        out[row["chip_id"]] = Cell(int(row["available_from_year"]), "source" if row["basis"] == "source" else "derived",
+                                   f"first volume shipments: {row['source']} (data/reference/chip_generations.csv)")
+    return out
+
+
+for _chip in CHIPS:
+    _chip["available_from_year"] = _first_shipped()[_chip["id"]]
+
+
 def rack(id, chip, gpus_per_server, servers, server_kw, server_basis, servers_basis):
     return {"id": id, "chip": chip, "gpus_per_server": S(gpus_per_server, "vendor server design: GPUs per server"),
             "servers_per_rack": servers_basis(servers), "server_kw": server_basis(server_kw),
@@ -202,20 +216,27 @@ COOLING = [
      "max_kw_per_rack": A(30, "the seed's 30-40 kW rule, inside the sourced 15-20 kW optimised (datacentres.com) to ~41 kW ceiling (aidatacenterguide.com)"),
      "pue": A(1.4, "between Uptime 2024's 'new large facilities 1.3 or better' and the 1.56 fleet average"),
      "capex_usd_per_kw": A(0, "air is the base build: no incremental cooling capex (reference cooling.csv)"),
-     "life_years": A(15, "mechanical plant life"), "zone_fixed_usd_per_year": A(100000, "air handling zone: controls, containment, staff time")},
+     "life_years": A(15, "mechanical plant life"), "zone_fixed_usd_per_year": A(100000, "air handling zone: controls, containment, staff time"),
+     "ready_usd_per_kw": A(0, "air is the base build"), "retrofit_usd_per_kw": A(0, "air is the base build")},
     {"id": "rdhx", "name": "Rear-door heat exchanger",
      "max_kw_per_rack": S(60, "active door up to ~60 kW (yobitel); HPE door bands up to 75 kW"),
      "pue": A(1.25, "midpoint of the unsourced 1.2-1.35 guess"), "capex_usd_per_kw": A(1500, "midpoint of the unsourced $1,000-2,000 per kW guess"),
-     "life_years": A(15, "mechanical plant life"), "zone_fixed_usd_per_year": A(200000, "chilled-water loop to the doors")},
+     "life_years": A(15, "mechanical plant life"), "zone_fixed_usd_per_year": A(200000, "chilled-water loop to the doors"),
+     "ready_usd_per_kw": A(0, "a rear door hangs on the rack: no hall provision to buy ahead"),
+     "retrofit_usd_per_kw": A(0, "a rear door hangs on the rack: no hall conversion (the doors' capex is capex_usd_per_kw)")},
     {"id": "dlc", "name": "Direct-to-chip liquid",
      "max_kw_per_rack": S(250, "Supermicro in-rack CDU up to 250 kW per rack"),
      "pue": S(1.1, "'approaching 1.1' with closed-loop dry coolers (disintermediate.global, secondary)"),
      "capex_usd_per_kw": A(2000, "midpoint of the unsourced $1,500-3,000 full-facility guess; rack parts alone ~$380/kW (Morgan Stanley via epium.com)"),
-     "life_years": A(15, "mechanical plant life"), "zone_fixed_usd_per_year": A(500000, "CDUs, secondary loop, heat rejection")},
+     "life_years": A(15, "mechanical plant life"), "zone_fixed_usd_per_year": A(500000, "CDUs, secondary loop, heat rejection"),
+     "ready_usd_per_kw": D(995, "the 7-10 % (midpoint 8.5 %) premium of AI-grade liquid-cooled builds (Turner & Townsend Data Centre Construction Cost Index 2025-26, via CRE Media Europe) x C&W 2025 US average $11.7M/MW = $994.5/kW; an upper bound for readiness alone (data/reference/liquid_retrofit.csv a1-a3)"),
+     "retrofit_usd_per_kw": S(2000, "air-to-liquid retrofit of an operating hall ~$2.0M per MW of IT, before downtime (STL Partners, 'Liquid cooling retrofits can cost roughly 80% less than new AI-ready data centre builds', 2026-05-28; data/reference/liquid_retrofit.csv b1)")},
     {"id": "immersion", "name": "Single-phase immersion",
      "max_kw_per_rack": A(150, "within the unsourced 100-200 kW per tank-equivalent"), "pue": A(1.05, "within the unsourced 1.03-1.08"),
      "capex_usd_per_kw": A(2500, "no $/kW source; Schneider/Iceotope give only relative capex vs air"),
-     "life_years": A(15, "mechanical plant life"), "zone_fixed_usd_per_year": A(800000, "tanks, fluid handling, floor reinforcement")},
+     "life_years": A(15, "mechanical plant life"), "zone_fixed_usd_per_year": A(800000, "tanks, fluid handling, floor reinforcement"),
+     "ready_usd_per_kw": D(995, "the 7-10 % (midpoint 8.5 %) premium of AI-grade liquid-cooled builds (Turner & Townsend Data Centre Construction Cost Index 2025-26, via CRE Media Europe) x C&W 2025 US average $11.7M/MW = $994.5/kW; an upper bound for readiness alone (data/reference/liquid_retrofit.csv a1-a3)"),
+     "retrofit_usd_per_kw": S(2000, "air-to-liquid retrofit of an operating hall ~$2.0M per MW of IT, before downtime (STL Partners, 'Liquid cooling retrofits can cost roughly 80% less than new AI-ready data centre builds', 2026-05-28; data/reference/liquid_retrofit.csv b1)")},
 ]
 
 FABRICS = [

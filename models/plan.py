@@ -209,6 +209,25 @@ def _site_rows(plan: Plan) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def write_plan_files(plan: Plan, scenario: Scenario, folder: Path) -> None:
+    """The files of a plan folder, less the manifest, into `folder` (which dcplace is staging)."""
+    tmp = Path(folder)
+    tmp.mkdir(parents=True, exist_ok=True)
+    (tmp / "plan.json").write_text(plan.model_dump_json(indent=2))
+    _site_rows(plan).to_csv(tmp / "sites.csv", index=False)
+    pd.DataFrame([a.model_dump() for a in plan.assignments], columns=list(Assignment.model_fields)).to_csv(
+        tmp / "assignments.csv", index=False
+    )
+    pd.DataFrame([j.model_dump() for j in plan.jobs], columns=list(JobPlacement.model_fields)).to_csv(tmp / "jobs.csv", index=False)
+    if plan.clock:
+        for name, rows, model in (("hourly", plan.hourly, HourLine), ("dispatch", plan.dispatch, DispatchLine),
+                                  ("backfill", plan.backfill, BackfillLine), ("rentals", plan.rentals, RentalLine),
+                                  ("rent_assignments", plan.rent_assignments, Assignment)):
+            pd.DataFrame([r.model_dump() for r in rows], columns=list(model.model_fields)).to_csv(tmp / f"{name}.csv", index=False)
+    write_scenario(scenario, tmp / "inputs")
+    (tmp / "inputs" / "provenance.json").write_text(json.dumps(plan.provenance, indent=2, sort_keys=True))
+
+
 def write_plan_folder(plan: Plan, scenario: Scenario, out_dir: str | Path, verify: Callable[[Path], None] | None = None) -> Path:
     """Write the plan folder whole or not at all; it replaces only a plan folder dcplace
     wrote (models.outputs: anything else raises OutputRefused before any work).
@@ -217,19 +236,7 @@ def write_plan_folder(plan: Plan, scenario: Scenario, out_dir: str | Path, verif
     raises, nothing is left behind.
     """
     with staged_folder(out_dir, "plan") as tmp:
-        (tmp / "plan.json").write_text(plan.model_dump_json(indent=2))
-        _site_rows(plan).to_csv(tmp / "sites.csv", index=False)
-        pd.DataFrame([a.model_dump() for a in plan.assignments], columns=list(Assignment.model_fields)).to_csv(
-            tmp / "assignments.csv", index=False
-        )
-        pd.DataFrame([j.model_dump() for j in plan.jobs], columns=list(JobPlacement.model_fields)).to_csv(tmp / "jobs.csv", index=False)
-        if plan.clock:
-            for name, rows, model in (("hourly", plan.hourly, HourLine), ("dispatch", plan.dispatch, DispatchLine),
-                                      ("backfill", plan.backfill, BackfillLine), ("rentals", plan.rentals, RentalLine),
-                                      ("rent_assignments", plan.rent_assignments, Assignment)):
-                pd.DataFrame([r.model_dump() for r in rows], columns=list(model.model_fields)).to_csv(tmp / f"{name}.csv", index=False)
-        write_scenario(scenario, tmp / "inputs")
-        (tmp / "inputs" / "provenance.json").write_text(json.dumps(plan.provenance, indent=2, sort_keys=True))
+        write_plan_files(plan, scenario, tmp)
         write_manifest(tmp, plan.scenario_hash)  # the last file: it lists every other one
         if verify is not None:
             verify(tmp)

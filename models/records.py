@@ -52,6 +52,31 @@ def _check_build_cost(value: float | None) -> float | None:
 BuildCost = Annotated[float | None, AfterValidator(_check_build_cost)]
 
 
+def _power_steps(value: Any) -> Any:
+    """`power_steps_mw` as ((year, MW), ...): '2028:300;2030:600' in a table cell, a mapping in YAML."""
+    if value is None or value == "":
+        return ()
+    if isinstance(value, dict):
+        return tuple(sorted((int(y), float(mw)) for y, mw in value.items()))
+    if isinstance(value, str):
+        steps = []
+        for part in (p.strip() for p in value.split(";") if p.strip()):
+            year, sep, mw = part.partition(":")
+            if not sep:
+                raise ValueError(f"'{part}' is not YEAR:MW (e.g. 2028:300)")
+            try:
+                steps.append((int(year), float(mw)))
+            except ValueError:
+                raise ValueError(f"'{part}' is not YEAR:MW with a whole year and a number of MW (e.g. 2028:300)") from None
+        return tuple(sorted(steps))
+    return value
+
+
+PowerSteps = Annotated[tuple[tuple[Annotated[int, Field(ge=1900, le=2200)], Annotated[float, Field(gt=0, allow_inf_nan=False)]], ...],
+                       BeforeValidator(_power_steps)]
+Year = Annotated[int, Field(ge=1900, le=2200)]
+
+
 def fix(text: str) -> dict[str, str]:
     """The hint shown with a validation failure of this field."""
     return {"fix": text}
@@ -82,6 +107,11 @@ class Site(Record):
     pue_climate_factor: float = Field(default=1.0, gt=0, le=3, json_schema_extra=fix("multiplier on the cooling overhead (PUE - 1); 1 = the catalog's PUE"))
     build_usd_per_mw: BuildCost = Field(default=None, gt=0, json_schema_extra=fix(
         "cost to build a self-owned campus here, USD per MW of IT (critical) load, e.g. 11700000; empty = economics.build_usd_per_mw"))
+    # time to power (docs/periods.md): read only when the scenario has periods
+    power_from_year: Year | None = Field(default=None, json_schema_extra=fix(
+        "first year the site has power (its grid connection is energized), e.g. 2028; empty = it has power now"))
+    power_steps_mw: PowerSteps = Field(default=(), json_schema_extra=fix(
+        "the site's power limit from given years on, YEAR:MW separated by ';', e.g. 2028:300;2030:600; empty = power_limit_kw throughout"))
 
     @field_validator("power_price_usd_per_mwh")
     @classmethod
@@ -129,6 +159,8 @@ class Chip(Record):
     capex_usd_per_gpu: float = Field(ge=0, json_schema_extra=fix("purchase price per GPU in USD"))
     life_years: float = Field(gt=0, le=30, json_schema_extra=fix("depreciation life in years"))
     h100_equiv: float = Field(ge=0, le=100, json_schema_extra=fix("training throughput relative to one H100 (0 = not a training chip)"))
+    available_from_year: Year | None = Field(default=None, json_schema_extra=fix(
+        "first year the chip can be bought (volume shipments), e.g. 2027; empty = available now (read only with periods)"))
 
 
 class RackConfig(Record):
@@ -160,6 +192,12 @@ class Cooling(Record):
     capex_usd_per_kw: float = Field(ge=0, json_schema_extra=fix("cooling capex per kW of IT, USD"))
     life_years: float = Field(gt=0, le=50)
     zone_fixed_usd_per_year: float = Field(ge=0, json_schema_extra=fix("annual fixed cost of building a zone of this type at a site, USD"))
+    # liquid-ready halls (docs/periods.md): one-time costs, read only when the scenario has periods
+    ready_usd_per_kw: float = Field(default=0.0, ge=0, le=20000, json_schema_extra=fix(
+        "one-time cost per kW of IT of building a site ready for this cooling when it is first built, USD per kW (0 = no premium)"))
+    retrofit_usd_per_kw: float = Field(default=0.0, ge=0, le=20000, json_schema_extra=fix(
+        "one-time cost per kW of IT of converting an operating site to this cooling when it was not built ready, USD per kW "
+        "(0 = no retrofit cost; e.g. 2000)"))
 
 
 class Fabric(Record):
@@ -205,6 +243,11 @@ class TrainingJob(Record):
         "true: the job may run on inference GPUs in the hours the served load leaves them idle (needs the clock)"))
     gpu_hours_per_day: float | None = Field(default=None, gt=0, json_schema_extra=fix(
         "H100-equivalent GPU-hours the job needs per day when interruptible; empty = gpus_h100_equiv x 24"))
+
+    from_year: Year | None = Field(default=None, json_schema_extra=fix(
+        "first period (its start year) the job runs in; empty = from the first period (read only with periods)"))
+    to_year: Year | None = Field(default=None, json_schema_extra=fix(
+        "last period (its start year) the job runs in; empty = to the last period (read only with periods)"))
 
     @property
     def daily_h100_hours(self) -> float:
@@ -332,6 +375,24 @@ class Clock(Record):
         return self.hours > 0
 
 
+class Period(Record):
+    """One period of a multi-period plan (docs/periods.md): its first year, its length, and what
+    changes in it relative to the scenario's tables."""
+
+    year: Year = Field(json_schema_extra=fix("the period's first year, e.g. 2026"))
+    years: int = Field(default=1, ge=1, le=20, json_schema_extra=fix("the period's length in years, 1..20"))
+    demand: dict[str, Annotated[float, Field(ge=0, allow_inf_nan=False)]] = Field(default={}, json_schema_extra=fix(
+        "class -> multiplier on every region's demand in this period (e.g. {reasoning: 2.2}; training: on every job's GPUs); "
+        "a class not named keeps 1"))
+    power_price_factor: float = Field(default=1.0, gt=0, le=10, json_schema_extra=fix(
+        "multiplier on every site's power price in this period, > 0"))
+    power_limit_factor: float = Field(default=1.0, gt=0, le=100, json_schema_extra=fix(
+        "multiplier on the power limit of every site without power_steps_mw in this period (market growth), > 0"))
+    economics: dict[str, Any] = Field(default={}, json_schema_extra=fix(
+        "economics keys that differ in this period (e.g. {carbon_price_usd_per_t: 80})"))
+    source: str = ""
+
+
 class Catalog(Record):
     """The hardware catalog: chips, rack configurations, cooling, fabrics, workloads."""
 
@@ -360,6 +421,7 @@ class Scenario(Record):
     profiles: tuple[Profile, ...] = ()
     cloud_regions: tuple[CloudRegion, ...] = ()
     clock: Clock = Clock()
+    periods: tuple[Period, ...] = ()
     economics: Economics = Economics()
     latency: Latency = Latency()
     policies: Policies = Policies()

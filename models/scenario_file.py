@@ -42,6 +42,7 @@ from dcplace.models.records import (
     Economics,
     Latency,
     PairCost,
+    Period,
     Policies,
     Profile,
     Region,
@@ -83,6 +84,7 @@ class ScenarioFile(BaseModel):
     latency: dict[str, Any] = {}
     policies: dict[str, Any] = {}
     clock: dict[str, Any] = {}
+    periods: list[dict[str, Any]] = []  # docs/periods.md: empty = one annualized year
 
 
 def default_scenario_path() -> Path:
@@ -167,6 +169,7 @@ def build_scenario(
     latency = section(Latency, spec.latency, label, "latency", sections_log)
     policies = section(Policies, spec.policies, label, "policies", sections_log)
     clock = section(Clock, spec.clock, label, "clock", sections_log)
+    periods = _periods(spec.periods, economics, label, sections_log)
     for problem in sections_log.problems:  # a bad value set by a sweep is blamed on the sweep
         origin = (origins or {}).get(problem.field or "")
         if origin:
@@ -230,6 +233,7 @@ def build_scenario(
                     f"give the scenario a {override.target} table, or drop this override.")
     if catalog is not None:
         _cross_check(spec, label, catalog, sites, jobs, policies, log)
+        _check_periods(periods, label, catalog, policies, log)
     if not sites and sites_table is not None and not log:
         log.add(spec.sites, None, None, "has no sites.", "add at least one candidate site.")
     if not regions and regions_table is not None and not log:
@@ -247,6 +251,7 @@ def build_scenario(
         profiles=tuple(rec for _, rec in profiles),
         cloud_regions=tuple(rec for _, rec in clouds),
         clock=clock,
+        periods=periods,
         economics=economics,
         latency=latency,
         policies=policies,
@@ -381,6 +386,39 @@ def _convert_column(table: Table, column: str, target: str, factor: float) -> No
 
 def _loaded_tables(spec: ScenarioFile) -> set[str]:
     return {"sites", "regions"} | {k for k in ("jobs", "pair_costs", "profiles", "cloud_regions") if getattr(spec, k)}
+
+
+def _periods(raw: list[dict[str, Any]], economics: Economics, label: str, log: ProblemLog) -> tuple[Period, ...]:
+    """The `periods` section validated: each entry a Period, its economics keys checked against
+    Economics, the periods in order and back to back (each starts where the one before ends)."""
+    periods: list[Period] = []
+    for i, entry in enumerate(raw or []):
+        name = f"periods[{i}]"
+        if not isinstance(entry, dict):
+            log.add(label, None, name, "is not a mapping.", "write each period as {year: 2026, years: 2, demand: {...}}.")
+            continue
+        period = section(Period, entry, label, name, log)
+        if "year" not in entry:
+            continue  # section() named the missing year
+        section(Economics, {**economics.model_dump(), **period.economics}, label, f"{name}.economics", log)
+        periods.append(period)
+    for before, after in zip(periods, periods[1:]):
+        if after.year != before.year + before.years:
+            log.add(label, None, "periods", f"period {after.year} does not start where period {before.year} ({before.years} years) "
+                    f"ends ({before.year + before.years}).", "list the periods in order, back to back: each year = the one before + its years.")
+    return tuple(periods)
+
+
+def _check_periods(periods: tuple[Period, ...], label: str, catalog: Catalog, policies: Policies, log: ProblemLog) -> None:
+    """Period demand multipliers name known classes; resilience is not planned over periods yet."""
+    classes = {w.id for w in catalog.workloads} | {"training"}  # training scales every job's GPUs
+    for i, period in enumerate(periods):
+        for w in period.demand:
+            if w not in classes:
+                log.add(label, None, f"periods[{i}].demand", f"unknown class '{w}'.", known_hint("workload classes (or training)", classes))
+    if periods and policies.survive_site_loss:
+        log.add(label, None, "policies.survive_site_loss", "survivability (N-1) is not planned over periods yet.",
+                "plan the years without survive_site_loss, then run `dcplace outages` on each period's plan.")
 
 
 def scenario_hash(scenario: Scenario) -> str:

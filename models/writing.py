@@ -37,8 +37,16 @@ def export_default(folder: str | Path) -> Path:
 
 def _cell(value: Any) -> Any:
     if isinstance(value, tuple):
-        return ";".join(value)
+        return ";".join(f"{a}:{b:g}" if isinstance(a, int) else str(a) for a, b in value) if value and isinstance(value[0], tuple) \
+            else ";".join(value)
     return value
+
+
+def _columns(model, records, optional: tuple[str, ...]) -> list[str]:
+    """The record's columns, less the optional ones no record sets (a scenario without periods
+    writes no period columns)."""
+    defaults = {name: model.model_fields[name].default for name in optional if name in model.model_fields}
+    return [c for c in model.model_fields if c not in defaults or any(getattr(r, c) != defaults[c] for r in records)]
 
 
 def _records_frame(records, columns=None) -> pd.DataFrame:
@@ -65,9 +73,9 @@ def write_scenario(scenario: Scenario, folder: str | Path) -> Path:
 def _write_tables(scenario: Scenario, folder: Path) -> None:
     (folder / "catalog").mkdir(parents=True, exist_ok=True)
     for name in CATALOG_TABLES:
-        cols = list(CATALOG_TABLES[name].model_fields)
+        cols = _columns(CATALOG_TABLES[name], getattr(scenario.catalog, name), ("available_from_year", "ready_usd_per_kw", "retrofit_usd_per_kw"))
         _records_frame(getattr(scenario.catalog, name), cols).to_csv(folder / "catalog" / f"{name}.csv", index=False)
-    site_columns = [c for c in Site.model_fields if c != "build_usd_per_mw" or any(s.build_usd_per_mw is not None for s in scenario.sites)]
+    site_columns = _columns(Site, scenario.sites, ("build_usd_per_mw", "power_from_year", "power_steps_mw"))
     _records_frame(scenario.sites, site_columns).to_csv(folder / "sites.csv", index=False)
     workload_ids = [w.id for w in scenario.catalog.workloads]
     failover_ids = [w for w in workload_ids if any(w in r.failover_rtt_ms for r in scenario.regions)]
@@ -81,7 +89,7 @@ def _write_tables(scenario: Scenario, folder: Path) -> None:
             row[f"failover_rtt_{w}_ms"] = r.failover_rtt_ms.get(w)
         region_rows.append(row)
     pd.DataFrame(region_rows).to_csv(folder / "regions.csv", index=False)
-    _records_frame(scenario.jobs, list(TrainingJob.model_fields)).to_csv(folder / "jobs.csv", index=False)
+    _records_frame(scenario.jobs, _columns(TrainingJob, scenario.jobs, ("from_year", "to_year"))).to_csv(folder / "jobs.csv", index=False)
     if scenario.pair_costs:
         _records_frame(scenario.pair_costs, list(PairCost.model_fields)).to_csv(folder / "pair_costs.csv", index=False)
     if scenario.profiles:
@@ -107,5 +115,6 @@ def _write_tables(scenario: Scenario, folder: Path) -> None:
         "latency": latency,
         "policies": policies,
         "clock": scenario.clock.model_dump(),
+        **({"periods": [p.model_dump() for p in scenario.periods]} if scenario.periods else {}),
     }
     (folder / "scenario.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))

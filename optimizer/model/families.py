@@ -101,7 +101,9 @@ Generated from the constraint-family registry (`optimizer/model/families.py`) by
 hand (tests/test_registry.py fails when this file is stale).
 
 Each family is one function in `optimizer/model/formulation.py` (the resilience families in
-`optimizer/model/failover.py`, docs/resilience.md); its rows carry the
+`optimizer/model/failover.py`, docs/resilience.md; the families that tie the periods of a
+multi-period plan in `optimizer/model/periods.py`, docs/periods.md, checked by
+`ScheduleChecker` in `optimizer/check_schedule.py`); its rows carry the
 family's name in the LinearModel, in the Pyomo model and in HiGHS's infeasible subset.
 The independent checker (`optimizer/check.py`) verifies each family with the method named
 here, from the plan folder alone. When no plan exists, the elastic diagnosis
@@ -120,15 +122,16 @@ def render_markdown() -> str:
     """docs/formulation.md, from the registry (filled when dcplace.optimizer.model.formulation is imported)."""
     out = [HEADER]
     out.append("| family | writes | checker | diagnosis |\n| --- | --- | --- | --- |")
+    checker = lambda f: "ScheduleChecker" if f.section == "periods" else "PlanChecker"  # noqa: E731
     for f in REGISTRY.values():
         diag = f"relaxed ({f.relax.direction}, {f.relax.unit})" if f.relax else "not relaxed"
-        out.append(f"| [`{f.name}`](#{f.name}) | {f.writes} | `PlanChecker.{f.checker}` | {diag} |")
+        out.append(f"| [`{f.name}`](#{f.name}) | {f.writes} | `{checker(f)}.{f.checker}` | {diag} |")
     out.append("")
     for f in REGISTRY.values():
         out.append(f"## {f.name}\n")
         out.append("```text\n" + f.math + "\n```\n")
         out.append(f"- builder: `{f.builder.__module__.rsplit('.', 1)[-1]}.{f.builder.__name__}`; writes {'rows named ' + repr(f.name) if f.writes == ROWS else 'column bounds (no rows)'}")
-        out.append(f"- checked by: `PlanChecker.{f.checker}`")
+        out.append(f"- checked by: `{checker(f)}.{f.checker}`")
         if f.relax:
             r = f.relax
             out.append(f"- diagnosis: relaxed {r.direction} its limit, slack in {r.unit}, weight {r.weight:g}; "

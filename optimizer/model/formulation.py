@@ -369,8 +369,9 @@ def objective(lm: LinearModel, ix: IndexSets) -> None:
 
 import dcplace.optimizer.model.clock  # noqa: E402,F401 - registers the hourly families, after the core ones
 import dcplace.optimizer.model.failover  # noqa: E402,F401 - registers the resilience families
+import dcplace.optimizer.model.periods  # noqa: E402,F401 - registers the families that tie periods (built by build_periods_model)
 
-FAMILIES = tuple(f.builder for f in REGISTRY.values())  # every registered family, in build order
+FAMILIES = tuple(f.builder for f in REGISTRY.values() if f.section != "periods")  # build_model's families, in build order
 
 
 def build_model(ix: IndexSets, without: tuple[str, ...] | frozenset = ()) -> LinearModel:
@@ -383,7 +384,7 @@ def build_model(ix: IndexSets, without: tuple[str, ...] | frozenset = ()) -> Lin
     lm.cost_categories = COST_CATEGORIES
     add_variables(lm, ix)
     for name, fam in REGISTRY.items():
-        if name not in without:
+        if name not in without and fam.section != "periods":  # the periods' ties: optimizer.model.periods
             fam.builder(lm, ix)
     objective(lm, ix)
     return lm

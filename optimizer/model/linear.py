@@ -161,6 +161,29 @@ class LinearModel:
         self._row_upper.frombytes(np.full(n, upper, dtype=np.float64).tobytes())
         fam.keys.extend(keys)
 
+    def append(self, other: "LinearModel", tag: str, cost_weight: float = 1.0, skip_categories: tuple[str, ...] = ()) -> int:
+        """Copy `other` in after this model's columns and rows: its blocks and families renamed
+        `name@tag`, its cost terms times `cost_weight` (categories in `skip_categories` left out).
+        Returns the column offset: other's column j is this model's column offset + j (a
+        multi-period model is its periods' models side by side, optimizer.model.periods)."""
+        offset, row_offset = self.n_cols, self.n_rows
+        for b in other.blocks.values():
+            self.add_block(f"{b.name}@{tag}", b.keys, b.lower, b.upper, b.domain)
+        for name in other._family_names:
+            fam = other.families[name]
+            new = self.families[f"{name}@{tag}"] = RowFamily(f"{name}@{tag}", row_offset + fam.start, list(fam.keys))
+            self._family_starts.append(new.start)
+            self._family_names.append(new.name)
+        self._a_row.frombytes((np.frombuffer(other._a_row, dtype=np.int32) + row_offset).astype(np.int32).tobytes())
+        self._a_col.frombytes((np.frombuffer(other._a_col, dtype=np.int32) + offset).astype(np.int32).tobytes())
+        self._a_val.extend(other._a_val)
+        self._row_lower.extend(other._row_lower)
+        self._row_upper.extend(other._row_upper)
+        for category, terms in other.costs.items():
+            if category not in skip_categories:
+                self.add_costs(category, [j + offset for j in terms], [v * cost_weight for v in terms.values()])
+        return offset
+
     def add_to_row(self, i: int, col: int, coef: float) -> None:
         """Add `coef * x[col]` to row i, which already exists (the elastic diagnosis's slacks)."""
         if not 0 <= i < self.n_rows:

@@ -65,3 +65,41 @@ def _solve_to_folder(scenario, out_dir, options, feed, start=None) -> tuple[Plan
     written = write_plan_folder(plan, scenario, out_dir, verify=verify)
     reports[0].folder = str(written)
     return plan, reports[0]
+
+
+def solve_schedule_to_folder(scenario: Scenario | str | Path | None, out_dir: str | Path, options: SolveOptions | None = None,
+                             progress: ProgressCallback | None = None):
+    """A scenario with periods (docs/periods.md) solved into a schedule folder, checked by the
+    independent schedule checker before it is moved into place. Returns (schedule, period plans,
+    report). An infeasible period leaves a plan folder with its diagnosis, as solve_to_folder does."""
+    from dcplace.models.schedule import write_schedule_folder
+    from dcplace.optimizer.check_schedule import check_schedule_folder
+    from dcplace.optimizer.solving.periods import solve_periods
+
+    check_destination(out_dir, "plan")
+    feed, _ = as_feed(progress, (options or SolveOptions()).time_limit_s)
+    try:
+        if not isinstance(scenario, Scenario):
+            feed.phase("load")
+            scenario = load_scenario(scenario)
+        try:
+            schedule, plans = solve_periods(scenario, options, progress=feed)
+        except InfeasibleScenario as exc:
+            feed.phase("write")
+            write_plan_folder(exc.plan, exc.scenario, out_dir)
+            raise
+        reports: list[CheckReport] = []
+        feed.phase("write")
+
+        def verify(folder: Path) -> None:
+            feed.phase("check")
+            report = check_schedule_folder(folder)
+            reports.append(report)
+            if not report.ok:
+                raise PlanCheckFailed(report)
+
+        written = write_schedule_folder(schedule, scenario, plans, out_dir, verify=verify)
+        reports[0].folder = str(written)
+        return schedule, plans, reports[0]
+    finally:
+        feed.close()

@@ -1,0 +1,331 @@
+"""Multi-period plans (docs/periods.md): hand-derived optima, the independent schedule checker
+against plans broken on purpose, and every tie family shown to hold something.
+
+The tiny catalog (tests/helpers.py) at discount rate 0 keeps the arithmetic by hand: a
+server-air rack is 16 GPUs x $2,000 = $32,000 of chips, 4 kW, serving 16 x 50 = 800 tok/s; a
+trainer-dense rack is 48 GPUs, 60 kW (liquid only).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from helpers import TINY_CATALOG, job, make_scenario, region, site
+from dcplace.models import load_scenario
+from dcplace.models.plan import write_manifest
+from dcplace.models.schedule import write_schedule_folder
+from dcplace.optimizer import SolveOptions, solve
+from dcplace.optimizer.check_schedule import check_schedule_folder
+from dcplace.optimizer.model.families import REGISTRY
+from dcplace.optimizer.solving.periods import solve_periods
+
+OPTIONS = SolveOptions(mip_gap=0.0, time_limit_s=60)
+TWO = [{"year": 2026, "years": 2}, {"year": 2028, "years": 2}]
+
+
+def catalog(chip_life: float = 5, ready: float = 0.0, retrofit: float = 0.0, air_zone: float = 0.0, liquid_zone: float = 5000) -> dict:
+    cat = copy.deepcopy(TINY_CATALOG)
+    for chip in cat["chips"]:
+        chip["life_years"] = chip_life
+    for row in cat["cooling"]:
+        if row["id"] == "liquid":
+            row.update(ready_usd_per_kw=ready, retrofit_usd_per_kw=retrofit, zone_fixed_usd_per_year=liquid_zone)
+        else:
+            row.update(ready_usd_per_kw=0, retrofit_usd_per_kw=0, zone_fixed_usd_per_year=air_zone)
+    return cat
+
+
+def years(tmp_path: Path, periods=TWO, **kw) -> Path:
+    kw.setdefault("economics", {"discount_rate": 0.0})
+    return make_scenario(tmp_path, sections={"periods": periods}, **kw)
+
+
+def solved(path: Path, out: Path, without: tuple[str, ...] = ()) -> Path:
+    schedule, plans = solve_periods(load_scenario(path), OPTIONS, without=without)
+    return write_schedule_folder(schedule, load_scenario(path), plans, out)
+
+
+def families(folder: Path) -> set[str]:
+    return check_schedule_folder(folder).families_violated()
+
+
+# --------------------------------------------------------------------------- the cases
+
+TWO_SITES = dict(sites=[site("old", 0, 0, power_price_usd_per_mwh=300), site("new", 0, 0.02, power_price_usd_per_mwh=10)],
+                 regions=[region("town", 0, 0.01)])
+
+
+def time_to_power(tmp_path: Path) -> Path:
+    """'new' is cheap but has no power until 2028; 'old' is dear. Chips live 2 years: nothing carries over."""
+    kw = copy.deepcopy(TWO_SITES)
+    kw["sites"][0]["power_from_year"], kw["sites"][1]["power_from_year"] = "", 2028
+    return years(tmp_path, catalog=catalog(chip_life=2, air_zone=500), **kw)
+
+
+def dense_later(tmp_path: Path, ready: float, retrofit: float, rate: float = 0.0) -> Path:
+    """One hub: chat from 2026 on air racks; a training job (dense, liquid only) from 2028. A liquid zone
+    costs $200,000 a year, so building it empty in 2026 to dodge the retrofit never pays."""
+    return years(tmp_path, sites=[site("hub", 0, 0)], regions=[region("town", 0, 0.01)],
+                 jobs=[job("big", 96, from_year=2028)], economics={"discount_rate": rate},
+                 catalog=catalog(ready=ready, retrofit=retrofit, liquid_zone=200000))
+
+
+def dense_last(tmp_path: Path) -> Path:
+    """As dense_later, over three periods with the dense job in the last and money worth 10 %/yr: readiness
+    bought in 2028 would be cheaper than in 2026, but only a site being built can be built ready."""
+    return years(tmp_path, periods=[{"year": 2026, "years": 2}, {"year": 2028, "years": 2}, {"year": 2030, "years": 2}],
+                 sites=[site("hub", 0, 0)], regions=[region("town", 0, 0.01)], jobs=[job("big", 96, from_year=2030)],
+                 economics={"discount_rate": 0.1}, catalog=catalog(ready=1000, retrofit=2000, liquid_zone=200000))
+
+
+def chips_age(tmp_path: Path, life: float) -> Path:
+    return years(tmp_path, periods=[{"year": 2026, "years": 2}, {"year": 2028, "years": 2}, {"year": 2030, "years": 2}],
+                 sites=[site("hub", 0, 0)], regions=[region("town", 0, 0.01)], catalog=catalog(chip_life=life))
+
+
+# ---------------------------------------------------------------- one period is today
+
+@pytest.mark.parametrize("rate", [0.0, 0.08])
+def test_one_period_of_one_year_is_todays_model(tmp_path, rate):
+    kw = dict(sites=[site("west", 0, 0), site("east", 0, 10, power_price_usd_per_mwh=40)],
+              regions=[region("wtown", 0, 0.1, budget=5), region("etown", 0, 10.1, budget=5)], jobs=[job("j", 96)],
+              economics={"discount_rate": rate})
+    today = solve(load_scenario(make_scenario(tmp_path / "today", **kw)), OPTIONS)
+    path = years(tmp_path / "years", periods=[{"year": 2026, "years": 1}], **kw)
+    schedule, plans = solve_periods(load_scenario(path), OPTIONS)
+    assert schedule.npv_usd == pytest.approx(today.objective_usd_per_year, rel=1e-9)
+    assert plans[0][0].objective_usd_per_year == pytest.approx(today.objective_usd_per_year, rel=1e-9)
+    folder = write_schedule_folder(schedule, load_scenario(path), plans, tmp_path / "out")
+    assert check_schedule_folder(folder).ok
+
+
+# ---------------------------------------------------------------------- hand-derived
+
+def test_power_that_arrives_later_serves_nothing_before(tmp_path):
+    path = time_to_power(tmp_path / "in")
+    schedule, plans = solve_periods(load_scenario(path), OPTIONS)
+    first, second = (p for p, _ in plans)
+    racks = {(p.scenario, s.id): s.racks_total for p in (first, second) for s in p.sites}
+    assert (first.scenario, "new") not in racks  # no power: not a candidate in 2026 at all
+    assert racks[first.scenario, "old"] == 1  # 800 tok/s: one rack, at old
+    assert racks[second.scenario, "new"] == 1 and racks[second.scenario, "old"] == 0  # power arrives: the cheap site serves
+    # what each period costs alone: 2026 with 'new' forbidden, 2028 with 'old' forbidden; a site once
+    # open stays open, so 'old' pays its $1,000/yr fixed cost and its $500/yr air zone in 2028 as well
+    def alone(forbidden: str) -> float:
+        one_year = make_scenario(tmp_path / forbidden, catalog=catalog(chip_life=2, air_zone=500), policies={"forbidden_sites": [forbidden]},
+                                 **TWO_SITES)
+        return solve(load_scenario(one_year), OPTIONS).objective_usd_per_year
+
+    alone_2026, alone_2028 = alone("new"), alone("old")
+    expected = 2 * alone_2026 + 2 * (alone_2028 + 1000 + 500)
+    assert schedule.npv_usd == pytest.approx(expected, rel=1e-9)
+    assert check_schedule_folder(write_schedule_folder(schedule, load_scenario(path), plans, tmp_path / "out")).ok
+
+
+@pytest.mark.parametrize("ready, retrofit, rate, bought", [
+    (1000, 2000, 0.0, "ready"),      # ready $1,000/kW now < retrofit $2,000/kW later
+    (3000, 2000, 0.0, "retrofit"),   # readiness dearer than the retrofit it saves
+    (1000, 2000, 0.5, "retrofit"),   # $2,000 two years later at 50 %/yr is $889 today: the retrofit wins
+])
+def test_liquid_ready_is_bought_exactly_when_the_later_dense_rack_repays_it(tmp_path, ready, retrofit, rate, bought):
+    path = dense_later(tmp_path / "in", ready, retrofit, rate)
+    schedule, plans = solve_periods(load_scenario(path), OPTIONS)
+    dense_kw = 2 * 60.0  # 96 H100-equivalent GPUs on 48-GPU trainer racks: 2 racks of 60 kW, liquid only
+    halls = {(h.year, h.cooling): h for h in schedule.halls}
+    if bought == "ready":
+        assert halls[2026, "liquid"].ready_kw == pytest.approx(dense_kw) and halls[2026, "liquid"].it_kw == 0
+        assert (2028, "liquid") not in halls  # nothing left to convert
+        expected = dense_kw * ready
+    else:
+        assert (2026, "liquid") not in halls
+        assert halls[2028, "liquid"].retrofit_kw == pytest.approx(dense_kw) and halls[2028, "liquid"].it_kw == pytest.approx(dense_kw)
+        expected = dense_kw * retrofit / (1 + rate) ** 2
+    assert schedule.npv_breakdown_usd["halls"] == pytest.approx(expected, rel=1e-9)
+    assert check_schedule_folder(write_schedule_folder(schedule, load_scenario(path), plans, tmp_path / "out")).ok
+
+
+def test_a_chip_past_its_life_is_replaced_and_paid_for_again(tmp_path):
+    schedule, _ = solve_periods(load_scenario(chips_age(tmp_path / "four", life=4)), OPTIONS)
+    racks = sorted((b.year, b.count, b.serves_through_year) for b in schedule.builds if b.kind == "racks")
+    assert racks == [(2026, 1, 2029), (2030, 1, 2031)]  # a 4-year chip serves 2026-29, then is bought again
+    # $32,000 of chips over 4 years at 0 %: $8,000 a year, for every year of the six
+    assert schedule.npv_breakdown_usd["chips"] == pytest.approx(6 * 8000.0, rel=1e-9)
+    schedule, _ = solve_periods(load_scenario(chips_age(tmp_path / "six", life=6)), OPTIONS)
+    assert [(b.year, b.count) for b in schedule.builds if b.kind == "racks"] == [(2026, 1)]  # bought once, serves all three
+    assert schedule.npv_breakdown_usd["chips"] == pytest.approx(6 * 32000.0 / 6, rel=1e-9)
+
+
+def test_demand_growth_and_training_growth_reach_each_period(tmp_path):
+    periods = [{"year": 2026, "years": 1}, {"year": 2027, "years": 1, "demand": {"chat": 3, "training": 2}}]
+    path = years(tmp_path / "in", periods=periods, sites=[site("hub", 0, 0)], regions=[region("town", 0, 0.01)], jobs=[job("j", 48)])
+    schedule, plans = solve_periods(load_scenario(path), OPTIONS)
+    assert [line.demand_tok_s for line in schedule.periods] == [800.0, 2400.0]
+    inference = [sum(r.racks for s in p.sites for r in s.racks if r.purpose == "inference") for p, _ in plans]
+    training = [sum(r.racks for s in p.sites for r in s.racks if r.purpose == "training") for p, _ in plans]
+    assert inference == [1, 3] and training == [1, 2]  # 800 tok/s per rack; 48 then 96 GPUs on 48-GPU racks
+
+
+# ------------------------------------------------------------- each family holds something
+
+PERIOD_CASES = {  # family -> (case, the checker family that sees it broken)
+    "rack_stock": (lambda p: chips_age(p, life=4), "periods"),
+    "fabric_stock": (lambda p: dense_later(p, 1000, 2000), "periods"),
+    "zone_persists": (time_to_power, "periods"),
+    "ready_at_opening": (dense_last, "periods"),
+    "retrofit_needed": (lambda p: dense_later(p, 3000, 2000), "periods"),
+}
+PERIOD_TIGHTENING = {  # never cheaper to break at an optimum; kept so that what is reported is consistent
+    # a site with a zone stays open through zone_persists and zone_needs_open; this row also holds
+    # a site open without any zone (min_sites), and tightens the LP
+    "open_persists": time_to_power,
+}
+
+
+def test_every_period_family_is_covered():
+    periods = {name for name, fam in REGISTRY.items() if fam.section == "periods"}
+    assert periods == set(PERIOD_CASES) | set(PERIOD_TIGHTENING)
+
+
+@pytest.mark.parametrize("name", sorted(PERIOD_CASES))
+def test_leaving_a_period_family_out_breaks_exactly_it(name, tmp_path):
+    case, family = PERIOD_CASES[name]
+    path = case(tmp_path / "in")
+    assert families(solved(path, tmp_path / "full")) == set()
+    broken = families(solved(path, tmp_path / "broken", without=(name,)))
+    assert family in broken, f"leaving out {name} let nothing break that the schedule checker sees"
+
+
+@pytest.mark.parametrize("name", sorted(PERIOD_TIGHTENING))
+def test_period_tightening_families_keep_the_optimum(name, tmp_path):
+    path = PERIOD_TIGHTENING[name](tmp_path / "in")
+    full, _ = solve_periods(load_scenario(path), OPTIONS)
+    loose, _ = solve_periods(load_scenario(path), OPTIONS, without=(name,))
+    assert loose.npv_usd == pytest.approx(full.npv_usd, rel=1e-9)
+
+
+# ------------------------------------------------------------ the checker, on purpose broken
+
+def _reseal(folder: Path) -> None:
+    """Rewrite the manifests after an edit, as a consistent but wrong folder would be."""
+    for sub in sorted((folder / "periods").iterdir()):
+        write_manifest(sub, json.loads((sub / "manifest.json").read_text())["scenario_hash"])
+    write_manifest(folder, json.loads((folder / "manifest.json").read_text())["scenario_hash"])
+
+
+def test_the_checker_rejects_a_rack_bought_too_few(tmp_path):
+    folder = solved(chips_age(tmp_path / "in", life=4), tmp_path / "out")
+    frame = pd.read_csv(folder / "builds.csv", keep_default_na=False, dtype=str)
+    frame.loc[(frame.kind == "racks") & (frame.year == "2030"), "count"] = "0"
+    frame.to_csv(folder / "builds.csv", index=False)
+    _reseal(folder)
+    report = check_schedule_folder(folder)
+    assert any(v.family == "periods" and "2030" in v.message and "within their life" in v.message for v in report.violations)
+
+
+def test_the_checker_rejects_a_rack_kept_past_its_life(tmp_path):
+    folder = solved(chips_age(tmp_path / "in", life=4), tmp_path / "out")
+    frame = pd.read_csv(folder / "builds.csv", keep_default_na=False, dtype=str)
+    racks = frame.kind == "racks"
+    frame.loc[racks & (frame.year == "2026"), "count"] = "2"  # two bought in 2026 ...
+    frame = frame[~(racks & (frame.year == "2030"))]  # ... and none in 2030: a 4-year chip cannot serve 2030-31
+    frame.to_csv(folder / "builds.csv", index=False)
+    _reseal(folder)
+    assert "periods" in families(folder)
+
+
+def test_the_checker_rejects_an_unpaid_retrofit_and_unpaid_readiness(tmp_path):
+    for ready, retrofit, column in ((3000, 2000, "retrofit_kw"), (1000, 2000, "ready_kw")):
+        folder = solved(dense_later(tmp_path / f"in-{column}", ready, retrofit), tmp_path / f"out-{column}")
+        frame = pd.read_csv(folder / "halls.csv", keep_default_na=False, dtype=str)
+        frame[column] = "0"
+        frame.to_csv(folder / "halls.csv", index=False)
+        _reseal(folder)
+        report = check_schedule_folder(folder)
+        assert any(v.family == "periods" and "must be paid as a retrofit" in v.message for v in report.violations), column
+
+
+def test_the_checker_rejects_readiness_bought_after_opening(tmp_path):
+    folder = solved(dense_later(tmp_path / "in", 1000, 2000), tmp_path / "out")
+    frame = pd.read_csv(folder / "halls.csv", keep_default_na=False, dtype=str)
+    frame["year"] = "2028"
+    frame.to_csv(folder / "halls.csv", index=False)
+    _reseal(folder)
+    report = check_schedule_folder(folder)
+    assert any("does not open in this period" in v.message for v in report.violations)
+
+
+def test_the_checker_rejects_a_wrong_npv_and_a_wrong_period_input(tmp_path):
+    folder = solved(time_to_power(tmp_path / "in"), tmp_path / "out")
+    doc = json.loads((folder / "schedule.json").read_text())
+    doc["npv_usd"] *= 0.99
+    (folder / "schedule.json").write_text(json.dumps(doc))
+    _reseal(folder)
+    assert "npv" in families(folder)
+    folder = solved(time_to_power(tmp_path / "in2"), tmp_path / "out2")
+    regions = folder / "periods" / "2028" / "inputs" / "regions.csv"
+    frame = pd.read_csv(regions, keep_default_na=False, dtype=str)
+    frame["demand_chat_tok_s"] = "400"
+    frame.to_csv(regions, index=False)
+    _reseal(folder)
+    assert "period_inputs" in families(folder)
+
+
+def test_the_checker_rejects_a_site_closed_after_it_opened(tmp_path):
+    folder = solved(time_to_power(tmp_path / "in"), tmp_path / "out")
+    plan_path = folder / "periods" / "2028" / "plan.json"
+    plan = json.loads(plan_path.read_text())
+    for s in plan["sites"]:
+        if s["id"] == "old":
+            s["open"] = False
+    plan_path.write_text(json.dumps(plan))
+    _reseal(folder)
+    report = check_schedule_folder(folder)
+    assert any(v.family == "periods" and "stays open" in v.message for v in report.violations)
+
+
+def test_the_checker_rejects_a_chip_bought_before_it_exists(tmp_path):
+    folder = solved(chips_age(tmp_path / "in", life=4), tmp_path / "out")
+    chips = folder / "inputs" / "catalog" / "chips.csv"
+    frame = pd.read_csv(chips, keep_default_na=False, dtype=str)
+    frame["available_from_year"] = ["2030" if c == "server" else "" for c in frame["id"]]
+    frame.to_csv(chips, index=False)
+    _reseal(folder)
+    report = check_schedule_folder(folder)
+    assert any("before chip server is available" in v.message for v in report.violations)
+
+
+# ------------------------------------------------------------------------- bad inputs
+
+def test_periods_that_do_not_meet_are_named(tmp_path):
+    from dcplace.models import ScenarioError
+
+    path = years(tmp_path / "in", periods=[{"year": 2026, "years": 2}, {"year": 2029, "years": 2}], sites=[site("hub", 0, 0)],
+                 regions=[region("town", 0, 0.01)])
+    with pytest.raises(ScenarioError) as err:
+        load_scenario(path)
+    assert "period 2029 does not start where period 2026 (2 years) ends (2028)" in str(err.value)
+
+
+def test_a_forced_site_without_power_is_named_with_its_period(tmp_path):
+    from dcplace.models import ScenarioError
+    from dcplace.models.periods import period_scenarios
+
+    path = years(tmp_path / "in", sites=[site("hub", 0, 0, power_from_year=2028)], regions=[region("town", 0, 0.01)],
+                 policies={"forced_sites": ["hub"]})
+    with pytest.raises(ScenarioError) as err:
+        period_scenarios(load_scenario(path))
+    assert "site 'hub' is forced open but has no power in period 2026" in str(err.value)
+
+
+def test_bad_power_steps_name_the_row_and_field(tmp_path):
+    from dcplace.models import ScenarioError
+
+    path = years(tmp_path / "in", sites=[site("hub", 0, 0, power_steps_mw="2028=30")], regions=[region("town", 0, 0.01)])
+    with pytest.raises(ScenarioError) as err:
+        load_scenario(path)
+    assert "row 2" in str(err.value) and "power_steps_mw" in str(err.value) and "YEAR:MW" in str(err.value)
