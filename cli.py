@@ -89,7 +89,8 @@ def _text(value: object, newlines: bool = False) -> str:
     return escape(_clean(value, newlines))
 
 
-ScenarioArg = typer.Argument(None, help="Scenario YAML file; omit for the embedded default.", show_default=False)
+ScenarioArg = typer.Argument(None, help="Scenario YAML file; omit for the embedded default ('years': the default over "
+                             "three periods, docs/periods.md).", show_default=False)
 
 
 def _bad_input(exc: ScenarioError) -> None:
@@ -421,14 +422,20 @@ def validate(scenario: Optional[Path] = ScenarioArg) -> None:
     """Check a scenario's files and what can be known before solving; list every problem."""
     try:
         loaded = load_scenario(scenario)
-        checked_index(loaded)
+        if loaded.periods:  # every period's own scenario, prechecked (docs/periods.md)
+            from dcplace.optimizer.solving.periods import period_indexes
+
+            period_indexes(loaded, SolveOptions())
+        else:
+            checked_index(loaded)
     except ScenarioError as exc:
         _bad_input(exc)
     _print_warnings(loaded)
     demand = sum(sum(r.demand_tok_s.values()) for r in loaded.regions)
     console.print(
         f"[green]OK[/]: scenario '{_text(loaded.name)}': {len(loaded.sites)} sites, {len(loaded.regions)} regions "
-        f"({demand:,.0f} tok/s peak demand), {len(loaded.jobs)} training jobs, {len(loaded.catalog.rack_configs)} rack configurations."
+        f"({demand:,.0f} tok/s peak demand), {len(loaded.jobs)} training jobs, {len(loaded.catalog.rack_configs)} rack configurations"
+        + (f"; {len(loaded.periods)} periods, {loaded.periods[0].year}-{loaded.periods[-1].year + loaded.periods[-1].years - 1}." if loaded.periods else ".")
     )
 
 
@@ -553,8 +560,16 @@ def report(
     folder: Path = PlanFolderArg,
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Folder for report.html and report.pdf; default FOLDER/report."),
 ) -> None:
-    """Executive report (HTML and PDF): KPIs, map, cost by category and site, sites, solver, provenance."""
+    """Executive report (HTML and PDF): KPIs, map, cost by category and site, sites, solver, provenance
+    (of a multi-period schedule folder: NPV, builds per period, cost per period, a map per period)."""
     from dcplace.reports import save_report
+
+    if (folder / "schedule.json").is_file():
+        from dcplace.reports.schedule import save_schedule_report
+
+        console.print("Report written:")
+        _written(save_schedule_report(folder, out or folder / "report"))
+        return
 
     layers = _plan_layers(folder)
     console.print("Report written:")

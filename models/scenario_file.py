@@ -33,6 +33,7 @@ from typing import Any, Callable
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from dcplace.models.clock_inputs import check_clock_inputs
+from dcplace.models.period_inputs import check_periods, read_periods
 from dcplace.models.errors import ProblemLog
 from dcplace.models.overrides import Override, OverrideError, apply_to_rows, apply_to_section, parse_override
 from dcplace.models.records import (
@@ -42,7 +43,6 @@ from dcplace.models.records import (
     Economics,
     Latency,
     PairCost,
-    Period,
     Policies,
     Profile,
     Region,
@@ -98,7 +98,8 @@ def default_catalog_dir() -> Path:
 
 def load_scenario(path: str | Path | None = None, overrides: dict[str, Any] | None = None,
                   overrides_origin: str | dict[str, str] | None = None) -> Scenario:
-    """Load and validate a scenario YAML file (None = the embedded default).
+    """Load and validate a scenario YAML file (None = the embedded default; "years", when no such
+    file exists, = the embedded default over three periods, data/default/years.yaml).
 
     `overrides` ({path: value}, models/overrides.py) apply after the file's own, as if the
     file had them last; a batch sweep uses this for its members. `overrides_origin` says
@@ -107,6 +108,8 @@ def load_scenario(path: str | Path | None = None, overrides: dict[str, Any] | No
     the scenario's. Raises ScenarioError listing every problem found.
     """
     path = Path(path) if path is not None else default_scenario_path()
+    if str(path) == "years" and not path.exists():
+        path = default_scenario_path().with_name("years.yaml")
     log = ProblemLog()
     label = path.name
     raw = _resolved_raw(path, label, log, ())
@@ -169,7 +172,7 @@ def build_scenario(
     latency = section(Latency, spec.latency, label, "latency", sections_log)
     policies = section(Policies, spec.policies, label, "policies", sections_log)
     clock = section(Clock, spec.clock, label, "clock", sections_log)
-    periods = _periods(spec.periods, economics, label, sections_log)
+    periods = read_periods(spec.periods, economics, label, sections_log)
     for problem in sections_log.problems:  # a bad value set by a sweep is blamed on the sweep
         origin = (origins or {}).get(problem.field or "")
         if origin:
@@ -233,7 +236,7 @@ def build_scenario(
                     f"give the scenario a {override.target} table, or drop this override.")
     if catalog is not None:
         _cross_check(spec, label, catalog, sites, jobs, policies, log)
-        _check_periods(periods, label, catalog, policies, log)
+        check_periods(periods, label, catalog, policies, log)
     if not sites and sites_table is not None and not log:
         log.add(spec.sites, None, None, "has no sites.", "add at least one candidate site.")
     if not regions and regions_table is not None and not log:
@@ -386,39 +389,6 @@ def _convert_column(table: Table, column: str, target: str, factor: float) -> No
 
 def _loaded_tables(spec: ScenarioFile) -> set[str]:
     return {"sites", "regions"} | {k for k in ("jobs", "pair_costs", "profiles", "cloud_regions") if getattr(spec, k)}
-
-
-def _periods(raw: list[dict[str, Any]], economics: Economics, label: str, log: ProblemLog) -> tuple[Period, ...]:
-    """The `periods` section validated: each entry a Period, its economics keys checked against
-    Economics, the periods in order and back to back (each starts where the one before ends)."""
-    periods: list[Period] = []
-    for i, entry in enumerate(raw or []):
-        name = f"periods[{i}]"
-        if not isinstance(entry, dict):
-            log.add(label, None, name, "is not a mapping.", "write each period as {year: 2026, years: 2, demand: {...}}.")
-            continue
-        period = section(Period, entry, label, name, log)
-        if "year" not in entry:
-            continue  # section() named the missing year
-        section(Economics, {**economics.model_dump(), **period.economics}, label, f"{name}.economics", log)
-        periods.append(period)
-    for before, after in zip(periods, periods[1:]):
-        if after.year != before.year + before.years:
-            log.add(label, None, "periods", f"period {after.year} does not start where period {before.year} ({before.years} years) "
-                    f"ends ({before.year + before.years}).", "list the periods in order, back to back: each year = the one before + its years.")
-    return tuple(periods)
-
-
-def _check_periods(periods: tuple[Period, ...], label: str, catalog: Catalog, policies: Policies, log: ProblemLog) -> None:
-    """Period demand multipliers name known classes; resilience is not planned over periods yet."""
-    classes = {w.id for w in catalog.workloads} | {"training"}  # training scales every job's GPUs
-    for i, period in enumerate(periods):
-        for w in period.demand:
-            if w not in classes:
-                log.add(label, None, f"periods[{i}].demand", f"unknown class '{w}'.", known_hint("workload classes (or training)", classes))
-    if periods and policies.survive_site_loss:
-        log.add(label, None, "policies.survive_site_loss", "survivability (N-1) is not planned over periods yet.",
-                "plan the years without survive_site_loss, then run `dcplace outages` on each period's plan.")
 
 
 def scenario_hash(scenario: Scenario) -> str:

@@ -35,6 +35,7 @@ class BuildLine(PlanRecord):
     cooling: str
     fabric: str | None = None
     count: int
+    gpus_per_rack: int
     life_years: float
     serves_through_year: int  # the last year of the last period it serves
     annuity_usd_per_year: dict[str, float]  # per unit, by cost category
@@ -127,3 +128,25 @@ def read_schedule(folder: str | Path) -> Schedule:
 
 def is_schedule_folder(folder: str | Path) -> bool:
     return (Path(folder) / "schedule.json").is_file()
+
+
+def schedule_kpis(folder: str | Path) -> dict[str, float]:
+    """A schedule's figures for a batch row or a trade-off point, from its period plans: the largest
+    annual emissions of any period (what a per-year carbon cap bounds), the demand-weighted mean RTT,
+    the smallest share of demand within budget, and the last period's sites and IT MW."""
+    from dcplace.models.plan import read_plan
+
+    schedule = read_schedule(folder)
+    plans = [read_plan(Path(folder) / "periods" / str(p.year)) for p in schedule.periods]
+    demand = [max(p.demand_tok_s, 1e-9) for p in schedule.periods]
+    out: dict[str, float] = {}
+    if all("emissions_t_per_year" in p.kpis for p in plans):
+        out["emissions_t_per_year"] = max(p.kpis["emissions_t_per_year"] for p in plans)
+    if all("mean_rtt_ms" in p.kpis for p in plans):
+        out["mean_rtt_ms"] = sum(p.kpis["mean_rtt_ms"] * d for p, d in zip(plans, demand)) / sum(demand)
+    if all("demand_within_budget_share" in p.kpis for p in plans):
+        out["demand_within_budget_share"] = min(p.kpis["demand_within_budget_share"] for p in plans)
+    for key in ("sites_open", "it_mw_inference", "it_mw_training"):
+        if key in plans[-1].kpis:
+            out[key] = plans[-1].kpis[key]
+    return out

@@ -135,7 +135,8 @@ def overrides_text(overrides: dict[str, Any]) -> str:
 
 def collect_plans(paths: list[str | Path]) -> list[NamedPlan]:
     """Plan folders as given; a batch folder (with batch.json) stands for all its members in
-    order, those without a plan included (plan None, with their status, message and overrides)."""
+    order, those without a plan included (plan None, with their status, message and overrides);
+    a schedule folder (or member) for its periods' plans, labelled NAME@YEAR."""
     plans: list[NamedPlan] = []
     for path in map(Path, paths):
         if (path / "batch.json").is_file():
@@ -149,22 +150,38 @@ def collect_plans(paths: list[str | Path]) -> list[NamedPlan]:
             entries = [(path / name, status, message, overrides, sweep) for name, status, message, overrides in members]
         elif (path / "plan.json").is_file():
             entries = [(path, "", "", {}, "")]
+        elif (path / "schedule.json").is_file():
+            entries = [(path, "", "", {}, "")]
         else:
-            raise NotAPlanFolder(f"{path}: neither a plan folder (plan.json) nor a batch folder (batch.json). Fix: give folders written by `dcplace solve` or `dcplace batch`.")
-        for folder, status, message, overrides, sweep in entries:
+            raise NotAPlanFolder(f"{path}: neither a plan folder (plan.json), a schedule folder (schedule.json) nor a batch folder "
+                                 "(batch.json). Fix: give folders written by `dcplace solve` or `dcplace batch`.")
+        for folder, status, message, overrides, sweep in _periods_of(entries):
             plan = None
             if (folder / "plan.json").is_file():
                 try:
                     plan = read_plan(folder)
                 except ValueError as exc:
                     raise NotAPlanFolder(f"{folder}: plan.json is damaged ({exc}). Fix: re-run the solve.") from exc
-            plans.append(NamedPlan(folder.name, folder, plan, status, message, overrides, sweep))
+            label = f"{folder.parent.parent.name}@{folder.name}" if (folder.parent.parent / "schedule.json").is_file() else folder.name
+            plans.append(NamedPlan(label, folder, plan, status, message, overrides, sweep))
     labels = [p.label for p in plans]
     duplicates = {x for x in labels if labels.count(x) > 1}
     if duplicates:  # two folders of the same name from different places: qualify by parent
         plans = [NamedPlan(f"{p.folder.parent.name}/{p.label}" if p.label in duplicates else p.label, p.folder, p.plan,
                            p.status_, p.message, p.overrides, p.sweep) for p in plans]
     return plans
+
+
+def _periods_of(entries: list[tuple]) -> list[tuple]:
+    """A multi-period schedule folder (docs/periods.md) stands for its periods' plans, in order."""
+    out = []
+    for folder, status, message, overrides, sweep in entries:
+        if (folder / "schedule.json").is_file() and (folder / "periods").is_dir():
+            years = sorted(int(p.name) for p in (folder / "periods").iterdir() if p.name.isdigit())
+            out += [(folder / "periods" / str(y), status, message, overrides, sweep) for y in years]
+        else:
+            out.append((folder, status, message, overrides, sweep))
+    return out
 
 
 def _open_sites(plan: Plan | None) -> dict[str, str]:

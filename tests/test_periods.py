@@ -329,3 +329,91 @@ def test_bad_power_steps_name_the_row_and_field(tmp_path):
     with pytest.raises(ScenarioError) as err:
         load_scenario(path)
     assert "row 2" in str(err.value) and "power_steps_mw" in str(err.value) and "YEAR:MW" in str(err.value)
+
+
+# ------------------------------------------------------------- batch, compare, pareto, CLI
+
+def test_a_batch_of_schedules_reports_each_npv_and_resumes(tmp_path):
+    from dcplace.models.sweep import Member, Sweep
+    from dcplace.optimizer.studies.batch import run_batch
+
+    path = time_to_power(tmp_path / "in")
+    sweep = Sweep("prices", path, [Member("base", {}), Member("dear", {"sites.power_price_usd_per_mwh": "*2"})],
+                  {"mip_gap": 0.0, "time_limit_s": 60})
+    results = {r.name: r for r in run_batch(sweep, tmp_path / "runs").results}
+    alone, _ = solve_periods(load_scenario(path), OPTIONS)
+    assert results["base"].status == "optimal" and results["base"].objective_usd_per_year == pytest.approx(alone.npv_usd, rel=1e-9)
+    assert results["dear"].objective_usd_per_year > results["base"].objective_usd_per_year
+    assert "net present value" in results["base"].message and "emissions_t_per_year" in results["base"].kpis
+    assert check_schedule_folder(tmp_path / "runs" / "dear").ok
+    again = {r.name: r for r in run_batch(sweep, tmp_path / "runs").results}
+    assert again["base"].skipped and again["base"].objective_usd_per_year == results["base"].objective_usd_per_year
+
+
+def test_a_carbon_frontier_of_schedules_costs_npv(tmp_path):
+    from dcplace.optimizer.studies.pareto import trace_pareto
+
+    kw = copy.deepcopy(TWO_SITES)
+    kw["sites"][0].update(grid_carbon_g_per_kwh=50)  # 'old' is dear and clean, 'new' cheap and dirty
+    path = years(tmp_path / "in", catalog=catalog(chip_life=2), **kw)
+    frontier = trace_pareto(load_scenario(path), tmp_path / "pareto", points=3, options={"mip_gap": 0.0, "time_limit_s": 60})
+    least = frontier[0]
+    schedule, _ = solve_periods(load_scenario(path), OPTIONS)
+    assert least.cost_usd_per_year == pytest.approx(schedule.npv_usd, rel=1e-9)
+    assert frontier[-1].emissions_t_per_year < least.emissions_t_per_year
+    assert frontier[-1].cost_usd_per_year > least.cost_usd_per_year
+
+
+def test_compare_reads_a_schedule_as_its_periods(tmp_path):
+    from dcplace.reports.compare import collect_plans
+
+    folder = solved(time_to_power(tmp_path / "in"), tmp_path / "years")
+    assert [p.label for p in collect_plans([folder])] == ["years@2026", "years@2028"]
+
+
+def test_cli_solves_checks_and_reports_a_schedule(tmp_path):
+    from typer.testing import CliRunner
+
+    from dcplace.cli import app
+
+    path = dense_later(tmp_path / "in", 1000, 2000)
+    out = tmp_path / "years"
+    result = CliRunner().invoke(app, ["solve", str(path), "-o", str(out), "--gap", "0"])
+    assert result.exit_code == 0, result.output
+    assert "NPV" in result.output and "(checked)" in result.output
+    result = CliRunner().invoke(app, ["check", str(out)])
+    assert result.exit_code == 0 and "PASS" in result.output
+    result = CliRunner().invoke(app, ["report", str(out)])
+    assert result.exit_code == 0, result.output
+    html = (out / "report" / "report.html").read_text()
+    assert "What is built when" in html and "A map per period" in html and 'src="data:image/png' in html
+    assert (out / "report" / "report.pdf").stat().st_size > 10_000
+    assert check_schedule_folder(out).ok  # the report beside it does not break the folder's manifest
+
+
+def test_splitting_a_period_in_two_keeps_the_npv(tmp_path):
+    """Metamorphic: with nothing changing between them and money at 0 %, two one-year periods cost
+    what one two-year period does (the same plan persists; nothing retires in between)."""
+    kw = dict(sites=[site("west", 0, 0), site("east", 0, 10, power_price_usd_per_mwh=40)],
+              regions=[region("wtown", 0, 0.1, budget=5), region("etown", 0, 10.1, budget=5)], jobs=[job("j", 96)])
+    one, _ = solve_periods(load_scenario(years(tmp_path / "one", periods=[{"year": 2026, "years": 2}], **kw)), OPTIONS)
+    two, _ = solve_periods(load_scenario(years(tmp_path / "two", periods=[{"year": 2026, "years": 1}, {"year": 2027, "years": 1}],
+                                               **kw)), OPTIONS)
+    assert two.npv_usd == pytest.approx(one.npv_usd, rel=1e-9)
+    assert [b.year for b in two.builds] == [2026] * len(two.builds)  # everything is bought once, in the first year
+
+
+def test_a_new_generation_enters_in_its_period_with_its_price(tmp_path):
+    cat = catalog(chip_life=2)
+    cat["chips"].append({"id": "server2", "name": "Next GPU", "vendor": "X", "capex_usd_per_gpu": 1000, "life_years": 2,
+                         "h100_equiv": 0, "available_from_year": 2028})
+    for chip in cat["chips"][:2]:
+        chip["available_from_year"] = ""
+    cat["rack_configs"].append({"id": "server2-air", "chip": "server2", "gpus_per_server": 8, "servers_per_rack": 2, "server_kw": 2,
+                                "rack_overhead_kw": 0})
+    cat["throughput"].append({"chip": "server2", "workload": "chat", "tok_s_per_gpu": 50})
+    path = years(tmp_path / "in", sites=[site("hub", 0, 0)], regions=[region("town", 0, 0.01)], catalog=cat)
+    schedule, _ = solve_periods(load_scenario(path), OPTIONS)
+    assert sorted((b.year, b.chip) for b in schedule.builds) == [(2026, "server"), (2028, "server2")]
+    # half the price, the same power: its chips cost half as much a year (0 %: $16,000 / 2 years)
+    assert {b.year: b.annuity_usd_per_year["chips"] for b in schedule.builds} == pytest.approx({2026: 16000.0, 2028: 8000.0})

@@ -194,7 +194,8 @@ def _builds(pm: PeriodModel, x: np.ndarray, breakdown: dict[str, float]) -> list
                 breakdown[category] = breakdown.get(category, 0.0) + count * usd * weight
             rack = ps.ixs[t].racks[key[1]]
             out.append(BuildLine(year=ps.years[t], site=key[0], kind=kind, config=key[1], chip=rack.chip, cooling=key[2],
-                                 fabric=key[3] if kind == "fabric" else None, count=count, life_years=life,
+                                 fabric=key[3] if kind == "fabric" else None, count=count,
+                                 gpus_per_rack=rack.gpus_per_rack, life_years=life,
                                  serves_through_year=last.year + last.years - 1 if served else ps.years[t] - 1,
                                  annuity_usd_per_year=annuity, charged_weight=weight, npv_usd=count * sum(annuity.values()) * weight))
     return out

@@ -52,19 +52,26 @@ def _solve_to_folder(scenario, out_dir, options, feed, start=None) -> tuple[Plan
         feed.phase("write")
         write_plan_folder(exc.plan, scenario, out_dir)
         raise
-    reports: list[CheckReport] = []
     feed.phase("write")
+    verify, reports = _verifier(check_plan_folder, feed)
+    written = write_plan_folder(plan, scenario, out_dir, verify=verify)
+    reports[0].folder = str(written)
+    return plan, reports[0]
+
+
+def _verifier(check, feed):
+    """(verify, reports): verify(staged folder) runs `check` on it before the folder moves into
+    place and raises PlanCheckFailed if it fails; reports collects what it found."""
+    reports: list[CheckReport] = []
 
     def verify(folder: Path) -> None:
         feed.phase("check")
-        report = check_plan_folder(folder)
+        report = check(folder)
         reports.append(report)
         if not report.ok:
             raise PlanCheckFailed(report)
 
-    written = write_plan_folder(plan, scenario, out_dir, verify=verify)
-    reports[0].folder = str(written)
-    return plan, reports[0]
+    return verify, reports
 
 
 def solve_schedule_to_folder(scenario: Scenario | str | Path | None, out_dir: str | Path, options: SolveOptions | None = None,
@@ -88,16 +95,8 @@ def solve_schedule_to_folder(scenario: Scenario | str | Path | None, out_dir: st
             feed.phase("write")
             write_plan_folder(exc.plan, exc.scenario, out_dir)
             raise
-        reports: list[CheckReport] = []
         feed.phase("write")
-
-        def verify(folder: Path) -> None:
-            feed.phase("check")
-            report = check_schedule_folder(folder)
-            reports.append(report)
-            if not report.ok:
-                raise PlanCheckFailed(report)
-
+        verify, reports = _verifier(check_schedule_folder, feed)
         written = write_schedule_folder(schedule, scenario, plans, out_dir, verify=verify)
         reports[0].folder = str(written)
         return schedule, plans, reports[0]

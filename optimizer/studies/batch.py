@@ -56,12 +56,13 @@ import pandas as pd
 from dcplace.models import ScenarioError
 from dcplace.models.outputs import check_destination, claim_folder, process_alive, remove_stale_staging
 from dcplace.models.plan import HAS_PLAN, Plan, SolveRecord, read_plan, write_plan_folder
+from dcplace.models.schedule import read_schedule, schedule_kpis
 from dcplace.models.sweep import Member, Sweep, load_member
 from dcplace.optimizer.check import check_plan_folder
 from dcplace.optimizer.model.formulation import build_model
 from dcplace.optimizer.model.index import PruningRules
 from dcplace.optimizer.solving.extract import extract
-from dcplace.optimizer.solving.pipeline import PlanCheckFailed, solve_to_folder
+from dcplace.optimizer.solving.pipeline import PlanCheckFailed, solve_schedule_to_folder, solve_to_folder
 from dcplace.optimizer.solving.precheck import checked_index
 from dcplace.optimizer.solving.solve import InfeasibleScenario, NoPlanFound, SolveOptions, plan_record, solve
 
@@ -149,6 +150,8 @@ def run_member(base: str, member: Member, options: dict[str, Any], out_dir: str,
         solve_options = SolveOptions(**options)
         scenario = load_member(base, member)
         result.scenario_hash = scenario.content_hash
+        if scenario.periods:  # a build schedule (docs/periods.md): objective = NPV in USD, figures from its periods
+            return _run_schedule(result, scenario, folder, solve_options, started)
         previous = _finished_plan(folder, scenario.content_hash, solve_options)
         if previous is not None:
             return _from_plan(result, previous, skipped=True, seconds=time.perf_counter() - started)
@@ -172,6 +175,32 @@ def run_member(base: str, member: Member, options: dict[str, Any], out_dir: str,
     except Exception as exc:  # noqa: BLE001 - isolate every failure to its member
         result.status = "error"
         result.message = f"{type(exc).__name__}: {exc} | " + traceback.format_exc(limit=3).replace("\n", " ")[-600:]
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def _run_schedule(result: MemberResult, scenario, folder: Path, options: SolveOptions, started: float) -> MemberResult:
+    """A member with periods: solved into a schedule folder (kept on resume when its hash and
+    options match); its objective is the schedule's NPV, its figures schedule_kpis'."""
+    done = None
+    if (folder / "schedule.json").is_file():
+        try:
+            done = read_schedule(folder)
+        except (OSError, ValueError):
+            done = None
+    same = done is not None and done.scenario_hash == scenario.content_hash and \
+        {k: done.solve.options.get(k) for k in asdict(options)} == asdict(options)
+    try:
+        if not same:
+            done, _, _ = solve_schedule_to_folder(scenario, folder, options)
+    except InfeasibleScenario as exc:
+        result.status, result.message = "infeasible", "; ".join(exc.diagnosis)
+        result.seconds = time.perf_counter() - started
+        return result
+    result.status, result.skipped, result.scenario_hash = done.solve.status, same, done.scenario_hash
+    result.objective_usd_per_year, result.gap = done.npv_usd, done.solve.gap
+    result.kpis = {k: v for k, v in schedule_kpis(folder).items() if k in KPI_COLUMNS}
+    result.message = f"net present value over {len(done.periods)} periods (USD, not per year)"
     result.seconds = time.perf_counter() - started
     return result
 

@@ -34,6 +34,7 @@ import pandas as pd
 
 from dcplace.models import Scenario, load_scenario
 from dcplace.models.plan import HAS_PLAN, read_plan
+from dcplace.models.schedule import read_schedule, schedule_kpis
 from dcplace.models.outputs import claim_folder
 from dcplace.models.sweep import Member, Sweep
 from dcplace.optimizer.studies.batch import Progress, run_batch
@@ -155,6 +156,8 @@ def _point(folder: Path, member: Member, label: str, result, scenario, tradeoff:
     point = FrontierPoint(member.name, label, result.status, None, None, None, folder=str(folder), message=result.message)
     if result.status not in HAS_PLAN:
         return point
+    if (folder / "schedule.json").is_file():
+        return _schedule_point(point, folder, member, scenario)
     plan = read_plan(folder)
     cost = plan.objective_usd_per_year
     if "economics.carbon_price_usd_per_t" in member.overrides:
@@ -172,6 +175,23 @@ def _point(folder: Path, member: Member, label: str, result, scenario, tradeoff:
     point.cost_usd_per_year = cost
     point.mean_rtt_ms = plan.kpis["mean_rtt_ms"]
     point.emissions_t_per_year = plan.kpis["emissions_t_per_year"]
+    return point
+
+
+def _schedule_point(point: FrontierPoint, folder: Path, member: Member, scenario) -> FrontierPoint:
+    """A point of a scenario with periods: its cost is the schedule's NPV (less the same steering
+    shares as a plan's), its emissions the largest annual emissions of any period (what the per-year
+    cap bounds), its RTT the demand-weighted mean over the periods (models.schedule.schedule_kpis)."""
+    schedule = read_schedule(folder)
+    cost = schedule.npv_usd
+    for key, category, base in (("economics.carbon_price_usd_per_t", "carbon", scenario.economics.carbon_price_usd_per_t),
+                                ("economics.transport_usd_per_tok_s_1000km_year", "transport",
+                                 scenario.economics.transport_usd_per_tok_s_1000km_year)):
+        if key in member.overrides and member.overrides[key]:
+            cost -= schedule.npv_breakdown_usd.get(category, 0.0) * (member.overrides[key] - base) / member.overrides[key]
+    kpis = schedule_kpis(folder)
+    point.cost_usd_per_year, point.mean_rtt_ms, point.emissions_t_per_year = cost, kpis["mean_rtt_ms"], kpis["emissions_t_per_year"]
+    point.message = f"cost is the net present value over {len(schedule.periods)} periods (USD, not per year)"
     return point
 
 
