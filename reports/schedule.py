@@ -87,7 +87,9 @@ def timeline_figure(schedule: Schedule) -> Figure:
     return fig
 
 
-def schedule_content(schedule: Schedule, years: list[int]) -> ReportContent:
+def schedule_content(schedule: Schedule, years: list[int], names: dict[str, str] | None = None) -> ReportContent:
+    """The report's sections; `names` maps site ids to the names the tables show."""
+    names = names or {}
     first, last = schedule.periods[0], schedule.periods[-1]
     sections = [
         Section("summary", "Summary", [
@@ -106,8 +108,8 @@ def schedule_content(schedule: Schedule, years: list[int]) -> ReportContent:
         ]),
         Section("timeline", "What is built when", [Image("timeline", "IT load in service per period by purpose, and GPUs bought per period by chip"),
                                                    _periods_table(schedule)]),
-        Section("builds", "Racks bought, by site and period", [_builds_table(schedule)]),
-        Section("npv", "What the NPV is made of", [_npv_table(schedule), _halls_block(schedule)]),
+        Section("builds", "Racks bought, by site and period", [_builds_table(schedule, names)]),
+        Section("npv", "What the NPV is made of", [_npv_table(schedule), _halls_block(schedule, names)]),
         Section("maps", "A map per period", [Image(f"map-{y}", f"Map of the {y} period's plan: sites by role and size, regions and the lines that serve them")
                                              for y in years], new_page=True),
         Section("rules", "How the schedule is counted", [Bullets(RULES, "note")]),
@@ -143,9 +145,9 @@ def _periods_table(schedule: Schedule) -> Table:
                  note="Annual cost: the period's plan as one annualized year. Operating NPV: (annual cost - capex annuities) x weight.")
 
 
-def _builds_table(schedule: Schedule) -> Table:
+def _builds_table(schedule: Schedule, names: dict[str, str]) -> Table:
     racks = sorted((b for b in schedule.builds if b.kind == "racks"), key=lambda b: -b.npv_usd)
-    rows = [[str(b.year), b.site, b.config, b.cooling, f"{b.count:,}", f"{b.serves_through_year}", money(b.npv_usd)] for b in racks[:TOP_BUILDS]]
+    rows = [[str(b.year), names.get(b.site, b.site), b.config, b.cooling, f"{b.count:,}", f"{b.serves_through_year}", money(b.npv_usd)] for b in racks[:TOP_BUILDS]]
     left = len(racks) - len(rows)
     return Table("builds", ["bought", "site", "rack", "cooling", "racks", "serves through", "capex NPV"], rows,
                  [False, False, False, False, True, True, True],
@@ -160,11 +162,11 @@ def _npv_table(schedule: Schedule) -> Table:
     return Table("npv", ["category", "NPV", "share"], rows, [False, True, True])
 
 
-def _halls_block(schedule: Schedule):
+def _halls_block(schedule: Schedule, names: dict[str, str]):
     if not schedule.halls:
         return Paragraphs(["No site was built liquid-ready and none was retrofitted: every liquid zone is built when its site opens, "
                            "or grows as new construction."], "note")
-    rows = [[str(h.year), h.site, h.cooling, f"{h.ready_kw:,.0f}", f"{h.retrofit_kw:,.0f}", money(h.npv_usd)] for h in schedule.halls]
+    rows = [[str(h.year), names.get(h.site, h.site), h.cooling, f"{h.ready_kw:,.0f}", f"{h.retrofit_kw:,.0f}", money(h.npv_usd)] for h in schedule.halls]
     return Table("halls", ["year", "site", "cooling", "kW built ready", "kW retrofitted", "NPV"], rows,
                  [False, False, False, True, True, True])
 
@@ -190,10 +192,12 @@ def save_schedule_report(folder: str | Path, out_dir: str | Path, html: bool = T
     check_destination(out_dir, "report")
     schedule = read_schedule(folder)
     years = [p.year for p in schedule.periods]
-    content = schedule_content(schedule, years)
+    layers = {year: load_plan_layers(folder / "periods" / str(year)) for year in years}
+    names = {s.id: s.name for period in layers.values() for s in period.plan.sites}
+    content = schedule_content(schedule, years, names)
     figures: dict[str, Figure] = {"timeline": timeline_figure(schedule)}
     for year in years:
-        figures[f"map-{year}"] = draw_static_map(load_plan_layers(folder / "periods" / str(year))).figure
+        figures[f"map-{year}"] = draw_static_map(layers[year]).figure
     try:
         with staged_files(out_dir, "report") as stage:
             if html:

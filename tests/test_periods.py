@@ -417,3 +417,17 @@ def test_a_new_generation_enters_in_its_period_with_its_price(tmp_path):
     assert sorted((b.year, b.chip) for b in schedule.builds) == [(2026, "server"), (2028, "server2")]
     # half the price, the same power: its chips cost half as much a year (0 %: $16,000 / 2 years)
     assert {b.year: b.annuity_usd_per_year["chips"] for b in schedule.builds} == pytest.approx({2026: 16000.0, 2028: 8000.0})
+
+
+def test_the_embedded_years_scenario_loads_and_every_period_prechecks():
+    from dcplace.optimizer.solving.periods import period_indexes
+
+    scenario = load_scenario("years")
+    assert [(p.year, p.years) for p in scenario.periods] == [(2026, 2), (2028, 2), (2030, 2)]
+    periods, singles, ixs = period_indexes(scenario, OPTIONS)
+    base = sum(sum(r.demand_tok_s.values()) for r in scenario.regions)
+    grown = [sum(sum(r.demand_tok_s.values()) for r in s.regions) / base for s in singles]
+    assert grown == pytest.approx([1.0, 1.754, 3.065], rel=1e-6)  # every inference class grows alike (data/README.md)
+    dublin = [next(s for s in single.sites if s.id == "dublin").power_limit_kw for single in singles]
+    assert dublin == pytest.approx([200_000, 330_200, 544_800])  # EirGrid: no new Dublin connections before 2028
+    assert all(len(ix.serve) > 0 for ix in ixs)
