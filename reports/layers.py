@@ -73,6 +73,13 @@ def load_plan_layers(folder: str | Path) -> PlanLayers:
     Raises NotAPlanFolder with what is wrong and what would fix it.
     """
     folder = Path(folder)
+    if (folder / "schedule.json").is_file() and (folder / "periods").is_dir():
+        years = sorted(p.name for p in (folder / "periods").iterdir() if p.name.isdigit())
+        raise NotAPlanFolder(
+            f"{folder}: a multi-period schedule folder, whose plans are one per period ({', '.join(years)}). "
+            f"Fix: give one period's folder, e.g. {folder / 'periods' / (years[0] if years else 'YEAR')}; "
+            f"`dcplace report {folder}` writes the schedule's own report (docs/periods.md)."
+        )
     if not (folder / "plan.json").is_file() or not (folder / "inputs" / "scenario.yaml").is_file():
         raise NotAPlanFolder(
             f"{folder}: not a plan folder (plan.json and inputs/scenario.yaml are needed). "

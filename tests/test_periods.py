@@ -431,3 +431,14 @@ def test_the_embedded_years_scenario_loads_and_every_period_prechecks():
     dublin = [next(s for s in single.sites if s.id == "dublin").power_limit_kw for single in singles]
     assert dublin == pytest.approx([200_000, 330_200, 544_800])  # EirGrid: no new Dublin connections before 2028
     assert all(len(ix.serve) > 0 for ix in ixs)
+
+
+def test_a_plan_only_command_on_a_schedule_names_its_periods(tmp_path):
+    from typer.testing import CliRunner
+
+    from dcplace.cli import app
+
+    folder = solved(time_to_power(tmp_path / "in"), tmp_path / "years")
+    result = CliRunner().invoke(app, ["map", str(folder)])
+    assert result.exit_code != 0 and "Traceback" not in result.output
+    assert "multi-period schedule folder" in result.output and "periods/2026" in result.output
