@@ -84,6 +84,12 @@ def solve_periods(scenario: Scenario, options: SolveOptions | None = None, progr
                                 progress=feed if feed else None)
         if start is None:
             result = replace(result, warm_start="none: a period had no plan of its own in the time for the start")
+        elif result.warm_start.startswith("the caller's start plan"):  # in the schedule's words and units
+            how = "held back from HiGHS" if " held " in result.warm_start else "offered to HiGHS"
+            result = replace(result, warm_start=f"each period's own plan, kept open and bought forward (NPV "
+                             f"${float(pm.lm.objective() @ start):,.0f}), {how}")
+        else:
+            result = replace(result, warm_start=f"each period's own plan was not a feasible start ({result.warm_start})")
         record = dict(result.record(), build_time_s=build_time, options=asdict(options), model=pm.lm.size())
         if result.status in ("infeasible", "unbounded"):
             raise _infeasible(scenario, singles, options, record, deadline)
@@ -142,6 +148,9 @@ def _schedule(scenario: Scenario, options: SolveOptions, pm: PeriodModel, x: np.
                              "termination": f"period {period.year} of a multi-period schedule ({record['termination']}); "
                                             "the gap is the schedule's (schedule.json)", "model": pm.models[t].size()})
         plan = plan_record(single, options, own, parts, [])
+        rerun = plan_record(scenario, options, own, None, []).provenance["rerun"].replace("inputs/scenario.yaml", "../../inputs/scenario.yaml")
+        plan = plan.model_copy(update={"provenance": {**plan.provenance, "rerun": rerun, "part_of": "the schedule in ../../ "
+                                                      "(docs/periods.md): re-running this period alone gives its single-year optimum"}})
         plans.append((plan, single))
         capex = sum(plan.cost_breakdown_usd_per_year.get(c, 0.0) for c in CAPEX_CATEGORIES)
         weight = ps.weight(t)
