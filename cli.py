@@ -847,6 +847,9 @@ def pareto(
             frontier = trace_pareto(loaded, out, tradeoff, points, workers, options, on_progress=line, on_stage=stage)
     except ScenarioError as exc:
         _bad_input(exc)
+    except ValueError as exc:  # a scenario the trade-off cannot steer (docs/periods.md)
+        err.print(f"[red]Cannot trace the curve:[/] {_text(exc, newlines=True)}")
+        raise typer.Exit(EXIT_BAD_INPUT)
     except NoFrontier as exc:
         err.print(f"[bold red]No frontier:[/] {_text(exc, newlines=True)}")
         raise typer.Exit(EXIT_INFEASIBLE)

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import ValidationError
+
 from dcplace.models.errors import ProblemLog
 from dcplace.models.records import Catalog, Economics, Period, Policies
-from dcplace.models.tables import known_hint, section
+from dcplace.models.tables import known_hint, record_problems
 
 
 def read_periods(raw: list[dict[str, Any]], economics: Economics, label: str, log: ProblemLog) -> tuple[Period, ...]:
@@ -20,11 +22,24 @@ def read_periods(raw: list[dict[str, Any]], economics: Economics, label: str, lo
         if not isinstance(entry, dict):
             log.add(label, None, name, "is not a mapping.", "write each period as {year: 2026, years: 2, demand: {...}}.")
             continue
-        period = section(Period, entry, label, name, log)
-        if "year" not in entry:
-            continue  # section() named the missing year
-        section(Economics, {**economics.model_dump(), **period.economics}, label, f"{name}.economics", log)
-        periods.append(period)
+        try:
+            period = Period(**entry)
+        except ValidationError as exc:
+            for file, _, column, message, hint in record_problems(Period, exc, label, None):
+                log.add(file, None, f"{name}.{column}", message, hint)
+            continue
+        if "discount_rate" in period.economics:
+            log.add(label, None, f"{name}.economics.discount_rate", "the discount rate is the horizon's, not a period's: "
+                    "every period's costs are discounted to the first period's first year at one rate.",
+                    "set economics.discount_rate at the top of the scenario and remove it here.")
+            continue
+        try:
+            merged = Economics(**{**economics.model_dump(), **period.economics})
+        except ValidationError as exc:
+            for file, _, column, message, hint in record_problems(Economics, exc, label, None):
+                log.add(file, None, f"{name}.economics.{column}", message, hint)
+            continue
+        periods.append(period.model_copy(update={"economics": {k: getattr(merged, k) for k in period.economics}}))
     for before, after in zip(periods, periods[1:]):
         if after.year != before.year + before.years:
             log.add(label, None, "periods", f"period {after.year} does not start where period {before.year} ({before.years} years) "
@@ -33,9 +48,16 @@ def read_periods(raw: list[dict[str, Any]], economics: Economics, label: str, lo
 
 
 def check_periods(periods: tuple[Period, ...], label: str, catalog: Catalog, policies: Policies, log: ProblemLog) -> None:
-    """Period demand multipliers name known classes; resilience is not planned over periods yet."""
+    """Period demand multipliers name known classes; a period no rack can last through is named;
+    resilience is not planned over periods yet."""
     classes = {w.id for w in catalog.workloads} | {"training"}  # training scales every job's GPUs
+    racked = {k.chip for k in catalog.rack_configs}
+    longest = max((c.life_years for c in catalog.chips if c.id in racked), default=0.0)
     for i, period in enumerate(periods):
+        if period.years > longest + 1e-9:
+            log.add(label, None, f"periods[{i}].years", f"period {period.year} is {period.years} years long, but no chip lives that "
+                    f"long (the longest life is {longest:g} years): racks bought at its start could not last through it.",
+                    f"split it into periods of at most {longest:g} years.")
         for w in period.demand:
             if w not in classes:
                 log.add(label, None, f"periods[{i}].demand", f"unknown class '{w}'.", known_hint("workload classes (or training)", classes))

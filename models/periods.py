@@ -44,6 +44,11 @@ def period_scenario(scenario: Scenario, period: Period) -> Scenario:
     label = scenario.files.get("scenario") or scenario.name
     problems: list[InputProblem] = []
     unpowered = {s.id for s in scenario.sites if site_power_kw(s, period.year, period.power_limit_factor) <= 0}
+    if unpowered and unpowered >= {s.id for s in scenario.sites}:
+        first = min(s.power_from_year for s in scenario.sites if s.power_from_year is not None)
+        problems.append(InputProblem(scenario.files.get("sites") or "sites", None, "power_from_year",
+                                     f"no site has power in period {period.year}: the first arrives in {first}.",
+                                     f"start the periods in {first} or later, or give a site power by {period.year}."))
     for s in sorted(unpowered & set(scenario.policies.forced_sites)):
         problems.append(InputProblem(scenario.files.get("sites") or "sites", None, "power_from_year",
                                      f"site '{s}' is forced open but has no power in period {period.year}.",
@@ -81,6 +86,7 @@ def period_scenario(scenario: Scenario, period: Period) -> Scenario:
         raise ScenarioError(problems)
     policies = scenario.policies.model_copy(update={
         "forbidden_sites": tuple(sorted(set(scenario.policies.forbidden_sites) | unpowered))})
+    # period.economics holds values validated (and typed) against Economics when the scenario was read
     economics = scenario.economics.model_copy(update=period.economics) if period.economics else scenario.economics
     single = scenario.model_copy(update={
         "name": f"{scenario.name}@{period.year}", "sites": sites, "regions": regions, "catalog": catalog, "jobs": tuple(jobs),

@@ -57,7 +57,10 @@ def _power_steps(value: Any) -> Any:
     if value is None or value == "":
         return ()
     if isinstance(value, dict):
-        return tuple(sorted((int(y), float(mw)) for y, mw in value.items()))
+        try:
+            return tuple(sorted((int(y), float(mw)) for y, mw in value.items()))
+        except (TypeError, ValueError):
+            raise ValueError("give each power step as YEAR: MW with a whole year and a number of MW (e.g. {2028: 300})") from None
     if isinstance(value, str):
         steps = []
         for part in (p.strip() for p in value.split(";") if p.strip()):
@@ -68,7 +71,13 @@ def _power_steps(value: Any) -> Any:
                 steps.append((int(year), float(mw)))
             except ValueError:
                 raise ValueError(f"'{part}' is not YEAR:MW with a whole year and a number of MW (e.g. 2028:300)") from None
-        return tuple(sorted(steps))
+        value = steps
+    if isinstance(value, (list, tuple)):
+        years = [step[0] if isinstance(step, (list, tuple)) and step else None for step in value]
+        twice = sorted({y for y in years if y is not None and years.count(y) > 1})
+        if twice:
+            raise ValueError(f"year {twice[0]} has two power steps; give one limit per year")
+        return tuple(sorted(value, key=lambda step: step[0] if isinstance(step, (list, tuple)) and step else 0))
     return value
 
 
@@ -248,6 +257,14 @@ class TrainingJob(Record):
         "first period (its start year) the job runs in; empty = from the first period (read only with periods)"))
     to_year: Year | None = Field(default=None, json_schema_extra=fix(
         "last period (its start year) the job runs in; empty = to the last period (read only with periods)"))
+
+    @field_validator("to_year")
+    @classmethod
+    def _not_before_from_year(cls, value: int | None, info) -> int | None:
+        first = info.data.get("from_year")
+        if value is not None and first is not None and value < first:
+            raise ValueError(f"to_year {value} is before from_year {first}: the job would run in no period")
+        return value
 
     @property
     def daily_h100_hours(self) -> float:

@@ -98,8 +98,8 @@ def default_catalog_dir() -> Path:
 
 def load_scenario(path: str | Path | None = None, overrides: dict[str, Any] | None = None,
                   overrides_origin: str | dict[str, str] | None = None) -> Scenario:
-    """Load and validate a scenario YAML file (None = the embedded default; "years", when no such
-    file exists, = the embedded default over three periods, data/default/years.yaml).
+    """Load and validate a scenario YAML file (None = the embedded default; "years", when no file
+    of that name exists, = the embedded default over three periods, data/default/years.yaml).
 
     `overrides` ({path: value}, models/overrides.py) apply after the file's own, as if the
     file had them last; a batch sweep uses this for its members. `overrides_origin` says
@@ -108,7 +108,7 @@ def load_scenario(path: str | Path | None = None, overrides: dict[str, Any] | No
     the scenario's. Raises ScenarioError listing every problem found.
     """
     path = Path(path) if path is not None else default_scenario_path()
-    if str(path) == "years" and not path.exists():
+    if str(path) == "years" and not path.is_file():
         path = default_scenario_path().with_name("years.yaml")
     log = ProblemLog()
     label = path.name

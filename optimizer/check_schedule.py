@@ -32,6 +32,25 @@ def _number(value, default=None):
     return float(value)
 
 
+def _listed(cell) -> list[str]:
+    if cell is None or (isinstance(cell, float) and math.isnan(cell)):
+        return []
+    return [part.strip() for part in str(cell).split(";") if part.strip()]
+
+
+def _equal(a, b) -> bool:
+    """Two cells or YAML values: numbers within a relative 1e-9, empty and NaN alike, the rest equal."""
+    empty = lambda v: v is None or v == "" or (isinstance(v, float) and math.isnan(v))  # noqa: E731
+    if empty(a) or empty(b):
+        return empty(a) and empty(b)
+    if isinstance(a, bool) or isinstance(b, bool):
+        return str(a).lower() == str(b).lower()
+    try:
+        return _close(float(a), float(b), rel=1e-9, abs_=1e-9)
+    except (TypeError, ValueError):
+        return a == b if not isinstance(a, (list, tuple)) else list(a) == list(b)
+
+
 def _steps(cell) -> list[tuple[int, float]]:
     if cell is None or (isinstance(cell, float) and math.isnan(cell)) or str(cell).strip() == "":
         return []
@@ -124,11 +143,62 @@ class ScheduleChecker:
         return float(self.inp.chips[self.inp.racks[build["config"]]["chip"]]["life_years"])
 
     # ----------------------------------------------------------------------- families
+    def _same_rows(self, year: int, table: str, want: dict, got: dict, skip: tuple[str, ...]) -> None:
+        """Rows `want` (the top level's, those the period keeps) equal `got` (the period's) but for `skip` columns."""
+        if set(want) != set(got):
+            self.fail("period_inputs", f"period {year}: {table} has rows {sorted(set(got) ^ set(want))[:5]} where the top-level "
+                      "inputs say otherwise.")
+        for key in set(want) & set(got):
+            for column, value in want[key].items():
+                if column in skip:
+                    continue
+                other = got[key].get(column)
+                if not _equal(value, other):
+                    self.fail("period_inputs", f"period {year}: {table} {key} {column} is {other!r}; the top-level inputs say {value!r}.")
+
+    def _unchanged(self, year: int, got: _Inputs) -> None:
+        """Everything a period does not change is the top level's: sites, regions, jobs and catalog
+        columns, latency, policies (but the sites without power), economics (but the period's keys)."""
+        period = next(p for p in self.periods if int(p["year"]) == year)
+        available = {c for c in self.inp.chips if self.chip_available(c, year)}
+        running = {j for j in self.inp.jobs if j in got.jobs}
+        self._same_rows(year, "sites", self.inp.sites, got.sites, ("power_limit_kw", "power_price_usd_per_mwh"))
+        self._same_rows(year, "regions", self.inp.regions, got.regions, tuple(f"demand_{w}_tok_s" for w in self.inp.workloads))
+        self._same_rows(year, "jobs", {j: self.inp.jobs[j] for j in running}, got.jobs, ("gpus_h100_equiv", "eligible_chips"))
+        for j in running:
+            listed = _listed(self.inp.jobs[j].get("eligible_chips"))
+            if listed and _listed(got.jobs[j].get("eligible_chips")) != [c for c in listed if c in available]:
+                self.fail("period_inputs", f"period {year}: job {j} may use {got.jobs[j].get('eligible_chips')!r}; of its chips "
+                          f"{listed}, those available are {[c for c in listed if c in available]}.")
+        self._same_rows(year, "chips", {c: self.inp.chips[c] for c in available}, got.chips, ())
+        self._same_rows(year, "rack_configs", {k: r for k, r in self.inp.racks.items() if r["chip"] in available}, got.racks, ())
+        for name in ("cooling", "fabrics", "workloads"):
+            self._same_rows(year, name, getattr(self.inp, name), getattr(got, name), ())
+        want_tok = {key: v for key, v in self.inp.tok_s.items() if key[0] in available}
+        if want_tok != got.tok_s:
+            self.fail("period_inputs", f"period {year}: the throughput table differs from the top level's for the chips available.")
+        economics = {**self.inp.economics, **(period.get("economics") or {})}
+        for key, value in economics.items():
+            if not _equal(value, got.economics.get(key)):
+                self.fail("period_inputs", f"period {year}: economics.{key} is {got.economics.get(key)!r}; the period says {value!r}.")
+        for key, value in self.inp.policies.items():
+            if key == "forbidden_sites":
+                value = sorted(set(value or []) | {s for s, site in self.inp.sites.items() if self.power_kw(site, year) <= 0})
+                if sorted(got.policies.get(key) or []) != value:
+                    self.fail("period_inputs", f"period {year}: forbidden_sites is {got.policies.get(key)!r}; the top level's and "
+                              f"those without power make {value!r}.")
+            elif not _equal(value, got.policies.get(key)):
+                self.fail("period_inputs", f"period {year}: policies.{key} is {got.policies.get(key)!r}; the top level says {value!r}.")
+        if self.inp.latency != got.latency and {k: v for k, v in self.inp.latency.items() if k != "backbone"} != \
+                {k: v for k, v in got.latency.items() if k != "backbone"}:
+            self.fail("period_inputs", f"period {year}: latency differs from the top level's.")
+
     def check_period_inputs(self) -> None:
         """Each period folder's inputs are the period's scenario derived from the top-level inputs."""
         for period in self.periods:
             year = int(period["year"])
             got = self.period_inputs[year]
+            self._unchanged(year, got)
             factor = period.get("demand") or {}
             for r, region in self.inp.regions.items():
                 for w in self.inp.workloads:
@@ -180,6 +250,12 @@ class ScheduleChecker:
                 if count > alive:
                     self.fail("periods", f"period {year}: {count} training racks on {key[3]} at {key[0]}, but fabric for only {alive} "
                               "bought and still within its life.")
+        for b in self.builds:
+            if int(b["count"]) < 1:
+                self.fail("periods", f"builds.csv lists {b['count']} racks of {b['config']} at {b['site']} in {b['year']}: a purchase is at least one rack.")
+        for h in self.halls:
+            if min(float(h["ready_kw"]), float(h["retrofit_kw"])) < 0:
+                self.fail("periods", f"halls.csv gives negative kW at {h['site']} in {h['year']}.")
         for b in self.builds:
             if not self.chip_available(b["chip"], int(b["year"])):
                 self.fail("periods", f"{b['count']} racks of {b['config']} bought at {b['site']} in {b['year']}, before chip "

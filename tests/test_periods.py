@@ -442,3 +442,39 @@ def test_a_plan_only_command_on_a_schedule_names_its_periods(tmp_path):
     result = CliRunner().invoke(app, ["map", str(folder)])
     assert result.exit_code != 0 and "Traceback" not in result.output
     assert "multi-period schedule folder" in result.output and "periods/2026" in result.output
+
+
+def test_bad_period_inputs_are_named_not_crashed(tmp_path):
+    from dcplace.models import ScenarioError
+
+    cases = {
+        "years0": ([{"year": 2026, "years": 0}], "periods[0].years"),
+        "unknown": ([{"year": 2026, "foo": 1}], "periods[0].foo"),
+        "econ": ([{"year": 2026, "economics": {"nonsense": 1}}], "periods[0].economics.nonsense"),
+        "rate": ([{"year": 2026, "economics": {"discount_rate": 0.1}}], "the discount rate is the horizon's"),
+        "long": ([{"year": 2026, "years": 10}], "no chip lives that long"),
+        "demand": ([{"year": 2026, "demand": {"chat": -1}}], "periods[0].demand.chat"),
+    }
+    for name, (periods, text) in cases.items():
+        path = years(tmp_path / name, periods=periods, sites=[site("hub", 0, 0)], regions=[region("town", 0, 0.01)])
+        with pytest.raises(ScenarioError) as err:
+            load_scenario(path)
+        assert text in str(err.value), name
+    path = years(tmp_path / "str", periods=[{"year": 2026, "economics": {"carbon_price_usd_per_t": "80"}}], sites=[site("hub", 0, 0)],
+                 regions=[region("town", 0, 0.01)])
+    assert load_scenario(path).periods[0].economics == {"carbon_price_usd_per_t": 80.0}  # typed as Economics types it
+    path = years(tmp_path / "job", sites=[site("hub", 0, 0)], regions=[region("town", 0, 0.01)], jobs=[job("j", 48, from_year=2030, to_year=2026)])
+    with pytest.raises(ScenarioError) as err:
+        load_scenario(path)
+    assert "row 2" in str(err.value) and "to_year" in str(err.value)
+
+
+def test_a_zone_kept_from_an_earlier_period_keeps_its_cost(tmp_path):
+    """A liquid zone built for a job that ends stays built (and paid) in the periods after it."""
+    path = years(tmp_path / "in", sites=[site("hub", 0, 0, cooling_allowed="air"), site("far", 0, 50)], regions=[region("town", 0, 0.01)],
+                 jobs=[job("big", 96, to_year=2026)])
+    schedule, plans = solve_periods(load_scenario(path), OPTIONS)
+    later = next(s for s in plans[1][0].sites if s.id == "far")
+    assert later.open and "liquid" in later.zones and later.racks_total == 0
+    assert later.cost_usd_per_year["cooling_zones"] == 5000.0  # the liquid zone's fixed cost, still paid
+    assert check_schedule_folder(write_schedule_folder(schedule, load_scenario(path), plans, tmp_path / "out")).ok

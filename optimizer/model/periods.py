@@ -89,6 +89,10 @@ class PeriodSets:
 def build_period_sets(periods: tuple[Period, ...], scenarios: list[Scenario], ixs: list[IndexSets], rate: float) -> PeriodSets:
     """The tie sets, once, sparse: a build key wherever a period's model has racks of it."""
     ps = PeriodSets(tuple(periods), scenarios, ixs, rate)
+    for before, ix in zip(ixs, ixs[1:]):  # a zone built stays built: it keeps its column (and fixed cost) in later periods
+        kept = {(s, c) for s, c in before.zones if s in ix.sites and c in ix.sites[s].cooling_allowed}
+        ix.zones = sorted(set(ix.zones) | kept)
+        ix._groups.pop("zones_by_site", None)  # computed from the zones, if it was already
     for t, ix in enumerate(ixs):
         ps.rack_keys += [(t, key) for key in sorted(ix.rack_limit)]
         ps.fabric_keys += [(t, key) for key in sorted({key for key in ix.trn_econ})]
@@ -189,8 +193,11 @@ def zone_persists(pm: PeriodModel) -> None:
 
 
 def zone_kw_limit(ix: IndexSets, s: str, c: str) -> float:
-    """M[s,c]: the most IT kW of cooling c site s can hold in a period (power, floor, density)."""
-    return max((limit * ix.racks[k].kw_per_rack for (s2, k, c2), limit in ix.rack_limit.items() if s2 == s and c2 == c), default=0.0)
+    """M[s,c]: at least the IT kW any mix of racks of cooling c at site s can draw in a period:
+    min(power_limit_kw / PUE(s,c), floor_racks x the densest rack of c there)."""
+    site, cooling = ix.sites[s], ix.cooling[c]
+    densest = max((ix.racks[k].kw_per_rack for (s2, k, c2) in ix.rack_limit if s2 == s and c2 == c), default=0.0)
+    return min(site.power_limit_kw / site.pue(cooling), site.floor_racks * densest)
 
 
 def zone_it_kw(pm: PeriodModel, t: int, s: str, c: str) -> list[tuple[int, float]]:

@@ -77,11 +77,14 @@ def solve_periods(scenario: Scenario, options: SolveOptions | None = None, progr
         build_time = time.perf_counter() - started
         reserve = min(POST_SOLVE_RESERVE_S, POST_SOLVE_RESERVE_SHARE * options.time_limit_s)
         feed.phase("warm start")
+        start_began = time.perf_counter()
         start = start_from_periods(pm, _period_plans(pm, options, started + START_SHARE * options.time_limit_s))
+        start_s = time.perf_counter() - start_began
         feed.phase("search")
         remaining = max(deadline - time.perf_counter() - reserve, 1e-3)
         result, x = run_backend(pm.lm, None, replace(options, time_limit_s=remaining), incumbent=start,
                                 progress=feed if feed else None)
+        result = replace(result, solve_time_s=result.solve_time_s + start_s)  # the periods' own plans are part of the solve
         if start is None:
             result = replace(result, warm_start="none: a period had no plan of its own in the time for the start")
         elif result.warm_start.startswith("the caller's start plan"):  # in the schedule's words and units

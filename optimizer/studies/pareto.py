@@ -83,6 +83,11 @@ def trace_pareto(
     if points < 2:
         raise ValueError("a frontier needs at least 2 points")
     loaded = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)  # bad input fails before any solve
+    steering = "carbon_price_usd_per_t" if tradeoff == "carbon" else "transport_usd_per_tok_s_1000km_year"
+    overridden = [p.year for p in loaded.periods if steering in p.economics]
+    if overridden:  # the curve steers the top-level price; a period's own price would not follow it
+        raise ValueError(f"periods {', '.join(map(str, overridden))} set their own economics.{steering}, which the {tradeoff} "
+                         f"trade-off steers at the top level: remove it from those periods to trace the curve")
     if not loaded.source_path:
         raise ValueError("the points are solved from the scenario's file: give a scenario loaded from a YAML file (write_scenario one made in memory)")
     base_path = Path(loaded.source_path)
