@@ -102,6 +102,11 @@ class IndexSets:
         for name in [n for n in self._groups if n.startswith("serve_")]:
             del self._groups[name]
 
+    def add_zones(self, zones) -> None:
+        """Give the model these (site, cooling) zones too (a zone an earlier period built, optimizer.model.periods)."""
+        self.zones = sorted(set(self.zones) | set(zones))
+        self._groups.pop("zones_by_site", None)
+
     def h100_per_rack(self, k: str, f: str) -> float:
         """Effective H100-equivalent GPUs one rack of k contributes on fabric f."""
         rack = self.racks[k]

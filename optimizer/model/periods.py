@@ -35,8 +35,8 @@ import numpy as np
 
 from dcplace.models import Scenario
 from dcplace.models.records import Period
-from dcplace.optimizer.model.costs import COST_CATEGORIES
-from dcplace.optimizer.model.families import family
+from dcplace.optimizer.model.costs import COST_CATEGORIES, RackEconomics
+from dcplace.optimizer.model.families import REGISTRY, family
 from dcplace.optimizer.model.index import IndexSets
 from dcplace.optimizer.model.linear import LinearModel
 
@@ -56,6 +56,7 @@ class PeriodSets:
     fabric_keys: list[tuple[int, tuple]] = field(default_factory=list)  # (t, (s,k,c,f))
     halls: list[tuple[int, str, str]] = field(default_factory=list)  # (t, s, c): hall capacity of a cooling with a retrofit cost
     hall_limit_kw: dict[tuple[str, str], float] = field(default_factory=dict)  # M[s,c] over every period
+    rack_econ: list[dict[tuple, RackEconomics]] = field(default_factory=list)  # per period: (s,k,c) -> a rack's economics
 
     @property
     def years(self) -> list[int]:
@@ -90,12 +91,12 @@ def build_period_sets(periods: tuple[Period, ...], scenarios: list[Scenario], ix
     """The tie sets, once, sparse: a build key wherever a period's model has racks of it."""
     ps = PeriodSets(tuple(periods), scenarios, ixs, rate)
     for before, ix in zip(ixs, ixs[1:]):  # a zone built stays built: it keeps its column (and fixed cost) in later periods
-        kept = {(s, c) for s, c in before.zones if s in ix.sites and c in ix.sites[s].cooling_allowed}
-        ix.zones = sorted(set(ix.zones) | kept)
-        ix._groups.pop("zones_by_site", None)  # computed from the zones, if it was already
+        ix.add_zones((s, c) for s, c in before.zones if s in ix.sites and c in ix.sites[s].cooling_allowed)
     for t, ix in enumerate(ixs):
         ps.rack_keys += [(t, key) for key in sorted(ix.rack_limit)]
-        ps.fabric_keys += [(t, key) for key in sorted({key for key in ix.trn_econ})]
+        ps.fabric_keys += [(t, key) for key in sorted(ix.trn_econ)]
+        # a rack's capex annuities depend on (s,k,c) only: any of its purposes' economics gives them
+        ps.rack_econ.append({key[:3]: econ for table in (ix.trn_econ, ix.inf_econ) for key, econ in table.items()})
         ps.halls += [(t, s, c) for s, c in ix.zones if ix.cooling[c].retrofit_usd_per_kw > 0]
     for t, s, c in ps.halls:  # M[s,c]: a hall may be built ready for what the site holds in any period
         ps.hall_limit_kw[s, c] = max(ps.hall_limit_kw.get((s, c), 0.0), zone_kw_limit(ixs[t], s, c))
@@ -255,14 +256,9 @@ def retrofit_needed(pm: PeriodModel) -> None:
         lm.add_row("retrofit_needed", (ps.years[t], s, c), row, lower=-limit)
 
 
-PERIOD_FAMILIES = (rack_stock, fabric_stock, open_persists, zone_persists, ready_at_opening, retrofit_needed)
-
-
 def annuities(ps: PeriodSets, t: int, key: tuple, categories: tuple[str, ...]) -> dict[str, float]:
     """Capex annuity per rack of a build key in period t, by category, from period t's rack economics."""
-    ix = ps.ixs[t]
-    econ = ix.trn_econ.get(key) if len(key) == 4 else next(
-        (e for table in (ix.inf_econ, ix.trn_econ) for k, e in table.items() if k[:3] == key), None)
+    econ = ps.ixs[t].trn_econ.get(key) if len(key) == 4 else ps.rack_econ[t].get(key)
     return {c: econ.cost_usd_per_year.get(c, 0.0) for c in categories} if econ else {}
 
 
@@ -284,9 +280,9 @@ def build_periods_model(ps: PeriodSets, build_model, without: tuple[str, ...] | 
     hall_upper = [ps.hall_limit_kw[s, c] for t, s, c in ps.halls]
     for block in ("ready_kw", "retrofit_kw"):
         lm.add_block(block, hall_keys, 0.0, hall_upper, "continuous")
-    for name in PERIOD_FAMILIES:
-        if name.family not in without:
-            name(pm)
+    for name, fam in REGISTRY.items():  # the ties, in registration order (build_model skips this section)
+        if fam.section == "periods" and name not in without:
+            fam.builder(pm)
     for block, keys, categories, life in (("build_racks", ps.rack_keys, ("chips", "cooling_capex"), ps.rack_life),
                                            ("build_fabric", ps.fabric_keys, ("fabric",), ps.fabric_life)):
         for t, key in keys:
@@ -348,4 +344,4 @@ def start_from_periods(pm: PeriodModel, xs: list[np.ndarray | None]) -> np.ndarr
     return x
 
 
-__all__ = ["start_from_periods", "PeriodModel", "PeriodSets", "build_period_sets", "build_periods_model", "PERIOD_FAMILIES", "CAPEX_CATEGORIES"]
+__all__ = ["start_from_periods", "PeriodModel", "PeriodSets", "build_period_sets", "build_periods_model", "CAPEX_CATEGORIES"]
