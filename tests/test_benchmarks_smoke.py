@@ -89,3 +89,30 @@ def test_synthetic_50_by_200_gives_a_checked_plan(tmp_path):
     assert plan.solve.status in ("optimal", "feasible") and plan.solve.gap is not None
     assert plan.solve.model["rows"] > 15_000  # the full-size model, not a shrunken one
     assert len(plan.jobs) == N_JOBS
+
+
+def test_features_at_scale_gives_checked_plans_and_its_section(tmp_path):
+    """benchmarks/features_at_scale.py on a tiny world: each feature's scenario extends the
+    written synthetic world and turns exactly its feature on, and the section it writes holds
+    one row per run and nothing else of the file changes."""
+    from benchmarks import features_at_scale as bench
+    from dcplace.models import load_scenario
+    from dcplace.models.synthetic import synthetic_scenario
+    from dcplace.models.writing import write_scenario
+
+    world = tmp_path / "world"
+    write_scenario(synthetic_scenario(bench.SEED, 6, 20, 1, box_deg=(25.0, 45.0)), world)
+    loaded = {f: load_scenario(bench.feature_yaml(world, f)) for f in bench.FEATURES}
+    assert [f for f, s in loaded.items() if s.clock.on] == ["clock 24 h"]
+    assert [f for f, s in loaded.items() if s.policies.survive_site_loss] == ["N-1"]
+    assert [f for f, s in loaded.items() if s.periods] == ["periods"] and len(loaded["periods"].periods) == 3
+    assert len(loaded["base"].sites) == 6 and loaded["clock 24 h"].profiles
+    rows = [bench.one_run(6, 20, f, 20.0) for f in ("base", "clock 24 h")]
+    assert [r["checked"] for r in rows] == [True, True] and all(r["objective"] > 0 for r in rows)
+    results = tmp_path / "RESULTS.md"
+    results.write_text("# Benchmark results\n\nkept\n")
+    from benchmarks.results import replace_section
+
+    replace_section(results, bench.SECTION, bench.render(rows, "test"))
+    text = results.read_text()
+    assert "kept" in text and text.count("| 6 x 20 |") == 2

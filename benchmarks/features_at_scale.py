@@ -1,0 +1,179 @@
+"""The model's newer features at synthetic scale: the 24-hour clock, N-1 and periods (issue 20, item 3).
+
+    python benchmarks/features_at_scale.py                                  # 200x1000 and 500x3000, 300 s each
+    python benchmarks/features_at_scale.py --scales 200x1000 --limit 120
+
+Each synthetic world is the one of the "Synthetic scales" table (models/synthetic.py, seed 7,
+the full default catalog, 4 training jobs, a 25 x 45 degree box), written as a scenario
+folder; each feature is a scenario that extends it:
+
+- `base`: the world as it is (every site sized for the sum of the peaks it serves);
+- `clock 24 h`: `clock.hours: 24` with the default's shipped daily profiles
+  (data/default/profiles.csv), each region's offset from its position;
+- `N-1`: `survive_site_loss` for chat and reasoning at their default failover budgets
+  (2 x the serving budget; docs/resilience.md);
+- `periods`: the default's three two-year periods (data/default/years.yaml's demand and
+  power factors, without its site-specific power steps).
+
+Every run is `dcplace solve` as a library call (solve_to_folder / solve_schedule_to_folder,
+so the independent checker passes judgement on each folder), in a child process of its own so
+that its peak memory is its own, at 2 threads and the default gap (0.5 %). A run the library
+refuses, or that finds no plan in its limit, is recorded as such with its message. Replaces the
+"features-at-scale" section of benchmarks/RESULTS.md with what it measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.results import replace_section  # noqa: E402
+from benchmarks.run import N_JOBS, SEED, _machine  # noqa: E402
+
+SECTION = "features-at-scale"
+FEATURES = ("base", "clock 24 h", "N-1", "periods")
+DEFAULT_SCALES = ((200, 1000), (500, 3000))
+CHILD_GRACE_S = 900  # a run's process is stopped this long after its time limit (model builds are not deadline-bound)
+
+
+def feature_yaml(world: Path, feature: str) -> Path:
+    """A scenario file that extends the written synthetic world with one feature."""
+    from dcplace.models.files import default_scenario_path
+
+    default = default_scenario_path().parent
+    doc: dict = {"name": f"synthetic-{feature.replace(' ', '-').lower()}", "extends": str(world / "scenario.yaml")}
+    if feature == "clock 24 h":
+        doc.update(profiles=str(default / "profiles.csv"), clock={"hours": 24})
+    elif feature == "N-1":
+        doc["policies"] = {"survive_site_loss": {"chat": 1.0, "reasoning": 1.0}}
+    elif feature == "periods":
+        years = yaml.safe_load((default / "years.yaml").read_text())
+        doc["periods"] = years["periods"]
+    path = world.parent / f"{doc['name']}.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def one_run(n_sites: int, n_regions: int, feature: str, limit_s: float) -> dict:
+    """One (scale, feature) solve, in this (child) process: the record of the table row."""
+    from dcplace.models import load_scenario
+    from dcplace.models.errors import ScenarioError
+    from dcplace.models.synthetic import synthetic_scenario
+    from dcplace.models.writing import write_scenario
+    from dcplace.optimizer.solving.pipeline import solve_schedule_to_folder, solve_to_folder
+    from dcplace.optimizer.solving.solve import InfeasibleScenario, NoPlanFound, SolveOptions
+
+    row = {"scale": f"{n_sites} x {n_regions}", "feature": feature, "limit_s": limit_s}
+    tmp = Path(tempfile.mkdtemp(prefix="dcplace-features-"))
+    world = tmp / "world"
+    write_scenario(synthetic_scenario(SEED, n_sites, n_regions, N_JOBS, box_deg=(25.0, 45.0)), world)
+    options = SolveOptions(time_limit_s=limit_s, threads=2)
+    started = time.perf_counter()
+    try:
+        scenario = load_scenario(feature_yaml(world, feature))
+        if feature == "periods":
+            schedule, plans, report = solve_schedule_to_folder(scenario, tmp / "out", options)
+            s = schedule.solve
+            row.update(objective=schedule.npv_usd, objective_unit="NPV", bound=s.best_bound_usd_per_year, gap=s.gap,
+                       status=s.status, model=s.model, checked=report.ok)
+        else:
+            plan, report = solve_to_folder(scenario, tmp / "out", options)
+            s = plan.solve
+            row.update(objective=plan.objective_usd_per_year, objective_unit="/yr", bound=s.best_bound_usd_per_year, gap=s.gap,
+                       status=s.status, model=s.model, pairs=s.pairs, checked=report.ok,
+                       scenarios=(s.failover or {}).get("scenarios_generated"))
+    except (NoPlanFound, InfeasibleScenario) as exc:
+        row.update(status="no plan" if isinstance(exc, NoPlanFound) else "infeasible", note=str(exc).splitlines()[0])
+    except ScenarioError as exc:
+        row.update(status="refused", note=str(exc).splitlines()[0])
+    row.update(wall_s=time.perf_counter() - started, peak_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    return row
+
+
+def run_child(n_sites: int, n_regions: int, feature: str, limit_s: float) -> dict:
+    cmd = [sys.executable, __file__, "--one", f"{n_sites}x{n_regions}", feature, "--limit", str(limit_s)]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=limit_s + CHILD_GRACE_S)
+    except subprocess.TimeoutExpired:
+        return {"scale": f"{n_sites} x {n_regions}", "feature": feature, "limit_s": limit_s, "status": "stopped",
+                "note": f"still running {CHILD_GRACE_S} s after its time limit"}
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        reason = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
+        return {"scale": f"{n_sites} x {n_regions}", "feature": feature, "limit_s": limit_s, "status": "crashed", "note": reason}
+    return json.loads(lines[-1])
+
+
+def _money(usd) -> str:
+    return "" if usd is None else f"${usd / 1e6:,.2f} M"
+
+
+def _size(model: dict | None) -> str:
+    if not model:
+        return ""
+    return f"{model.get('rows', 0):,} x {model.get('columns', 0):,}, {model.get('integers', 0):,}"
+
+
+def render(rows: list[dict], command: str) -> str:
+    from dcplace.models.versions import versions_line
+
+    now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    out = [
+        "## The newer features at synthetic scale (benchmarks/features_at_scale.py)", "",
+        f"Measured {now} on {_machine()}; {versions_line()}. `{command}`.", "",
+        "The synthetic worlds of the table above (seed 7, 4 jobs), each solved as it is and with one feature on: "
+        "`clock 24 h` (the shipped daily profiles), `N-1` (chat and reasoning survive the loss of any site, default "
+        "failover budgets), `periods` (the default's three two-year periods). One child process per run, 2 threads, "
+        "gap 0.5 %; `checked` is the independent checker's verdict on the folder written. The objective of `periods` "
+        "is the NPV of the schedule, the others' an annual cost.", "",
+        "| scale | feature | limit | status | objective | bound | gap | wall s | model (rows x columns, integers) "
+        "| pairs in model / eligible | N-1 scenarios | peak MB | checked | note |",
+        "| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | --- | --- | ---: | ---: | --- | --- |",
+    ]
+    for r in rows:
+        pairs = r.get("pairs") or {}
+        pair_text = f"{pairs['in_model']:,} / {pairs['eligible']:,}" if {"in_model", "eligible"} <= set(pairs) else ("all" if r.get("model") else "")
+        gap = f"{100 * r['gap']:.2f} %" if r.get("gap") is not None else ""
+        checked = {True: "pass", False: "FAIL"}.get(r.get("checked"), "")
+        note = (r.get("note") or "").replace("|", "/")
+        out.append(f"| {r['scale']} | {r['feature']} | {r['limit_s']:g} s | {r.get('status', '')} | {_money(r.get('objective'))} "
+                   f"| {_money(r.get('bound'))} | {gap} | {r.get('wall_s', 0):.1f} | {_size(r.get('model'))} | {pair_text} "
+                   f"| {r.get('scenarios') if r.get('scenarios') is not None else ''} | {r.get('peak_mb', 0):,.0f} | {checked} | {note} |")
+    return "\n".join(out) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--scales", default=",".join(f"{a}x{b}" for a, b in DEFAULT_SCALES))
+    parser.add_argument("--features", default=",".join(FEATURES))
+    parser.add_argument("--limit", type=float, default=300.0)
+    parser.add_argument("--one", nargs=2, metavar=("SCALE", "FEATURE"), help=argparse.SUPPRESS)
+    parser.add_argument("--out", type=Path, default=Path(__file__).with_name("RESULTS.md"))
+    args = parser.parse_args()
+    if args.one:
+        n_sites, n_regions = (int(v) for v in args.one[0].split("x"))
+        print(json.dumps(one_run(n_sites, n_regions, args.one[1], args.limit), default=str))
+        return
+    rows = []
+    for scale in args.scales.split(","):
+        n_sites, n_regions = (int(v) for v in scale.split("x"))
+        for feature in args.features.split(","):
+            rows.append(run_child(n_sites, n_regions, feature, args.limit))
+            print(rows[-1], flush=True)
+    command = "python benchmarks/features_at_scale.py " + " ".join(sys.argv[1:])
+    replace_section(args.out, SECTION, render(rows, command.strip()))
+
+
+if __name__ == "__main__":
+    main()
