@@ -331,6 +331,26 @@ def test_bad_power_steps_name_the_row_and_field(tmp_path):
     assert "row 2" in str(err.value) and "power_steps_mw" in str(err.value) and "YEAR:MW" in str(err.value)
 
 
+def test_periods_with_more_pairs_than_a_model_holds_in_full_are_refused_by_name(tmp_path):
+    """Every pair of every period is in a multi-period model (no candidate pricing across
+    periods): beyond --max-full-pairs the solve says so before building it, and the CLI exits
+    with the input-error code and no traceback."""
+    from typer.testing import CliRunner
+
+    from dcplace.cli import app
+    from dcplace.models import ScenarioError
+
+    path = years(tmp_path / "in", sites=[site("west", 0, 0), site("east", 0, 0.05)], regions=[region("town", 0, 0.01)])
+    with pytest.raises(ScenarioError) as err:
+        solve_periods(load_scenario(path), SolveOptions(max_full_pairs=1))
+    text = str(err.value)
+    assert "period 2026 has 2 eligible (region, class, site) serving pairs, above the 1" in text
+    assert "period 2028 has 2" in text and "--max-full-pairs" in text
+    result = CliRunner().invoke(app, ["solve", str(path), "--max-full-pairs", "1", "-o", str(tmp_path / "out")])
+    assert result.exit_code == 2 and "Traceback" not in result.output and "serving pairs" in result.output
+    assert not (tmp_path / "out").exists()
+
+
 # ------------------------------------------------------------- batch, compare, pareto, CLI
 
 def test_a_batch_of_schedules_reports_each_npv_and_resumes(tmp_path):

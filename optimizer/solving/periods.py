@@ -54,6 +54,16 @@ def period_indexes(scenario: Scenario, options: SolveOptions):
             problems += [_in_period(p, period.year) for p in exc.problems]
     if problems:
         raise ScenarioError(problems)
+    too_many = [(period.year, ix.eligible_pairs()) for (period, _), ix in zip(pairs, ixs) if ix.eligible_pairs() > options.max_full_pairs]
+    if too_many:
+        # every pair of every period would be a column and two rows: at 500 x 3,000 that is 2.4 M pairs a period
+        raise ScenarioError([InputProblem(
+            scenario.source_path or scenario.name, None, "periods",
+            f"period {year} has {n:,} eligible (region, class, site) serving pairs, above the {options.max_full_pairs:,} "
+            "a model holds in full (--max-full-pairs); a multi-period model holds every pair of every period, because "
+            "candidate pricing does not yet reach across periods (docs/periods.md).",
+            "raise --max-full-pairs to build it anyway, solve the periods one at a time (each single-year solve prices "
+            "its pairs in), or narrow the regions' rtt budgets.") for year, n in too_many])
     return [p for p, _ in pairs], [s for _, s in pairs], ixs
 
 
