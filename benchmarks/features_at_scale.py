@@ -143,7 +143,8 @@ def render(rows: list[dict], command: str) -> str:
     ]
     for r in rows:
         pairs = r.get("pairs") or {}
-        pair_text = f"{pairs['in_model']:,} / {pairs['eligible']:,}" if {"in_model", "eligible"} <= set(pairs) else ("all" if r.get("model") else "")
+        pair_text = f"{pairs['pairs_in_model']:,} / {pairs['pairs_eligible']:,}" if {"pairs_in_model", "pairs_eligible"} <= set(pairs) \
+            else ("all" if r.get("model") else "")
         gap = f"{100 * r['gap']:.2f} %" if r.get("gap") is not None else ""
         checked = {True: "pass", False: "FAIL"}.get(r.get("checked"), "")
         note = (r.get("note") or "").replace("|", "/")
