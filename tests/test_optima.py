@@ -321,3 +321,28 @@ def test_a_served_pair_pays_for_a_whole_zone_in_the_lp_relaxation(tmp_path):
     assert optimum == pytest.approx(1000 + 3000 + air_inference_rack_usd(100), rel=1e-9)
     assert lp_bound(()) == pytest.approx(optimum, rel=1e-9)
     assert lp_bound(("share_needs_zone",)) == pytest.approx(optimum - 2970, rel=1e-9)
+
+
+@pytest.mark.parametrize("price, expected", [(10, {("chat", "air"), ("reason", "liquid")}),
+                                              (100, {("chat", "liquid"), ("reason", "liquid")})])
+def test_the_rounded_start_builds_a_second_zone_only_where_it_pays(tmp_path, price, expected):
+    """warmstart._inference_racks, by hand: reasoning runs only on 'trainer-dense' racks
+    (60 kW: liquid); chat's 'server-air' rack (4 kW) in liquid pays $400/yr more cooling
+    capex ($1,000/kW over 10 years) and saves 4 kW x (1.5 - 1.1) x 8,760 h x 0.5 load of
+    energy: $70.08/yr at $10/MWh (air is cheaper, and the air zone is free: both zones), and
+    $700.80/yr at $100/MWh (liquid is cheaper: one liquid zone serves both)."""
+    import copy
+
+    from dcplace.optimizer.model.index import build_index
+    from dcplace.optimizer.solvers.warmstart import _inference_racks
+
+    catalog = copy.deepcopy(TINY_CATALOG)
+    catalog["workloads"].append({"id": "reason", "name": "Reasoning", "load_factor": 0.5})
+    catalog["throughput"].append({"chip": "trainer", "workload": "reason", "tok_s_per_gpu": 100})
+    catalog["throughput"] = [t for t in catalog["throughput"] if (t["chip"], t["workload"]) != ("trainer", "chat")]
+    path = make_scenario(tmp_path, sites=[site("hub", 0, 0, power_price_usd_per_mwh=price)],
+                         regions=[region("town", 0, 0.1, demand_reason_tok_s=4800, rtt_budget_reason_ms=50)], catalog=catalog)
+    ix = build_index(load_scenario(path))
+    racks = _inference_racks(ix, "hub", {"chat": 800.0, "reason": 4800.0}, set())
+    assert {(w, c) for (_, _, c, w) in racks} == expected
+    assert sorted(racks.values()) == [1, 1]  # 800 / (16 x 50) and 4,800 / (48 x 100)
