@@ -22,9 +22,7 @@ plan's values; rack counts and demand shares become continuous and may move. On 
 Two changes make the duals mean what they say: the density_needs_zone rows are left out and
 racks in a built zone get no upper bound (with zones fixed, a rack can only be in a built
 zone, which bounds of 0 enforce; their big-M and the rack bounds are floor(limit / kW per
-rack), which would otherwise bind a hair before the power row and take its dual); and the
-share_needs_zone rows are left out (with zones fixed they repeat share_needs_open at a site
-with one zone and would share the max-share price with it). Site
+rack), which would otherwise bind a hair before the power row and take its dual). Site
 counts (min/max sites) and forced sites involve only integer decisions: with those fixed
 they have no LP price; what a site is worth is measured by re-solving
 (optimizer/studies/worth.py). A dual is a marginal value: it holds for small changes only,
@@ -109,7 +107,7 @@ class PlanLP:
 
     def __init__(self, scenario: Scenario, plan: Plan):
         self.ix: IndexSets = checked_index(scenario, EVERY_PAIR)
-        self.lm: LinearModel = build_model(self.ix, without=("density_needs_zone", "share_needs_zone"))
+        self.lm: LinearModel = build_model(self.ix, without=("density_needs_zone",))
         x = plan_binaries(plan, self.lm)
         if x is None:
             raise PlanLPError("the plan uses a decision the scenario's model has no variable for (a forbidden site, a pruned "
