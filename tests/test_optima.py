@@ -291,38 +291,6 @@ def test_pair_costs_are_a_transport_input(tmp_path):
     assert plan.objective_usd_per_year == pytest.approx(1000 + air_inference_rack_usd(100) + 1000, rel=1e-9)
 
 
-def test_a_served_pair_pays_for_a_whole_zone_in_the_lp_relaxation(tmp_path):
-    """share_needs_zone, by hand: one region of 800 tok/s served by one 'server-air' rack
-    (16 GPUs x 50 tok/s) at an air-only site with room for 100 racks, its zone at $3,000/yr.
-    Without the row the LP relaxation builds 1/100 of the zone ($30); with it, the served
-    pair pays for the whole zone, as the MIP does, so the LP bound rises by exactly $2,970
-    and meets the optimum."""
-    import copy
-
-    import highspy
-
-    from dcplace.optimizer.model.formulation import build_model
-    from dcplace.optimizer.model.index import build_index
-    from dcplace.optimizer.solvers.highs_model import to_highs
-
-    catalog = copy.deepcopy(TINY_CATALOG)
-    catalog["cooling"][0]["zone_fixed_usd_per_year"] = 3000
-    path = make_scenario(tmp_path, sites=[site("hub", 0, 0, cooling_allowed="air")], regions=[region("town", 0, 0.1)],
-                         catalog=catalog)
-
-    def lp_bound(without: tuple[str, ...]) -> float:
-        h = to_highs(build_model(build_index(load_scenario(path)), without=without))
-        h.setOptionValue("solve_relaxation", True)
-        h.run()
-        assert h.getModelStatus() == highspy.HighsModelStatus.kOptimal
-        return h.getInfo().objective_function_value
-
-    optimum = solve(load_scenario(path), EXACT).objective_usd_per_year
-    assert optimum == pytest.approx(1000 + 3000 + air_inference_rack_usd(100), rel=1e-9)
-    assert lp_bound(()) == pytest.approx(optimum, rel=1e-9)
-    assert lp_bound(("share_needs_zone",)) == pytest.approx(optimum - 2970, rel=1e-9)
-
-
 @pytest.mark.parametrize("price, expected", [(10, {("chat", "air"), ("reason", "liquid")}),
                                               (100, {("chat", "liquid"), ("reason", "liquid")})])
 def test_the_rounded_start_builds_a_second_zone_only_where_it_pays(tmp_path, price, expected):

@@ -165,7 +165,6 @@ BOUND_ONLY = {  # rows that bound the objective (the clock's busy energy, docs/c
 TIGHTENING = {  # implied in the MIP by the families named; kept for the LP bound
     "share_needs_open": (two_towns, ("inference_capacity", "density_needs_zone", "zone_needs_open", "site_power")),
     "zone_needs_open": (with_job, ("density_needs_zone", "site_power")),
-    "share_needs_zone": (two_towns, ("inference_capacity", "density_needs_zone")),
     "failover_aggregate": (lambda p: two_backups(p), ("failover_reserve", "failover_capacity")),
 }
 

@@ -114,29 +114,6 @@ def share_needs_open(lm: LinearModel, ix: IndexSets) -> None:
     lm.add_rows("share_needs_open", ix.serve, cols, np.array([1.0, -cap]), upper=0.0)  # one row per pair, as add_row
 
 
-@family(checker="check_density", not_relaxed="implied by the capacity rows and density_needs_zone in the MIP; "
-        "it only tightens the LP relaxation, so relaxing it would move no limit")
-def share_needs_zone(lm: LinearModel, ix: IndexSets) -> None:
-    """share[r,w,s] - max_share * sum_{c in C[s,w]} zone[s,c] <= 0   per pair, C[s,w] the coolings of s with class-w racks.
-
-    Valid for every plan: a share above 0 is load above 0 at s in some hour (demand > 0, a
-    profile peaks at 1), which racks of class w must serve (inference_capacity or
-    hourly_serving), and a rack in a c zone needs zone[s,c] = 1 (density_needs_zone); so the
-    sum is at least 1 whenever the share is above 0, and the share is at most max_share.
-    Why: density_needs_zone's M (the most racks the site could hold) lets the LP relaxation
-    buy a zone for a few hundredths of its cost; this row makes a served pair pay for at
-    least one whole zone. On the default with the clock at 24 hours it raised the root LP
-    bound by $2.7 M/yr, a sixth of the LP-to-plan gap, most of which was zones."""
-    cap = ix.scenario.policies.max_share_per_site
-    coolings: dict[tuple[str, str], list[int]] = {}
-    for (s, w), racks in ix.group("inf_by_sw").items():
-        coolings[s, w] = [lm.col("zone", (s, c)) for c in sorted({c for _, c in racks})]
-    share = lm.blocks["share"]
-    for i, (r, w, s) in enumerate(ix.serve):
-        zones = coolings.get((s, w), [])
-        lm.add_row("share_needs_zone", (r, w, s), [(share.start + i, 1.0)] + [(z, -cap) for z in zones], upper=0.0)
-
-
 @family(checker="check_inference_capacity", not_relaxed="a law of the model, not a limit a user sets: "
         "capacity is what the racks serve; the limits behind it (power, floor, demand) are relaxed instead")
 def inference_capacity(lm: LinearModel, ix: IndexSets) -> None:
