@@ -43,8 +43,8 @@ SURVIVE = {"chat": 1.0, "reasoning": 1.0}  # as benchmarks/resilience.py
 FAILOVER = {"chat": 100.0}
 
 
-def musd(usd: float) -> str:
-    return f"${usd / 1e6:,.2f} M"
+def musd(usd: float | None) -> str:
+    return "none" if usd is None else f"${usd / 1e6:,.2f} M"
 
 
 def spare_table(state: fo.ServingState, classes) -> list[str]:
@@ -101,7 +101,9 @@ def main() -> None:
     started = time.perf_counter()
     result, x = run_backend(lm, ix, SolveOptions(time_limit_s=args.round_s, threads=args.threads, mip_gap=5e-3))
     print(f"first round MIP ({args.round_s:g} s): {musd(result.objective_usd_per_year)}, bound {musd(result.best_bound_usd_per_year)}, "
-          f"{time.perf_counter() - started:.1f} s; warm start: {result.warm_start}")
+          f"{time.perf_counter() - started:.1f} s; {result.termination}; warm start: {result.warm_start}")
+    if x is None:
+        return
     state = fo.state_from_columns(x, lm, ix)
     print(*(f"  plan {line}" for line in spare_table(state, classes)), sep="\n")
     losses = fo.check_losses(ix, state, args.threads)
