@@ -315,3 +315,28 @@ def test_min_cut_of_a_broken_reroute_is_violated_by_exactly_its_shortfall():
         regions, sites = min_cut(rr, arcs, spare)
         assert {s for (r, s) in arcs if r in regions} <= set(sites)
         assert sum(need[r] for r in regions) - sum(spare[s] for s in sites) == pytest.approx(rr.short_tok_s, rel=1e-6)
+
+
+def test_an_lp_plan_is_read_with_its_fractional_racks_and_sites(tmp_path):
+    """state_from_columns(fractional=True), as benchmarks/n1_bound.py re-routes an LP plan: half a
+    rack is 400 tok/s of capacity and a site open at 0.1 is open; rounded, the half rack rounds to
+    nothing (round half to even) and the site is closed. By hand: RACK_TOK_S = 800."""
+    import numpy as np
+
+    from dcplace.optimizer.model.formulation import build_model
+    from dcplace.optimizer.solving.failover import state_from_columns
+    from dcplace.optimizer.solving.precheck import checked_index
+
+    ix = checked_index(load_scenario(three_sites(tmp_path)))
+    lm = build_model(ix)
+    x = np.zeros(lm.n_cols)
+    rack = next(key for key in ix.inf_racks if key[0] == "a" and key[1] == "server-air")
+    x[lm.col("racks_inf", rack)] = 0.5
+    x[lm.col("open", "a")] = 0.1
+    x[lm.col("share", ("town", "chat", "a"))] = 0.25
+    lp = state_from_columns(x, lm, ix, fractional=True)
+    assert lp.capacity == {("a", "chat"): pytest.approx(0.5 * RACK_TOK_S)} and lp.open_sites == {"a"}
+    assert lp.load == {("a", "chat"): pytest.approx(0.25 * 4800)}
+    assert lp.spare("chat") == {"a": 0.0}  # 400 tok/s built, 1,200 served: no spare
+    rounded = state_from_columns(x, lm, ix)
+    assert rounded.capacity == {} and rounded.open_sites == set()

@@ -164,11 +164,24 @@ def failover_aggregate(lm: LinearModel, ix: IndexSets) -> None:
         terms = [(lm.col("share", (r, w, f)), ix.demand(r, w)) for r in regions]
         terms += [(lm.col("spare", (s, w)), -1.0) for s in backups]
         lm.add_row("failover_aggregate", ("loss", f, w), terms, upper=(1.0 - alpha[w]) * sum(ix.demand(r, w) for r in regions))
-    for f, w, inside, near in hall_cuts(ix):  # divided by the regions' demand: coefficients near 1, as the shares'
-        total = sum(ix.demand(q, w) for q in inside)
-        terms = [(lm.col("share", (q, w, f)), ix.demand(q, w) / total) for q in inside]
-        terms += [(lm.col("spare", (s, w)), -1.0 / total) for s in near if (s, w) in has_spare]
-        lm.add_row("failover_aggregate", (f"cut {f}", w, ",".join(inside)), terms, upper=1.0 - alpha[w])
+    for f, w, inside, near in hall_cuts(ix):
+        terms, upper = cut_row(lm, ix, f, w, inside, near)
+        lm.add_row("failover_aggregate", (f"cut {f}", w, ",".join(inside)), terms, upper=upper)
+
+
+def cut_row(lm: LinearModel, ix: IndexSets, f: str, w: str, inside, near) -> tuple[list[tuple[int, float]], float]:
+    """(terms, upper bound) of the cut row of failover_aggregate for lost site f, class w, regions
+    `inside` (Q) and backups `near` (N): sum_Q share[q,w,f] * demand[q,w] - sum_N spare[s,w] <=
+    (1 - a[w]) * sum_Q demand[q,w], divided by sum_Q demand[q,w] so that its coefficients are near
+    1, as the shares' (a backup without a spare column, one that cannot host w, is left out).
+    The one place the row is written: the model's build and optimizer.solving.failover's LP
+    rounds (anticipate_cuts) both take it from here."""
+    alpha = survivable(ix.scenario)[w]
+    spare = lm.blocks["spare"]
+    total = sum(ix.demand(q, w) for q in inside)
+    terms = [(lm.col("share", (q, w, f)), ix.demand(q, w) / total) for q in inside]
+    terms += [(spare.start + spare.pos[s, w], -1.0 / total) for s in near if (s, w) in spare.pos]
+    return terms, 1.0 - alpha
 
 
 def standby_keys(ix: IndexSets) -> list[tuple[str, str, str, str]]:
@@ -216,4 +229,4 @@ def training_standby(lm: LinearModel, ix: IndexSets) -> None:
         lm.add_row(name, ("capacity", s, f, x), need + have, upper=0.0)
 
 
-__all__ = ["hall_cuts", "failover_reserve", "failover_capacity", "failover_aggregate", "training_standby", "reroute_keys", "standby_keys"]
+__all__ = ["hall_cuts", "cut_row", "failover_reserve", "failover_capacity", "failover_aggregate", "training_standby", "reroute_keys", "standby_keys"]

@@ -128,17 +128,19 @@ class ServingState:
         return {s: max(0.0, cap - self.load.get((s, w), 0.0)) for (s, ww), cap in self.capacity.items() if ww == w}
 
 
-def state_from_columns(x: np.ndarray, lm: LinearModel, ix: IndexSets) -> ServingState:
-    """The serving state of a solved model's column values (racks rounded as extract does)."""
+def state_from_columns(x: np.ndarray, lm: LinearModel, ix: IndexSets, fractional: bool = False) -> ServingState:
+    """The serving state of a solved model's column values (racks rounded as extract does);
+    `fractional`: of an LP relaxation's, racks as they are and every site with a share or a
+    rack open."""
     capacity: dict[tuple[str, str], float] = defaultdict(float)
     racks = lm.blocks["racks_inf"]
     for i, (s, k, c, w) in enumerate(ix.inf_racks):
-        n = round(float(x[racks.start + i]))
-        if n > 0:
+        n = float(x[racks.start + i]) if fractional else round(float(x[racks.start + i]))
+        if n > 1e-9:
             capacity[s, w] += n * ix.tok_s_per_rack[k, w]
     block = lm.blocks["share"]
     shares = {ix.serve[i]: min(1.0, float(x[block.start + i])) for i in np.flatnonzero(x[block.start:block.stop] > 1e-9)}
-    opened = {s for s in ix.sites if x[lm.col("open", s)] > 0.5}
+    opened = {s for s in ix.sites if x[lm.col("open", s)] > (1e-9 if fractional else 0.5)}
     return with_load(ServingState(opened, dict(capacity), shares), ix)
 
 
@@ -191,6 +193,7 @@ def broken(losses: dict[str, dict[str, Reroute]]) -> dict[str, float]:
 
 
 # ------------------------------------------------------------------ the lazy loop
+
 
 
 # ------------------------------------------------------------------ repair: a secure plan from an insecure one
