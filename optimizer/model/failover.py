@@ -174,8 +174,8 @@ def cut_row(lm: LinearModel, ix: IndexSets, f: str, w: str, inside, near) -> tup
     `inside` (Q) and backups `near` (N): sum_Q share[q,w,f] * demand[q,w] - sum_N spare[s,w] <=
     (1 - a[w]) * sum_Q demand[q,w], divided by sum_Q demand[q,w] so that its coefficients are near
     1, as the shares' (a backup without a spare column, one that cannot host w, is left out).
-    The one place the row is written: the model's build and optimizer.solving.failover's LP
-    rounds (anticipate_cuts) both take it from here."""
+    The one place the row is written: the model's build and the LP cut rounds of
+    benchmarks/n1_bound.py both take it from here."""
     alpha = survivable(ix.scenario)[w]
     spare = lm.blocks["spare"]
     total = sum(ix.demand(q, w) for q in inside)

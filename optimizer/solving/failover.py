@@ -192,10 +192,6 @@ def broken(losses: dict[str, dict[str, Reroute]]) -> dict[str, float]:
     return {f: sum(r.short_tok_s for r in by_w.values()) for f, by_w in losses.items() if any(r.breaks for r in by_w.values())}
 
 
-# ------------------------------------------------------------------ the lazy loop
-
-
-
 # ------------------------------------------------------------------ repair: a secure plan from an insecure one
 
 REPAIR_ROUNDS = 20
