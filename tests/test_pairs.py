@@ -169,3 +169,15 @@ def test_candidate_placements_keep_every_option_at_the_cheapest_sites():
         best = {s: min(unit[p[1:]] for p in options if p[1] == s) for s in {p[1] for p in options}}
         assert max(best[s] for s in kept) <= min((best[s] for s in best if s not in kept), default=float("inf"))
         assert {p for p in options if p[1] in kept} <= set(ix.place)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_capacity_cost_bound_is_below_the_full_lp(seed):
+    """The bound stated when no LP finishes: below the full model's LP relaxation, and not vacuous."""
+    full = build_index(_jobs_scenario(seed))
+    z_full = _lp(build_model(full)).getInfo().objective_function_value
+    ix = build_index(_jobs_scenario(seed), max_full_pairs=0)
+    ix.restrict_training(candidates.candidate_placements(ix))
+    bound = pairs.capacity_cost_bound(ix)
+    assert bound == pytest.approx(pairs.capacity_cost_bound(full), rel=1e-12)  # the candidates do not change it
+    assert 0.5 * z_full < bound <= z_full * (1 + 1e-9)

@@ -55,7 +55,7 @@ ADD_PER_ROUND = 4  # priced-out pairs added per (region, class) and round
 # what the bound stated against the full model is (PricedLP.bound_kind)
 FULL_LP = "the full model's LP bound"  # pricing converged: the LP relaxation of the full model itself
 LAGRANGIAN = "a Lagrangian bound of the full model's LP (pricing stopped early)"
-CAPACITY_COST = "a capacity-cost Lagrangian bound of the full model (the LP did not finish)"
+CAPACITY_COST = "a capacity-cost Lagrangian bound of the full model (stronger than pricing's, or no LP finished)"
 BOUND_TOLERANCE = 1e-4  # stop pricing once the LP is this close (relative) to the full model's bound
 
 
@@ -336,8 +336,10 @@ def solve_priced_lp(ix: IndexSets, build, deadline: float, threads: int, bound_t
         pricer_started = time.perf_counter()
         pricer = PlacementPricer(ix, build)
         log.info("placement pricing model: %s (%.1f s)", pricer.model.size(), time.perf_counter() - pricer_started)
+    floor_bound = capacity_cost_bound(ix)  # valid whatever the LPs do; kept when stronger than pricing's
     build_s = 0.0
     rounds = 0
+    last = None  # (x, objective, duals, pairs pricing) of the last LP that reached its optimum in this pass
     while True:  # one pass per set of placements
         pass_started = time.perf_counter()
         build_started = time.perf_counter()
@@ -354,29 +356,33 @@ def solve_priced_lp(ix: IndexSets, build, deadline: float, threads: int, bound_t
         cap = ix.scenario.policies.max_share_per_site
         region_ids = [r.id for r in ix.scenario.regions]
         site_ids = [site.id for site in ix.scenario.sites]
+        last = None
         while True:
             lp_started = time.perf_counter()
             try:
                 run_until(h, deadline)  # returns by the deadline (+ GRACE_S) whatever HiGHS is doing
                 optimal = h.getModelStatus() == highspy.HighsModelStatus.kOptimal
             except HighsAbandoned:
-                optimal = False  # the instance stays with its thread; the candidate model is returned without an LP
+                optimal = False  # the instance stays with its thread
             rounds += 1
-            if not optimal:  # no LP duals: the bound that needs none
-                return lm, PricedLP(x=None, objective=None, full_lp_bound=capacity_cost_bound(ix), converged=False, rounds=rounds,
-                                    bound_kind=CAPACITY_COST,
-                                    pairs_in_model=len(ix.serve), pairs_eligible=ix.eligible_pairs(),
-                                    seconds=time.perf_counter() - started, build_s=build_s,
-                                    placements_in_model=len(ix.place), placements_eligible=len(ix.place_all))
+            if not optimal:
+                if last is None:  # no LP of this model finished: no duals, the bound that needs none
+                    return lm, PricedLP(x=None, objective=None, full_lp_bound=floor_bound, converged=False, rounds=rounds,
+                                        pairs_in_model=len(ix.serve), pairs_eligible=ix.eligible_pairs(),
+                                        seconds=time.perf_counter() - started, build_s=build_s, bound_kind=CAPACITY_COST,
+                                        placements_in_model=len(ix.place), placements_eligible=len(ix.place_all))
+                log.info("pricing round %d: the LP did not finish by the deadline; the last round's LP stands", rounds)
+                break  # the pairs added since have no LP value: they start at 0, which keeps the last LP point feasible
             solution = h.getSolution()
             objective = h.getInfo().objective_function_value
             x = np.asarray(solution.col_value)
             duals = lifted_capacity_duals(ix, lm, x, np.asarray(solution.row_dual), np.asarray(solution.col_dual))
             priced = price_pairs(ix, lm, duals, objective, in_model)
+            last = (x, objective, duals, priced)
             log.info("pricing round %d: %d pairs, LP %.1f s (%d iterations), $%.6g, bound $%.6g, %d pairs price out (%.1f s in all)",
                      rounds, len(column_of), time.perf_counter() - lp_started, h.getInfo().simplex_iteration_count, objective,
                      priced.lagrangian_bound, priced.n_added, time.perf_counter() - started)
-            close = objective - priced.lagrangian_bound <= bound_tolerance * abs(objective)
+            close = objective - max(priced.lagrangian_bound, floor_bound) <= bound_tolerance * abs(objective)
             if priced.n_added == 0 or close or time.perf_counter() >= deadline:
                 break
             new = [(region_ids[i], w, site_ids[j]) for w, mask in priced.added.items() for i, j in zip(*np.nonzero(mask))]
@@ -387,14 +393,15 @@ def solve_priced_lp(ix: IndexSets, build, deadline: float, threads: int, bound_t
             for w, mask in priced.added.items():
                 in_model[w] |= mask
 
+        x, objective, duals, priced = last
         placements = pricer.price(lm, duals, objective) if pricer else PlacementPricing(bound_term=0.0)
-        bound = priced.lagrangian_bound + placements.bound_term
+        lagrangian = priced.lagrangian_bound + placements.bound_term
         log.info("placements: %d in the model, %d price out, bound term $%.6g, bound $%.6g", len(ix.place),
-                 len(placements.added), placements.bound_term, bound)
-        values = {pair: x[j] for pair, j in column_of.items()}
+                 len(placements.added), placements.bound_term, lagrangian)
+        values = {pair: (x[j] if j < len(x) else 0.0) for pair, j in column_of.items()}
         ix.restrict_serve(in_model)
         now = time.perf_counter()
-        again = (placements.added and objective - bound > bound_tolerance * abs(objective)
+        again = (placements.added and objective - max(lagrangian, floor_bound) > bound_tolerance * abs(objective)
                  and deadline - now >= 3.0 * (now - pass_started))
         if not again:
             break
@@ -408,12 +415,15 @@ def solve_priced_lp(ix: IndexSets, build, deadline: float, threads: int, bound_t
     final_share = final.blocks["share"]
     x_final[final_share.start:final_share.stop] = [values[pair] for pair in ix.serve]
     x_final[final_share.stop:] = x[share.stop: share.stop + final.n_cols - final_share.stop]
+    converged = priced.n_added == 0 and not placements.added
+    if converged:
+        bound, kind = lagrangian, FULL_LP
+    else:
+        bound, kind = (lagrangian, LAGRANGIAN) if lagrangian >= floor_bound else (floor_bound, CAPACITY_COST)
     return final, PricedLP(
-        x=x_final, objective=objective, full_lp_bound=min(bound, objective),
-        converged=priced.n_added == 0 and not placements.added, rounds=rounds, pairs_in_model=len(ix.serve),
-        bound_kind=FULL_LP if priced.n_added == 0 and not placements.added else LAGRANGIAN,
-        pairs_eligible=ix.eligible_pairs(), seconds=time.perf_counter() - started, build_s=build_s,
-        placements_in_model=len(ix.place), placements_eligible=len(ix.place_all),
+        x=x_final, objective=objective, full_lp_bound=min(bound, objective), converged=converged, rounds=rounds,
+        pairs_in_model=len(ix.serve), pairs_eligible=ix.eligible_pairs(), seconds=time.perf_counter() - started,
+        build_s=build_s, placements_in_model=len(ix.place), placements_eligible=len(ix.place_all), bound_kind=kind,
     )
 
 
