@@ -1,4 +1,4 @@
-"""Serving pairs at scale: start from candidates, price the rest, prove the LP bound.
+"""Serving pairs and training placements at scale: start from candidates, price the rest, prove the LP bound.
 
 A (region, class, site) pair is eligible when the rules of optimizer.index allow it; at
 2,000 sites x 10,000 regions with a 120 ms budget nearly all of 20 M pairs per class are,
@@ -25,9 +25,18 @@ it. So when a scenario has more than index.MAX_FULL_PAIRS eligible pairs:
    When no pair prices out the two are equal: the full model's LP bound is proven
    without ever building the full model.
 
-The MIP is then solved over the final pairs. Its plan is feasible for the full model (a
-subset of its columns); its gap is reported against the full model's LP bound, never
-against the restricted MIP's own bound, which does not bound the full model.
+4. training placements are restricted the same way (candidates.candidate_placements: every
+   option at each job's cheapest sites per effective H100-equivalent) and priced with the
+   same duals (PlacementPricer, whose docstring has the bound argument); its term adds to
+   the pairs' bound, and placements that price out join a rebuilt model;
+5. capacity_cost_bound, a Lagrangian bound that needs no LP, is stated instead when it is
+   stronger or when no LP finished; a round whose LP runs out of time leaves the last
+   finished round's LP, duals and bound standing.
+
+The MIP is then solved over the final pairs and placements. Its plan is feasible for the
+full model (a subset of its columns); its gap is reported against a valid bound of the full
+model (PricedLP.bound_kind says which), never against the restricted MIP's own bound,
+which does not bound the full model.
 """
 
 from __future__ import annotations
