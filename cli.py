@@ -273,11 +273,11 @@ def print_plan(plan: Plan, out_dir: Path | None = None) -> None:
 
     _say(f"Status: {_text(status_text(plan))}.")
     if s.pairs:
+        bound_kind = s.pairs.get("bound_kind") or "the full model's LP bound"  # plans written before bound_kind
         _say(
             f"Serving pairs: {s.pairs['pairs_in_model']:,} of {s.pairs['pairs_eligible']:,} eligible in the model after "
             f"{s.pairs['pricing_rounds']} pricing rounds; "
-            + (f"the gap is against the full model's LP bound ({money(s.pairs['full_lp_bound_usd_per_year'])}/yr"
-               f"{'' if s.pairs['converged'] else ', pricing stopped early'})."
+            + (f"the gap is against {bound_kind} ({money(s.pairs['full_lp_bound_usd_per_year'])}/yr)."
                if s.pairs["full_lp_bound_usd_per_year"] is not None else "pricing's LP did not finish: no bound for the full model.")
         )
     # Numbers never wrap or shrink to '…'; text columns fold (a name is shown whole, over

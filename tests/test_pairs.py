@@ -22,7 +22,7 @@ from dcplace.optimizer.model.index import build_index
 from dcplace.optimizer.solvers.highs_model import to_highs
 from dcplace.optimizer.model import candidates
 from dcplace.optimizer.solvers import pairs
-from dcplace.optimizer.solvers.pairs import in_model_mask, lifted_capacity_duals, price_pairs, solve_priced_lp
+from dcplace.optimizer.solvers.pairs import PlacementPricer, in_model_mask, lifted_capacity_duals, price_pairs, solve_priced_lp
 from dcplace.optimizer.solving.pipeline import solve_to_folder
 
 
@@ -109,3 +109,75 @@ def test_candidate_path_plan_is_feasible_and_honest_about_its_gap(tmp_path, seed
     assert plan.solve.gap == pytest.approx((plan.objective_usd_per_year - bound) / plan.objective_usd_per_year, abs=1e-12)
     assert (plan.solve.status == "optimal") == (plan.solve.gap <= 1e-12)
     assert "full model's LP bound" in plan.solve.termination
+
+
+@pytest.fixture
+def worst_placements(monkeypatch):
+    """Start each training job from its single dearest placement, so that pricing must find the good ones."""
+
+    def worst(ix):
+        unit = candidates.placement_unit_cost(ix)
+        return {max((p for p in ix.place_all if p[0] == j), key=lambda p: unit[p[1:]]) for j in ix.jobs}
+
+    monkeypatch.setattr(pairs, "candidate_placements", worst)
+
+
+def _jobs_scenario(seed: int):
+    return synthetic_scenario(seed, n_sites=12, n_regions=60, n_jobs=3, box_deg=(25.0, 45.0))
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_priced_placements_reach_the_full_lp_relaxation(seed, few_candidates, worst_placements):
+    full = build_index(_jobs_scenario(seed))
+    assert not full.training_restricted()
+    z_full = _lp(build_model(full)).getInfo().objective_function_value
+
+    ix = build_index(_jobs_scenario(seed), max_full_pairs=0)
+    assert not ix.training_restricted()  # solve_priced_lp restricts the placements, not the index
+    ix.restrict_training(pairs.candidate_placements(ix))
+    assert len(ix.place) == len(ix.jobs) < len(ix.place_all) and len(ix.trn_racks) < len(ix.trn_racks_all)
+    # the first restricted LP: its placement-priced bound is below the full LP, and pricing has work to do
+    lm = build_model(ix)
+    h = _lp(lm)
+    solution = h.getSolution()
+    x, z = np.asarray(solution.col_value), h.getInfo().objective_function_value
+    lifted = lifted_capacity_duals(ix, lm, x, np.asarray(solution.row_dual), np.asarray(solution.col_dual))
+    placements = PlacementPricer(ix, build_model).price(lm, lifted, z)
+    pairs_bound = price_pairs(ix, lm, lifted, z, in_model_mask(ix)).lagrangian_bound
+    assert placements.added and placements.bound_term < 0
+    assert pairs_bound + placements.bound_term <= z_full * (1 + 1e-9) < z
+
+    lm, priced = solve_priced_lp(ix, build_model, time.perf_counter() + 120, threads=1, bound_tolerance=0.0)
+    assert priced.converged and priced.placements_in_model < priced.placements_eligible
+    assert priced.objective == pytest.approx(z_full, rel=1e-7)
+    assert priced.full_lp_bound <= z_full * (1 + 1e-9)
+    assert priced.full_lp_bound == pytest.approx(z_full, rel=1e-7)
+    assert len(priced.x) == lm.n_cols and lm.blocks["place"].keys == ix.place
+    assert float(lm.objective() @ priced.x) == pytest.approx(priced.objective, rel=1e-9)
+
+
+def test_candidate_placements_keep_every_option_at_the_cheapest_sites():
+    ix = build_index(_jobs_scenario(4), max_full_pairs=0)
+    ix.restrict_training(candidates.candidate_placements(ix))
+    assert ix.training_restricted()
+    unit = candidates.placement_unit_cost(ix)
+    for j in ix.jobs:
+        options = [p for p in ix.place_all if p[0] == j]
+        kept = {p[1] for p in ix.place if p[0] == j}
+        assert len(kept) == min(candidates.TRAINING_SITES, len({p[1] for p in options}))
+        # every kept site is at least as cheap (its best option) as every site left out
+        best = {s: min(unit[p[1:]] for p in options if p[1] == s) for s in {p[1] for p in options}}
+        assert max(best[s] for s in kept) <= min((best[s] for s in best if s not in kept), default=float("inf"))
+        assert {p for p in options if p[1] in kept} <= set(ix.place)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_capacity_cost_bound_is_below_the_full_lp(seed):
+    """The bound stated when no LP finishes: below the full model's LP relaxation, and not vacuous."""
+    full = build_index(_jobs_scenario(seed))
+    z_full = _lp(build_model(full)).getInfo().objective_function_value
+    ix = build_index(_jobs_scenario(seed), max_full_pairs=0)
+    ix.restrict_training(candidates.candidate_placements(ix))
+    bound = pairs.capacity_cost_bound(ix)
+    assert bound == pytest.approx(pairs.capacity_cost_bound(full), rel=1e-12)  # the candidates do not change it
+    assert 0.5 * z_full < bound <= z_full * (1 + 1e-9)

@@ -20,7 +20,7 @@ import pytest
 from helpers import TINY_CATALOG, job, make_scenario, region, site
 from dcplace.models import ScenarioError, load_scenario
 from dcplace.optimizer import SolveOptions, solve
-from dcplace.optimizer.model.index import PruningRules, build_index, most_per_site, undominated_fabrics
+from dcplace.optimizer.model.index import PruningRules, build_index, most_per_site, undominated_fabrics, undominated_inference_racks
 from dcplace.optimizer.solving.pipeline import solve_to_folder
 from dcplace.optimizer.solving.solve import InfeasibleScenario
 
@@ -134,7 +134,7 @@ def test_a_fabric_dearer_both_ways_is_still_dropped(tmp_path):
 
 # ----------------------------------------------------------- every rule, every policy
 
-RULES = ["dominated_fabrics", "job_fits_site", "idle_inference_racks"]
+RULES = ["dominated_fabrics", "job_fits_site", "idle_inference_racks", "dominated_racks"]
 
 
 def _random_instance(folder, seed: int):
@@ -208,3 +208,71 @@ def test_no_pruning_rule_changes_the_optimum(tmp_path):
                 differing.append((seed, label, got, reference))
     assert not differing, differing
     assert solved >= 15, f"only {solved} of 40 random instances had a plan: the generator no longer tests much"
+
+
+# ------------------------------------------------------------- dominated inference racks
+
+
+def _rack_instance(folder, seed: int):
+    """Three inference chips with random price, speed and power in sparse and dense racks, so
+    that some racks dominate others one for one and some only per tok/s; sites whose floor
+    or power binds, and the policies that count racks (capex budget, carbon cap) at random."""
+    rng = random.Random(seed)
+    chips, racks, throughput = [], [], []
+    for i in range(3):
+        chips.append({"id": f"inf{i}", "name": f"Inference {i}", "vendor": "X", "capex_usd_per_gpu": rng.choice([1500, 2000, 2600]),
+                      "life_years": rng.choice([4, 5]), "h100_equiv": 0})
+        throughput.append({"chip": f"inf{i}", "workload": "chat", "tok_s_per_gpu": rng.choice([40, 50, 65])})
+        for name, servers in (("air", 2), ("dense", rng.choice([3, 4]))):
+            racks.append({"id": f"inf{i}-{name}", "chip": f"inf{i}", "gpus_per_server": 8, "servers_per_rack": servers,
+                          "server_kw": rng.choice([1.5, 2.0, 2.5]), "rack_overhead_kw": rng.choice([0, 1])})
+    catalog = {**TINY_CATALOG, "chips": chips, "rack_configs": racks, "throughput": throughput}
+    sites = [site(f"s{i}", 0, i * 0.3, floor_racks=rng.randint(2, 8), power_limit_kw=rng.choice([40, 80, 400]),
+                  power_price_usd_per_mwh=rng.choice([30, 120]), grid_carbon_g_per_kwh=rng.choice([20, 700]),
+                  fixed_cost_usd_per_year=rng.choice([0, 5000]), cooling_allowed=rng.choice(["air;liquid", "air"])) for i in range(3)]
+    regions = [region(f"r{i}", 0, rng.uniform(0, 0.6), chat=rng.choice([500, 1500, 4000]), budget=50) for i in range(2)]
+    policies = {}
+    if rng.random() < 0.4:
+        policies["capex_budget_usd"] = rng.choice([150_000, 300_000])
+    if rng.random() < 0.4:
+        policies["carbon_cap_t_per_year"] = rng.choice([50, 200])
+    if rng.random() < 0.3:
+        policies["max_share_per_site"] = 0.6
+    return make_scenario(folder, sites, regions, jobs=[], catalog=catalog, policies=policies)
+
+
+def test_dominated_racks_keep_the_optimum(tmp_path):
+    """30 random instances solved exactly with and without the rule: same optimum (or both
+    without a plan), and the rule drops racks in most of them, so the test is not vacuous."""
+    differing, dropped_in, solved = [], 0, 0
+    without = replace(PruningRules(), dominated_racks=False)
+    for seed in range(30):
+        scenario = load_scenario(_rack_instance(tmp_path / str(seed), seed))
+        full = build_index(scenario, pruning=without)
+        pruned = build_index(scenario)
+        assert set(pruned.inf_racks) == undominated_inference_racks(full) and set(pruned.inf_racks) <= set(full.inf_racks)
+        dropped_in += len(pruned.inf_racks) < len(full.inf_racks)
+        reference, got = _outcome(scenario, without), _outcome(scenario, PruningRules())
+        solved += reference is not None
+        same = (got is None and reference is None) or (
+            got is not None and reference is not None and abs(got - reference) <= 1e-7 * max(1.0, abs(reference)))
+        if not same:
+            differing.append((seed, got, reference))
+    assert not differing, differing
+    assert dropped_in >= 15 and solved >= 15, (dropped_in, solved)
+
+
+def test_a_rack_cheaper_only_per_tok_s_is_kept(tmp_path):
+    """'fast' serves twice the tok/s of 'slow' at 1.5 times the cost, power and capex: cheaper per
+    tok/s, yet a region that needs one 'slow' rack's worth is served more cheaply by 'slow'."""
+    chips = [{"id": "slow", "name": "Slow", "vendor": "X", "capex_usd_per_gpu": 2000, "life_years": 5, "h100_equiv": 0},
+             {"id": "fast", "name": "Fast", "vendor": "X", "capex_usd_per_gpu": 3000, "life_years": 5, "h100_equiv": 0}]
+    racks = [{"id": "slow-air", "chip": "slow", "gpus_per_server": 8, "servers_per_rack": 2, "server_kw": 2, "rack_overhead_kw": 0},
+             {"id": "fast-air", "chip": "fast", "gpus_per_server": 8, "servers_per_rack": 2, "server_kw": 3, "rack_overhead_kw": 0}]
+    throughput = [{"chip": "slow", "workload": "chat", "tok_s_per_gpu": 50}, {"chip": "fast", "workload": "chat", "tok_s_per_gpu": 100}]
+    catalog = {**TINY_CATALOG, "chips": chips, "rack_configs": racks, "throughput": throughput}
+    scenario = load_scenario(make_scenario(tmp_path, [site("a", 0, 0, cooling_allowed="air")], [region("r", 0, 0, chat=800)],
+                                           jobs=[], catalog=catalog))
+    assert {k for _, k, _, _ in build_index(scenario).inf_racks} == {"slow-air", "fast-air"}
+    plan = solve(scenario, EXACT)
+    assert {ln.config: ln.racks for s in plan.sites for ln in s.racks} == {"slow-air": 1}

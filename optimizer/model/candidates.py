@@ -1,8 +1,12 @@
-"""The serving pairs a large model starts from (the rest are priced in by optimizer.solvers.pairs).
+"""The serving pairs and training placements a large model starts from (the rest are priced
+in by optimizer.solvers.pairs).
 
 Each (region, class) keeps its CHEAPEST sites by an estimated delivered cost per tok/s
 (the cheapest rack's annual cost per tok/s there, plus transport) and its NEAREST sites;
-pure numpy over the index's matrices, no solver.
+pure numpy over the index's matrices, no solver. Each training job keeps every placement
+(fabric, chip) at its TRAINING_SITES cheapest sites by delivered cost per effective
+H100-equivalent (the cheapest rack's annual cost, fabric included, per H100-equivalent it
+contributes on that fabric).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ if TYPE_CHECKING:  # type names only: index.py imports this module
 
 CHEAPEST = 6  # candidates per (region, class) by estimated cost per tok/s
 NEAREST = 2  # and by distance
+TRAINING_SITES = 4  # sites per training job by estimated cost per effective H100-equivalent
 REGION_CHUNK = 2048  # regions priced at once (bounds the size of the dense blocks)
 
 
@@ -79,3 +84,24 @@ def _keep_smallest(keep: np.ndarray, score: np.ndarray, k: int) -> None:
     finite = np.isfinite(np.take_along_axis(score, idx, axis=1))
     rows = np.broadcast_to(np.arange(score.shape[0])[:, None], idx.shape)
     keep[rows[finite], idx[finite]] = True
+
+
+def placement_unit_cost(ix: IndexSets) -> dict[tuple[str, str, str], float]:
+    """(s, f, x) -> the cheapest annual cost (USD/yr) of one effective H100-equivalent of chip x on fabric f at s."""
+    out: dict[tuple[str, str, str], float] = {}
+    for (s, k, c, f), econ in ix.trn_econ_all.items():
+        key = (s, f, ix.racks[k].chip)
+        out[key] = min(out.get(key, math.inf), econ.total_usd_per_year / ix.h100_per_rack(k, f))
+    return out
+
+
+def candidate_placements(ix: IndexSets) -> set[tuple[str, str, str, str]]:
+    """The placements (j, s, f, x) a large model starts from: every option of each job at its
+    TRAINING_SITES cheapest sites by estimated delivered cost per effective H100-equivalent."""
+    unit = placement_unit_cost(ix)
+    best: dict[str, dict[str, float]] = {}  # job -> site -> its cheapest option there
+    for j, s, f, x in ix.place_all:
+        sites = best.setdefault(j, {})
+        sites[s] = min(sites.get(s, math.inf), unit.get((s, f, x), math.inf))
+    chosen = {j: set(sorted(sites, key=lambda s: (sites[s], s))[:TRAINING_SITES]) for j, sites in best.items()}
+    return {p for p in ix.place_all if p[1] in chosen[p[0]]}

@@ -68,6 +68,12 @@ class IndexSets:
     inf_racks: list[tuple[str, str, str, str]] = field(default_factory=list)
     trn_racks: list[tuple[str, str, str, str]] = field(default_factory=list)
     place: list[tuple[str, str, str, str]] = field(default_factory=list)
+    # Every placement and training rack option the rules allow; `place` and `trn_racks` hold all of them
+    # unless restrict_training narrowed them to candidates (optimizer.solvers.pairs prices the rest in).
+    place_all: list[tuple[str, str, str, str]] = field(default_factory=list)
+    trn_racks_all: list[tuple[str, str, str, str]] = field(default_factory=list)
+    trn_econ_all: dict[tuple[str, str, str, str], RackEconomics] = field(default_factory=dict)
+    holdable_limit: dict[tuple[str, str, str], int] = field(default_factory=dict)  # (s, k, c) -> most racks that fit
 
     tok_s_per_rack: dict[tuple[str, str], float] = field(default_factory=dict)
     inf_econ: dict[tuple[str, str, str, str], RackEconomics] = field(default_factory=dict)
@@ -101,6 +107,17 @@ class IndexSets:
         self.serve = _serve_list(self, {w: self.eligible[w] & keep[w] for w in self.eligible})
         for name in [n for n in self._groups if n.startswith("serve_")]:
             del self._groups[name]
+
+    def restrict_training(self, keep) -> None:
+        """Build the model over the placements in `keep` (a set of (j, s, f, x)) only, with the
+        training racks, zones, rack limits and self-build sites they need (candidate_placements)."""
+        keep = set(keep)
+        self.place = [p for p in self.place_all if p in keep]
+        _training_racks(self)
+        self._groups.clear()
+
+    def training_restricted(self) -> bool:
+        return len(self.place) < len(self.place_all)
 
     def add_zones(self, zones) -> None:
         """Give the model these (site, cooling) zones too (a zone an earlier period built, optimizer.model.periods)."""
@@ -197,15 +214,31 @@ class PruningRules:
       survivable class's failover pairs, model.resilience). Proof: such racks appear in no
       capacity row that has demand, and every cost is >= 0, so setting them to zero keeps a plan feasible (it
       only lowers power, floor, emissions and capex) and no dearer.
+    * `dominated_racks`: inference option (s, k, c, w) is dropped when another rack k' in the
+      same zone type c at the same site s, for the same class w, serves at least as many tok/s
+      and costs no more per year, draws no more facility kW, uses no more energy, emits no
+      more and costs no more up front (among equals the lower id survives). Proof: in any
+      plan, replace each rack of k there by one rack of k', one for one. Capacity for w
+      (and any failover re-serving, which counts the same tok/s) does not fall; the floor
+      count is the same; power, energy, emissions, capex and the objective do not rise; the
+      zone c is the one already built; the k' racks at (s, c) still fit their bound
+      rack_limit[s, k', c] = the most k' racks the floor and power admit, because the power
+      row holds with no more kW per rack. Only one for one is exact: a rack that is merely
+      cheaper *per tok/s* (k' serves twice the tok/s at 1.9 times the cost) is not, because a
+      site that needs one rack's worth of capacity pays 1.9 racks' cost for k' (integer
+      racks). Off with the clock (its hourly energy, idle power and backfilled training
+      depend on more than these figures) and in multi-period models (a chip's life and year
+      of availability tie its racks across periods; optimizer.solving.periods switches it off).
     """
 
     dominated_fabrics: bool = True
     job_fits_site: bool = True
     idle_inference_racks: bool = True
+    dominated_racks: bool = True
 
     @classmethod
     def none(cls) -> "PruningRules":
-        return cls(dominated_fabrics=False, job_fits_site=False, idle_inference_racks=False)
+        return cls(dominated_fabrics=False, job_fits_site=False, idle_inference_racks=False, dominated_racks=False)
 
 
 def undominated_fabrics(fabrics: dict[str, Fabric], rate: float) -> set[str]:
@@ -219,6 +252,29 @@ def undominated_fabrics(fabrics: dict[str, Fabric], rate: float) -> set[str]:
         return all(x >= y for x, y in zip(ka, kb)) and (ka != kb or a.id < b.id)
 
     return {f.id for f in fabrics.values() if not any(dominates(g, f) for g in fabrics.values() if g.id != f.id)}
+
+
+def undominated_inference_racks(ix: IndexSets) -> set[tuple[str, str, str, str]]:
+    """The inference options (s, k, c, w) no other rack of the same (s, c, w) dominates one for
+    one (PruningRules.dominated_racks; ties broken by rack id)."""
+
+    def key(option: tuple[str, str, str, str]) -> tuple[float, ...]:
+        s, k, c, w = option
+        e = ix.inf_econ[option]
+        return (ix.tok_s_per_rack[k, w], -e.total_usd_per_year, -e.facility_kw, -e.energy_mwh_per_year, -e.emissions_t_per_year,
+                -e.upfront_capex_usd)
+
+    groups: dict[tuple[str, str, str], list] = defaultdict(list)
+    for option in ix.inf_racks:
+        s, k, c, w = option
+        groups[s, c, w].append((option, key(option)))
+    kept = set()
+    for options in groups.values():
+        for option, mine in options:
+            if not any(other != option and all(a >= b for a, b in zip(theirs, mine)) and (theirs != mine or other[1] < option[1])
+                       for other, theirs in options):
+                kept.add(option)
+    return kept
 
 
 def most_per_site(options: list[tuple[float, float]], floor_racks: float, power_kw: float) -> float:
@@ -309,6 +365,11 @@ def build_index(scenario: Scenario, max_full_pairs: int = MAX_FULL_PAIRS, prunin
                         site, ix.racks[k], ix.chips[ix.racks[k].chip], ix.cooling[c], inference_load_factor(scenario, ix.workloads[w]), econ
                     )
 
+    if pruning.dominated_racks and not scenario.clock.on:
+        kept = undominated_inference_racks(ix)
+        ix.inf_racks = [key for key in ix.inf_racks if key in kept]
+        ix.inf_econ = {key: ix.inf_econ[key] for key in ix.inf_racks}
+
     # training: placements first, then only the rack options some placement can use
     training_chips = {c for c, chip in ix.chips.items() if chip.h100_equiv > 0}
     fabrics = undominated_fabrics(ix.fabrics, econ.discount_rate) if pruning.dominated_fabrics else set(ix.fabrics)
@@ -336,22 +397,17 @@ def build_index(scenario: Scenario, max_full_pairs: int = MAX_FULL_PAIRS, prunin
     used = {(s, f, chip) for (_, s, f, chip) in ix.place}
     for s, site in sites.items():
         for k, c, limit in holdable[s]:
+            ix.holdable_limit[s, k, c] = limit
             chip = ix.racks[k].chip
             for f in ix.fabrics:
                 if (s, f, chip) in used:
-                    ix.trn_racks.append((s, k, c, f))
-                    ix.trn_econ[s, k, c, f] = rack_economics(
+                    ix.trn_racks_all.append((s, k, c, f))
+                    ix.trn_econ_all[s, k, c, f] = rack_economics(
                         site, ix.racks[k], ix.chips[chip], ix.cooling[c], econ.training_load_factor, econ, ix.fabrics[f]
                     )
+    ix.place_all = list(ix.place)
+    _training_racks(ix)
 
-    add_build_sites(ix)
-
-    needed = {(s, k, c) for (s, k, c, _) in ix.inf_racks} | {(s, k, c) for (s, k, c, _) in ix.trn_racks}
-    for s in sites:
-        for k, c, limit in holdable[s]:
-            if (s, k, c) in needed:
-                ix.rack_limit[s, k, c] = limit
-    ix.zones = sorted({(s, c) for (s, _, c) in needed})
     # The candidate path prices pairs with the duals of inference_capacity, which the clock
     # replaces by hourly rows (optimizer.model.clock): with the clock on, every pair is built.
     if ix.eligible_pairs() <= max_full_pairs or scenario.clock.on:
@@ -361,6 +417,20 @@ def build_index(scenario: Scenario, max_full_pairs: int = MAX_FULL_PAIRS, prunin
     ix.failover_lost = seed_reroutings(ix)  # N-1: losses certain to need re-routing (model.resilience)
     ix.clock = build_clock(ix)
     return ix
+
+
+def _training_racks(ix: IndexSets) -> None:
+    """trn_racks: the options of trn_racks_all that some placement in `place` can use; then the
+    rack limits, zones and self-build sites of the racks in the model."""
+    used = {(s, f, chip) for (_, s, f, chip) in ix.place}
+    ix.trn_racks = [(s, k, c, f) for s, k, c, f in ix.trn_racks_all if (s, f, ix.racks[k].chip) in used]
+    ix.trn_econ = {key: ix.trn_econ_all[key] for key in ix.trn_racks}
+    ix._groups.clear()
+    ix.build_usd_per_kw_year, ix.build_limit_kw = {}, {}
+    add_build_sites(ix)
+    needed = {(s, k, c) for (s, k, c, _) in ix.inf_racks} | {(s, k, c) for (s, k, c, _) in ix.trn_racks}
+    ix.rack_limit = {key: limit for key, limit in ix.holdable_limit.items() if key in needed}
+    ix.zones = sorted({(s, c) for (s, _, c) in needed})
 
 
 def add_build_sites(ix: IndexSets) -> None:

@@ -1,4 +1,4 @@
-"""Serving pairs at scale: start from candidates, price the rest, prove the LP bound.
+"""Serving pairs and training placements at scale: start from candidates, price the rest, prove the LP bound.
 
 A (region, class, site) pair is eligible when the rules of optimizer.index allow it; at
 2,000 sites x 10,000 regions with a 120 ms budget nearly all of 20 M pairs per class are,
@@ -25,9 +25,18 @@ it. So when a scenario has more than index.MAX_FULL_PAIRS eligible pairs:
    When no pair prices out the two are equal: the full model's LP bound is proven
    without ever building the full model.
 
-The MIP is then solved over the final pairs. Its plan is feasible for the full model (a
-subset of its columns); its gap is reported against the full model's LP bound, never
-against the restricted MIP's own bound, which does not bound the full model.
+4. training placements are restricted the same way (candidates.candidate_placements: every
+   option at each job's cheapest sites per effective H100-equivalent) and priced with the
+   same duals (PlacementPricer, whose docstring has the bound argument); its term adds to
+   the pairs' bound, and placements that price out join a rebuilt model;
+5. capacity_cost_bound, a Lagrangian bound that needs no LP, is stated instead when it is
+   stronger or when no LP finished; a round whose LP runs out of time leaves the last
+   finished round's LP, duals and bound standing.
+
+The MIP is then solved over the final pairs and placements. Its plan is feasible for the
+full model (a subset of its columns); its gap is reported against a valid bound of the full
+model (PricedLP.bound_kind says which), never against the restricted MIP's own bound,
+which does not bound the full model.
 """
 
 from __future__ import annotations
@@ -35,13 +44,13 @@ from __future__ import annotations
 import logging
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import highspy
 import numpy as np
 
-from dcplace.optimizer.model.candidates import REGION_CHUNK, _demand, _keep_smallest, _pair_cost_matrix
+from dcplace.optimizer.model.candidates import REGION_CHUNK, _demand, _keep_smallest, _pair_cost_matrix, candidate_placements, placement_unit_cost
 from dcplace.optimizer.model.costs import transport_usd_per_year
 from dcplace.optimizer.solvers.highs_model import HighsAbandoned, run_until, to_highs
 
@@ -52,6 +61,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 ADD_PER_ROUND = 4  # priced-out pairs added per (region, class) and round
+# what the bound stated against the full model is (PricedLP.bound_kind)
+FULL_LP = "the full model's LP bound"  # pricing converged: the LP relaxation of the full model itself
+LAGRANGIAN = "a Lagrangian bound of the full model's LP (pricing stopped early)"
+CAPACITY_COST = "a capacity-cost Lagrangian bound of the full model (stronger than pricing's, or no LP finished)"
 BOUND_TOLERANCE = 1e-4  # stop pricing once the LP is this close (relative) to the full model's bound
 
 
@@ -136,88 +149,273 @@ def price_pairs(ix: IndexSets, lm: LinearModel, row_dual: np.ndarray, lp_objecti
     return result
 
 
+def capacity_cost_bound(ix: IndexSets) -> float:
+    """A valid lower bound on the full model's LP relaxation that needs no LP: the Lagrangian
+    bound of the duals
+
+        mu[s,w]   = -min_k cost[s,k,c,w] / tok_s[k,w]        (inference_capacity)
+        pi[r,w]   = min_{eligible s} (cost[r,w,s] + demand[r,w] * (-mu[s,w]))   (demand_met)
+        nu[s,f,x] = -min_{k of x, c} cost[s,k,c,f] / h100[k,f]    (training_capacity)
+        lambda[j] = min_{(s,f,x) of j} gpus[j] * (-nu[s,f,x])    (job_placed_once)
+
+    and 0 for every other row. With them every rack, share and placement column has reduced
+    cost >= 0, as have open, zone and the other columns whose cost is >= 0; so (weak duality,
+    bounded columns) z_LP(full) >= sum pi + sum lambda + sum_c min(0, cost[c]) * upper[c], the
+    last term over the one column with a negative cost (built_kw, the colocation a campus
+    replaces). It prices every demand at the cheapest capacity that could serve it and every
+    job at the cheapest effective H100s, ignoring fixed, zone and integer costs: weaker than
+    the LP, but stated when the LP does not finish in time.
+    """
+    economics = ix.scenario.economics
+    n_regions, n_sites = len(ix.scenario.regions), len(ix.scenario.sites)
+    unit = {w: np.full(n_sites, np.inf) for w in ix.workloads}  # -mu
+    for (s, k, c, w), econ in ix.inf_econ.items():
+        j = ix.site_pos[s]
+        unit[w][j] = min(unit[w][j], econ.total_usd_per_year / ix.tok_s_per_rack[k, w])
+    bound = 0.0
+    for w, eligible in ix.eligible.items():
+        demand = _demand(ix, w)
+        for a in range(0, n_regions, REGION_CHUNK):
+            rows = slice(a, min(a + REGION_CHUNK, n_regions))
+            cost = transport_usd_per_year(demand[rows][:, None], ix.distance_km[rows], economics)
+            extra = _pair_cost_matrix(ix, w, rows)
+            if extra is not None:
+                cost = cost + extra
+            best = np.where(eligible[rows], cost + demand[rows][:, None] * unit[w][None, :], np.inf).min(axis=1)
+            bound += float(best[np.isfinite(best)].sum())
+    per_h100 = placement_unit_cost(ix)  # -nu
+    for j, job in ix.jobs.items():
+        options = [per_h100[p[1:]] for p in ix.place_all if p[0] == j and p[1:] in per_h100]
+        if options:
+            bound += job.gpus_h100_equiv * min(options)
+    full = ix
+    if ix.training_restricted():  # the self-build sites of the full model, not of the candidates
+        full = replace(ix, serve=[])
+        full.restrict_training(full.place_all)
+    for s in full.build:
+        bound += min(0.0, full.build_usd_per_kw_year[s] - 12.0 * full.sites[s].colocation_usd_per_kw_month) * full.build_limit_kw[s]
+    return bound
+
+
 @dataclass
 class PricedLP:
     """The LP relaxation over the candidate pairs once pricing stopped."""
 
     x: np.ndarray | None  # None: the LP did not reach an optimum (in time)
     objective: float | None
-    full_lp_bound: float | None  # valid lower bound on the full model (its LP relaxation, proven when converged)
+    full_lp_bound: float | None  # valid lower bound on the full model's LP relaxation (equal to it when converged)
     converged: bool
     rounds: int
     pairs_in_model: int
     pairs_eligible: int
     seconds: float
     build_s: float
+    placements_in_model: int = 0
+    placements_eligible: int = 0
+    bound_kind: str = FULL_LP  # which valid bound full_lp_bound is (FULL_LP, LAGRANGIAN or CAPACITY_COST)
 
     def record(self) -> dict:
         return {
             "pairs_eligible": self.pairs_eligible, "pairs_in_model": self.pairs_in_model, "pricing_rounds": self.rounds,
-            "converged": self.converged, "full_lp_bound_usd_per_year": self.full_lp_bound, "pricing_s": round(self.seconds, 3),
+            "placements_eligible": self.placements_eligible, "placements_in_model": self.placements_in_model,
+            "converged": self.converged, "full_lp_bound_usd_per_year": self.full_lp_bound, "bound_kind": self.bound_kind, "pricing_s": round(self.seconds, 3),
             "build_s": round(self.build_s, 3),
         }
 
 
+@dataclass
+class PlacementPricing:
+    """What pricing the left-out training placements found (see PlacementPricer)."""
+
+    bound_term: float  # <= 0: what the left-out training columns can lower the full model's LP bound by
+    added: set = field(default_factory=set)  # (j, s, f, x) that price out
+
+
+class PlacementPricer:
+    """Prices the training placements (and the racks, zones and rows they bring) that a
+    candidate-restricted model leaves out (index.restrict_training).
+
+    Bound argument. Let y be optimal LP duals of the restricted model (z its LP value). Give
+    every row of the full model that the restricted one lacks the dual 0, except a new
+    training_capacity[s,f,x] row, which gets
+
+        nu[s,f,x] = min(0, -min_k rc0[k] / h[k])
+
+    over its racks k (rc0: a rack's reduced cost with nu = 0, h: the effective H100s it
+    adds). Each such new row has right-hand side 0 and holds only new columns (placements
+    and racks of (s,f,x), which the restricted model has none of), so the duals of the rows
+    the restricted model has still price its own columns exactly as its LP did. For these
+    duals, Lagrangian relaxation of every row but job_placed_once, with the columns' bounds
+    kept, gives (weak duality, every column bounded):
+
+        z_LP(full) >= z + sum_j min(0, min_{new (s,f,x)} rc[j,s,f,x])
+                        + sum_{other new columns c} min(0, rc[c]) * upper[c]
+
+    where rc[j,s,f,x] = -lambda[j] - gpus[j] * nu[s,f,x] (+ the duals of any other row the
+    placement is in) and by the choice of nu every new rack has rc >= 0, a new zone (whose
+    new rows have dual 0) rc = its cost >= 0. A placement with rc < 0 is worth adding; when
+    none has, the restricted LP is the full model's LP on the training side.
+
+    The reduced costs are computed generically from a model built over every placement and
+    no serving pair (`pricing`), so every row a training column is in is counted.
+    """
+
+    def __init__(self, ix: IndexSets, build):
+        full = replace(ix, serve=[])
+        full.restrict_training(full.place_all)
+        self.ix_full = full
+        self.model = build(full)
+        start, index, value = self.model.matrix()
+        self.index, self.value = index, value
+        self.column_of_entry = np.repeat(np.arange(self.model.n_cols), np.diff(start))
+        self.cost = self.model.objective()
+        self.upper = self.model.bounds()[1]
+
+    def _reduced_costs(self, y: np.ndarray) -> np.ndarray:
+        return self.cost - np.bincount(self.column_of_entry, weights=self.value * y[self.index], minlength=self.model.n_cols)
+
+    def price(self, lm: LinearModel, row_dual: np.ndarray, lp_objective: float, add_sites: int = ADD_PER_ROUND) -> PlacementPricing:
+        """Price every placement `lm` leaves out with its LP duals `row_dual` (the class docstring)."""
+        pm = self.model
+        y = np.zeros(pm.n_rows)
+        new_capacity_rows: dict = {}
+        for name, fam in pm.families.items():
+            have = lm.families[name].rows() if name in lm.families else {}
+            for key, row in fam.rows().items():
+                if key in have:
+                    y[row] = row_dual[have[key]]
+                elif name == "training_capacity":
+                    new_capacity_rows[key] = row
+        rc0 = self._reduced_costs(y)
+        racks = self.ix_full.group("trn_by_sfchip")
+        for (s, f, x), row in new_capacity_rows.items():
+            cols = [pm.col("racks_trn", (s, k, c, f)) for k, c in racks.get((s, f, x), [])]
+            if cols:
+                h = np.array([self.ix_full.h100_per_rack(k, f) for k, c in racks[s, f, x]])
+                y[row] = min(0.0, -float(np.min(rc0[cols] / h)))
+        rc = self._reduced_costs(y)
+        result = PlacementPricing(bound_term=0.0)
+        tolerance = 1e-9 * max(1.0, abs(lp_objective))
+        for name, block in pm.blocks.items():
+            mine = lm.blocks[name].pos if name in lm.blocks else {}
+            new = np.array([block.start + i for i, key in enumerate(block.keys) if key not in mine], dtype=np.int64)
+            if not len(new):
+                continue
+            if name == "place":  # sum_{s,f,x} place[j,s,f,x] = 1 is kept: the job's cheapest new option
+                by_job: dict[str, list[tuple[float, tuple]]] = {}
+                for col in new:
+                    key = block.keys[col - block.start]
+                    by_job.setdefault(key[0], []).append((float(rc[col]), key))
+                for j, options in by_job.items():
+                    result.bound_term += min(0.0, min(r for r, _ in options))
+                    site_rc: dict[str, float] = {}
+                    for r, key in options:
+                        site_rc[key[1]] = min(site_rc.get(key[1], math.inf), r)
+                    sites = [s for s in sorted(site_rc, key=lambda s: (site_rc[s], s)) if site_rc[s] < -tolerance][:add_sites]
+                    result.added |= {key for r, key in options if key[1] in sites}
+            else:
+                result.bound_term += float(np.minimum(rc[new], 0.0) @ self.upper[new])
+        return result
+
+
 def solve_priced_lp(ix: IndexSets, build, deadline: float, threads: int, bound_tolerance: float = BOUND_TOLERANCE
                     ) -> tuple[LinearModel, PricedLP | None]:
-    """Column generation over the serving pairs; `build(ix)` builds the model
-    (optimizer.formulation.build_model). Returns the model over the final pairs (ix.serve
-    is set to them) and its LP relaxation (`x` None if the LP reached no optimum in time).
+    """Column generation over the serving pairs and, when index.restrict_training left
+    placements out, the training placements; `build(ix)` builds the model
+    (optimizer.formulation.build_model). Returns the model over the final pairs and
+    placements (ix.serve and ix.place are set to them) and its LP relaxation (`x` None if
+    the LP reached no optimum in time).
 
     One HiGHS instance grows round by round: priced-out pairs join as share columns (cost,
     demand_met and inference_capacity entries as in the formulation) with their linking
     rows, so each LP starts from the last basis. Pricing stops when no pair prices out,
     when the LP is within `bound_tolerance` of the full model's bound, or at `deadline`.
+    Then the left-out placements are priced (PlacementPricer) with the same duals; those
+    that price out join and the model is built again (a new HiGHS instance), if the time
+    left is at least three times what the last round took. The full model's bound is the
+    pairs' Lagrangian bound plus the placements' term, both from one set of duals.
     """
 
     started = time.perf_counter()
-    lm = build(ix)
-    build_s = time.perf_counter() - started
-    h = to_highs(lm, threads)
-    integer = lm.integer_columns()
-    h.changeColsIntegrality(len(integer), integer, [highspy.HighsVarType.kContinuous] * len(integer))
-    in_model = in_model_mask(ix)
-    share = lm.blocks["share"]
-    column_of = {pair: share.start + i for i, pair in enumerate(ix.serve)}  # pair -> column in h
-    demand_rows = lm.families["demand_met"].rows()
-    capacity_rows = lm.families["inference_capacity"].rows()
-    cap = ix.scenario.policies.max_share_per_site
-    region_ids = [r.id for r in ix.scenario.regions]
-    site_ids = [site.id for site in ix.scenario.sites]
+    pricer = None
+    if not ix.failover and not any(job.standby_required for job in ix.jobs.values()):
+        # placements are priced in too (PlacementPricer); N-1 re-solves keep every placement
+        ix.restrict_training(candidate_placements(ix))
+    if ix.training_restricted():
+        pricer_started = time.perf_counter()
+        pricer = PlacementPricer(ix, build)
+        log.info("placement pricing model: %s (%.1f s)", pricer.model.size(), time.perf_counter() - pricer_started)
+    floor_bound = capacity_cost_bound(ix)  # valid whatever the LPs do; kept when stronger than pricing's
+    build_s = 0.0
     rounds = 0
-    while True:
-        lp_started = time.perf_counter()
-        try:
-            run_until(h, deadline)  # returns by the deadline (+ GRACE_S) whatever HiGHS is doing
-            optimal = h.getModelStatus() == highspy.HighsModelStatus.kOptimal
-        except HighsAbandoned:
-            optimal = False  # the instance stays with its thread; the candidate model is returned without an LP
-        rounds += 1
-        if not optimal:
-            return lm, PricedLP(x=None, objective=None, full_lp_bound=None, converged=False, rounds=rounds,
-                                pairs_in_model=len(ix.serve), pairs_eligible=ix.eligible_pairs(),
-                                seconds=time.perf_counter() - started, build_s=build_s)
-        solution = h.getSolution()
-        objective = h.getInfo().objective_function_value
-        x = np.asarray(solution.col_value)
-        duals = lifted_capacity_duals(ix, lm, x, np.asarray(solution.row_dual), np.asarray(solution.col_dual))
-        priced = price_pairs(ix, lm, duals, objective, in_model)
-        log.info("pricing round %d: %d pairs, LP %.1f s (%d iterations), $%.6g, bound $%.6g, %d pairs price out (%.1f s in all)",
-                 rounds, len(column_of), time.perf_counter() - lp_started, h.getInfo().simplex_iteration_count, objective, priced.lagrangian_bound,
-                 priced.n_added, time.perf_counter() - started)
-        close = objective - priced.lagrangian_bound <= bound_tolerance * abs(objective)
-        if priced.n_added == 0 or close or time.perf_counter() >= deadline:
-            break
-        new = [(region_ids[i], w, site_ids[j]) for w, mask in priced.added.items() for i, j in zip(*np.nonzero(mask))]
-        _add_pairs(h, ix, new, column_of, demand_rows, capacity_rows, lm.col, cap)
-        # the next LP starts from the last basis: new columns break dual, not primal, feasibility
-        h.setOptionValue("presolve", "off")
-        h.setOptionValue("simplex_strategy", 4)  # primal simplex
-        for w, mask in priced.added.items():
-            in_model[w] |= mask
+    last = None  # (x, objective, duals, pairs pricing) of the last LP that reached its optimum in this pass
+    while True:  # one pass per set of placements
+        pass_started = time.perf_counter()
+        build_started = time.perf_counter()
+        lm = build(ix)
+        build_s += time.perf_counter() - build_started
+        h = to_highs(lm, threads)
+        integer = lm.integer_columns()
+        h.changeColsIntegrality(len(integer), integer, [highspy.HighsVarType.kContinuous] * len(integer))
+        in_model = in_model_mask(ix)
+        share = lm.blocks["share"]
+        column_of = {pair: share.start + i for i, pair in enumerate(ix.serve)}  # pair -> column in h
+        demand_rows = lm.families["demand_met"].rows()
+        capacity_rows = lm.families["inference_capacity"].rows()
+        cap = ix.scenario.policies.max_share_per_site
+        region_ids = [r.id for r in ix.scenario.regions]
+        site_ids = [site.id for site in ix.scenario.sites]
+        last = None
+        while True:
+            lp_started = time.perf_counter()
+            try:
+                run_until(h, deadline)  # returns by the deadline (+ GRACE_S) whatever HiGHS is doing
+                optimal = h.getModelStatus() == highspy.HighsModelStatus.kOptimal
+            except HighsAbandoned:
+                optimal = False  # the instance stays with its thread
+            rounds += 1
+            if not optimal:
+                if last is None:  # no LP of this model finished: no duals, the bound that needs none
+                    return lm, PricedLP(x=None, objective=None, full_lp_bound=floor_bound, converged=False, rounds=rounds,
+                                        pairs_in_model=len(ix.serve), pairs_eligible=ix.eligible_pairs(),
+                                        seconds=time.perf_counter() - started, build_s=build_s, bound_kind=CAPACITY_COST,
+                                        placements_in_model=len(ix.place), placements_eligible=len(ix.place_all))
+                log.info("pricing round %d: the LP did not finish by the deadline; the last round's LP stands", rounds)
+                break  # the pairs added since have no LP value: they start at 0, which keeps the last LP point feasible
+            solution = h.getSolution()
+            objective = h.getInfo().objective_function_value
+            x = np.asarray(solution.col_value)
+            duals = lifted_capacity_duals(ix, lm, x, np.asarray(solution.row_dual), np.asarray(solution.col_dual))
+            priced = price_pairs(ix, lm, duals, objective, in_model)
+            last = (x, objective, duals, priced)
+            log.info("pricing round %d: %d pairs, LP %.1f s (%d iterations), $%.6g, bound $%.6g, %d pairs price out (%.1f s in all)",
+                     rounds, len(column_of), time.perf_counter() - lp_started, h.getInfo().simplex_iteration_count, objective,
+                     priced.lagrangian_bound, priced.n_added, time.perf_counter() - started)
+            close = objective - max(priced.lagrangian_bound, floor_bound) <= bound_tolerance * abs(objective)
+            if priced.n_added == 0 or close or time.perf_counter() >= deadline:
+                break
+            new = [(region_ids[i], w, site_ids[j]) for w, mask in priced.added.items() for i, j in zip(*np.nonzero(mask))]
+            _add_pairs(h, ix, new, column_of, demand_rows, capacity_rows, lm.col, cap)
+            # the next LP starts from the last basis: new columns break dual, not primal, feasibility
+            h.setOptionValue("presolve", "off")
+            h.setOptionValue("simplex_strategy", 4)  # primal simplex
+            for w, mask in priced.added.items():
+                in_model[w] |= mask
 
-    values = {pair: x[j] for pair, j in column_of.items()}
-    ix.restrict_serve(in_model)
+        x, objective, duals, priced = last
+        placements = pricer.price(lm, duals, objective) if pricer else PlacementPricing(bound_term=0.0)
+        lagrangian = priced.lagrangian_bound + placements.bound_term
+        log.info("placements: %d in the model, %d price out, bound term $%.6g, bound $%.6g", len(ix.place),
+                 len(placements.added), placements.bound_term, lagrangian)
+        values = {pair: (x[j] if j < len(x) else 0.0) for pair, j in column_of.items()}
+        ix.restrict_serve(in_model)
+        now = time.perf_counter()
+        again = (placements.added and objective - max(lagrangian, floor_bound) > bound_tolerance * abs(objective)
+                 and deadline - now >= 3.0 * (now - pass_started))
+        if not again:
+            break
+        ix.restrict_training(set(ix.place) | placements.added)
+
     build_started = time.perf_counter()
     final = build(ix)
     build_s += time.perf_counter() - build_started
@@ -226,10 +424,15 @@ def solve_priced_lp(ix: IndexSets, build, deadline: float, threads: int, bound_t
     final_share = final.blocks["share"]
     x_final[final_share.start:final_share.stop] = [values[pair] for pair in ix.serve]
     x_final[final_share.stop:] = x[share.stop: share.stop + final.n_cols - final_share.stop]
+    converged = priced.n_added == 0 and not placements.added
+    if converged:
+        bound, kind = lagrangian, FULL_LP
+    else:
+        bound, kind = (lagrangian, LAGRANGIAN) if lagrangian >= floor_bound else (floor_bound, CAPACITY_COST)
     return final, PricedLP(
-        x=x_final, objective=objective, full_lp_bound=min(priced.lagrangian_bound, objective),
-        converged=priced.n_added == 0, rounds=rounds, pairs_in_model=len(ix.serve),
-        pairs_eligible=ix.eligible_pairs(), seconds=time.perf_counter() - started, build_s=build_s,
+        x=x_final, objective=objective, full_lp_bound=min(bound, objective), converged=converged, rounds=rounds,
+        pairs_in_model=len(ix.serve), pairs_eligible=ix.eligible_pairs(), seconds=time.perf_counter() - started,
+        build_s=build_s, placements_in_model=len(ix.place), placements_eligible=len(ix.place_all), bound_kind=kind,
     )
 
 

@@ -49,7 +49,8 @@ def period_indexes(scenario: Scenario, options: SolveOptions):
     ixs, problems = [], []
     for period, single in pairs:
         try:
-            ixs.append(checked_index(single, ALL_PAIRS, options.pruning))
+            # rack dominance compares one period's economics; a rack bought now serves later periods too
+            ixs.append(checked_index(single, ALL_PAIRS, replace(options.pruning, dominated_racks=False)))
         except ScenarioError as exc:
             problems += [_in_period(p, period.year) for p in exc.problems]
     if problems:

@@ -262,9 +262,10 @@ def _against_dispatch(record: dict, plan_objective: float, mip_gap: float) -> di
 
 
 def _against_full_bound(result: RunResult, priced: PricedLP, mip_gap: float) -> RunResult:
-    """A MIP over candidate pairs proves nothing about the full model by its own bound; the
-    full model's LP bound from pricing does. Status and gap are restated against it, and
-    without it (pricing's first LP did not finish) there is no gap to state."""
+    """A MIP over candidate pairs and placements proves nothing about the full model by its own
+    bound; the bound pricing states for the full model does (its LP bound, a Lagrangian bound
+    of it when pricing stopped early, or the capacity-cost bound when no LP finished:
+    priced.bound_kind). Status and gap are restated against it, and the record names it."""
     result = replace(result, solve_time_s=result.solve_time_s + priced.seconds - priced.build_s)
     objective = result.objective_usd_per_year
     if result.status not in HAS_PLAN or objective is None:
@@ -275,4 +276,4 @@ def _against_full_bound(result: RunResult, priced: PricedLP, mip_gap: float) -> 
     bound = priced.full_lp_bound
     gap = max(0.0, objective - bound) / max(abs(objective), 1e-9)
     return replace(result, best_bound_usd_per_year=bound, gap=gap, status="optimal" if gap <= mip_gap + 1e-12 else "feasible",
-                   termination=f"{result.termination}; gap against the full model's LP bound")
+                   termination=f"{result.termination}; gap against {priced.bound_kind}")
