@@ -153,8 +153,9 @@ def test_bad_routing_is_named_with_its_fix(tmp_path):
     assert load_scenario(path, overrides={"clock.routing": "hour"}).clock.routing == "hour"
 
 
-def test_routing_per_hour_runs_through_batch_and_compare(tmp_path):
-    """A sweep over clock.routing and the comparison of its two plans; each member's folder passes the checker."""
+def test_routing_per_hour_runs_through_batch_compare_and_pareto(tmp_path):
+    """A sweep over clock.routing and the comparison of its two plans, and a carbon frontier routed per hour (its
+    exact dispatch under each cap reads the hour's shares); every folder passes the checker."""
     import yaml
     from typer.testing import CliRunner
 
@@ -176,3 +177,14 @@ def test_routing_per_hour_runs_through_batch_and_compare(tmp_path):
     assert result.exit_code == 0, result.output
     for m in members:
         assert check_plan_folder(tmp_path / "runs" / m["name"]).ok
+    shifting(tmp_path / "hourly", "hour")
+    result = runner.invoke(app, ["pareto", str(tmp_path / "hourly" / "scenario.yaml"), "--points", "3", "--gap", "0",
+                                 "--out", str(tmp_path / "pareto"), "--quiet"])
+    assert result.exit_code == 0, result.output
+    solved = 0
+    for folder in (tmp_path / "pareto" / "points").iterdir():
+        if (folder / "plan.json").exists() and json.loads((folder / "plan.json").read_text())["solve"]["status"] in ("optimal", "feasible"):
+            assert json.loads((folder / "plan.json").read_text())["clock"]["routing"] == "hour"
+            assert check_plan_folder(folder).ok
+            solved += 1
+    assert solved >= 2

@@ -40,6 +40,8 @@ def hourly_shares(x, lm, ix: IndexSets) -> np.ndarray:
     ck = ix.clock
     if ck.hourly_routing:
         b = lm.blocks["share_h"]
+        if b.keys[:1] != ck.share_h[:1] or b.stop - b.start != len(ix.serve) * len(ck.hours):
+            raise RuntimeError("share_h columns are not the serving pairs x represented hours they were built as")
         values = x[b.start:b.stop].reshape(len(ix.serve), len(ck.hours))
     else:
         day = x[lm.blocks["share"].start:lm.blocks["share"].stop]
