@@ -55,6 +55,11 @@ def with_clouds(folder: Path) -> Path:
     return path
 
 
+def clock_cases(blocks: list[int]) -> list[tuple[int, str]]:
+    """(clock.hours, label) of the clock runs: every hour, then each number of blocks."""
+    return [(24, "24 hours")] + [(k, f"{k} blocks") for k in blocks]
+
+
 def inference_mw(plan) -> float:
     return sum(ln.it_kw for s in plan.sites for ln in s.racks if ln.purpose == "inference") / 1000
 
@@ -71,9 +76,8 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="dcplace-clock-"))
     options = SolveOptions(time_limit_s=args.limit, mip_gap=5e-3, threads=args.threads)
     runs, failed = [], []
-    clock_runs = [(24, "24 hours")] + [(k, f"{k} blocks") for k in args.blocks]
     plan_runs = [("peak sum (today)", 0, "day")] + [(f"clock, {what}, {routing} routing", hours, routing)
-                                                     for hours, what in clock_runs for routing in args.routing]
+                                                     for hours, what in clock_cases(args.blocks) for routing in args.routing]
     for label, hours, routing in plan_runs:
         scenario = load_scenario(with_clouds(tmp), overrides=clock_overrides(hours, routing)) if hours else load_scenario()
         started = time.perf_counter()
@@ -142,7 +146,7 @@ def write(args, runs, failed) -> None:
         lines.append(f"- {label}: {over * 100:+.2f} % against 24 hours routed the same way (the blocks size for each block's largest "
                      f"hour, so capacity is never short; their energy overstates the day's served load by "
                      f"{plan.clock.get('block_overstatement', 0) * 100:.1f} %).")
-    for hours, what in clock_runs:
+    for hours, what in clock_cases(args.blocks):
         if (hours, "day") in by and (hours, "hour") in by:
             (day, day_wall), (hour, hour_wall) = by[hours, "day"], by[hours, "hour"]
             gap = lambda p: f"{p.solve.gap * 100:.2f} %" if p.solve.gap is not None else "no gap"  # noqa: E731
