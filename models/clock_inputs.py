@@ -54,3 +54,19 @@ def check_clock_inputs(ptable: str, ctable: str, label: str, clock: Clock, profi
         if q.usd_per_gpu_hour_on_demand is None and q.usd_per_gpu_hour_reserved is None:
             log.add(ctable, row, "usd_per_gpu_hour_on_demand", f"cloud region '{q.id}' has neither an on-demand nor a reserved price.",
                     "give usd_per_gpu_hour_on_demand or usd_per_gpu_hour_reserved.")
+
+
+def check_routing(label: str, clock: Clock, policies, periods, log: ProblemLog) -> None:
+    """clock.routing 'hour' needs the clock on, and is not combined with N-1 (whose failover
+    rows size for one share per region and site) or with periods (not built for it)."""
+    if clock.routing != "hour":
+        return
+    if not clock.on:
+        log.add(label, None, "clock.routing", "routing per hour needs the clock on, but clock.hours is 0.",
+                "set clock.hours to 24 (or 1..23 representative blocks), or clock.routing to day.")
+    if policies.survive_site_loss:
+        log.add(label, None, "clock.routing", "routing per hour is not combined with policies.survive_site_loss: the failover "
+                "rows re-serve one share per region and site.", "set clock.routing to day, or drop policies.survive_site_loss.")
+    if periods:
+        log.add(label, None, "clock.routing", "routing per hour is not combined with periods.",
+                "set clock.routing to day, or plan one period at a time.")

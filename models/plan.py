@@ -106,6 +106,19 @@ class HourLine(PlanRecord):
     serving_gpus: float = 0.0  # owned: GPUs the dispatch keeps busy serving; rented: GPUs rented in this hour
 
 
+class RouteLine(PlanRecord):
+    """With routing per hour (clock.routing hour): the part of a region's class demand one site serves in one
+    represented UTC hour (docs/clock.md)."""
+
+    region: str
+    workload: str
+    site: str
+    hour_utc: int
+    weight_h: float  # hours of the day this represented hour stands for
+    share: float  # of the region's class demand in this hour
+    served_tok_s: float  # share x demand x the region's load share p in this hour
+
+
 class DispatchLine(PlanRecord):
     """GPUs of one dispatch group (a chip) in one cooling zone busy in one hour: serving or lent."""
 
@@ -183,6 +196,7 @@ class Plan(PlanRecord):
     backfill: list[BackfillLine] = []
     rentals: list[RentalLine] = []
     rent_assignments: list[Assignment] = []  # demand served from cloud regions (site = the cloud region id)
+    routing: list[RouteLine] = []  # routing per hour only (clock.routing hour): shares per represented hour
     diagnosis: list[str] = []
     provenance: dict[str, Any]
 
@@ -224,6 +238,8 @@ def write_plan_files(plan: Plan, scenario: Scenario, folder: Path) -> None:
                                   ("backfill", plan.backfill, BackfillLine), ("rentals", plan.rentals, RentalLine),
                                   ("rent_assignments", plan.rent_assignments, Assignment)):
             pd.DataFrame([r.model_dump() for r in rows], columns=list(model.model_fields)).to_csv(tmp / f"{name}.csv", index=False)
+        if plan.routing:  # routing per hour (docs/clock.md); a plan routed by the day has no routing.csv
+            pd.DataFrame([r.model_dump() for r in plan.routing], columns=list(RouteLine.model_fields)).to_csv(tmp / "routing.csv", index=False)
     write_scenario(scenario, tmp / "inputs")
     (tmp / "inputs" / "provenance.json").write_text(json.dumps(plan.provenance, indent=2, sort_keys=True))
 

@@ -11,7 +11,7 @@ mistake the `fix` text says so; `models.tables` turns validation failures into
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
@@ -386,6 +386,9 @@ class Clock(Record):
         "share of its rated power an inference rack draws when it serves nothing, 0..1"))
     inference_fabric_tier: int = Field(default=1, ge=0, json_schema_extra=fix(
         "fabric tier inference racks sit on (fabrics.csv tiers): interruptible jobs needing more cannot use their troughs"))
+    routing: Literal["day", "hour"] = Field(default="day", json_schema_extra=fix(
+        "'day' (one share per region, class and site for the whole day, the anycast mapping operators publish) or 'hour' "
+        "(a share per represented hour: load may move between sites over the day; a larger model, docs/clock.md)"))
 
     @property
     def on(self) -> bool:

@@ -32,7 +32,7 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from dcplace.models.clock_inputs import check_clock_inputs
+from dcplace.models.clock_inputs import check_clock_inputs, check_routing
 from dcplace.models.period_inputs import check_periods, read_periods
 from dcplace.models.errors import ProblemLog
 from dcplace.models.overrides import Override, OverrideError, apply_to_rows, apply_to_section, parse_override
@@ -225,6 +225,8 @@ def build_scenario(
         check_unique(clouds, spec.cloud_regions, log)
     if catalog is not None:
         check_clock_inputs(spec.profiles or "profiles", spec.cloud_regions or "cloud_regions", label, clock, profiles, clouds, regions, catalog, log)
+    if not sections_log.problems:
+        check_routing(label, clock, policies, periods, log)
 
     backbone: list[tuple[str, str, float]] = []
     if latency.backbone:

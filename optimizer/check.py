@@ -38,7 +38,7 @@ REQUIRED_FILES = (
     *(f"inputs/catalog/{t}.csv" for t in ("chips", "rack_configs", "cooling", "fabrics", "workloads", "throughput")),
 )
 OPTIONAL_FILES = ("inputs/pair_costs.csv", "inputs/backbone.csv", "inputs/profiles.csv", "inputs/cloud_regions.csv",
-                  "hourly.csv", "dispatch.csv", "backfill.csv", "rentals.csv", "rent_assignments.csv")
+                  "hourly.csv", "dispatch.csv", "backfill.csv", "rentals.csv", "rent_assignments.csv", "routing.csv")
 HOURS_PER_DAY = 24
 SECONDS_PER_HOUR = 3600.0
 # Columns of the input tables read as text whatever they hold (an id "1" stays "1").
@@ -736,9 +736,20 @@ class PlanChecker:
             out[s, w] += gpus * self.inp.tok_s_at_target(chip, w)
         return out
 
+    @property
+    def _routes_by_hour(self) -> bool:
+        """clock.routing 'hour' in inputs/scenario.yaml: the shares of routing.csv, one per represented hour."""
+        return self.inp.clock_on and str(self.inp.clock.get("routing") or "day") == "hour"
+
     def _site_loads(self) -> dict[tuple, float]:
-        """(site, class, represented hour) -> tok/s the assignments put there."""
+        """(site, class, represented hour) -> tok/s the assignments put there (with routing per hour, the
+        hour's own shares: share x demand x p for every line of plan.json's routing)."""
         out = defaultdict(float)
+        if self._routes_by_hour:
+            for ln in self.plan.get("routing", []):
+                out[ln["site"], ln["workload"], int(ln["hour_utc"])] += \
+                    ln["share"] * self.inp.demand(ln["region"], ln["workload"]) * self._p(ln["region"], ln["workload"], int(ln["hour_utc"]))
+            return out
         for a in self.plan["assignments"]:
             for h in self._blocks():
                 out[a["site"], a["workload"], h] += self._served(a) * self._p(a["region"], a["workload"], h)
@@ -791,6 +802,69 @@ class PlanChecker:
                     expected = (t.utcoffset() - (t.dst() or (t.utcoffset() * 0))).total_seconds() / 3600
                     if not _close(self._offset_h(r), expected):
                         self.fail("clock", f"region {r} lies in {name} (standard offset {expected:+g} h); plan.json records {self._offset_h(r):+g} h.")
+
+    def check_hourly_routing(self) -> None:
+        """Routing per hour (clock.routing hour, docs/clock.md): every line of plan.json's routing is a known
+        pair within its round-trip budget and allowed countries, at an open site, its share in [0, max share]
+        and its served tok/s share x demand x p[r,w,h]; every represented hour's demand is met (owned shares
+        of that hour plus the day's rented shares = 1); each assignment's share is the hours' weighted mean
+        sum_h (w_h / 24) share_h. The hourly load these shares put on each site is what check_clock holds
+        against its capacity and dispatch, hour by hour."""
+        lines = self.plan.get("routing", [])
+        if not self._routes_by_hour:
+            if lines:
+                self.fail("hourly_routing", "plan.json lists routing per hour, but inputs/scenario.yaml routes by the day "
+                          "(clock.routing is not 'hour').")
+            return
+        blocks = self._blocks()
+        cap = self.inp.policies["max_share_per_site"]
+        open_sites = {s["id"] for s in self.plan["sites"] if s["open"]}
+        served, mean, seen = defaultdict(float), defaultdict(float), set()
+        for ln in lines:
+            r, w, s, h = ln["region"], ln["workload"], ln["site"], int(ln["hour_utc"])
+            where = f"routing of {r} '{w}' from {s} at {h}:00 UTC"
+            if (r, w, s, h) in seen:
+                self.fail("hourly_routing", f"{where} appears more than once.")
+            seen.add((r, w, s, h))
+            if r not in self.inp.regions or s not in self.inp.sites or w not in self.inp.workloads or h not in blocks:
+                self.fail("hourly_routing", f"{where}: region, class, site or represented hour is not in inputs/ or plan.json's clock.")
+                continue
+            share = ln["share"]
+            if share < -ABS_TOL or share > cap + ABS_TOL:
+                self.fail("hourly_routing", f"{where}: share {share} outside [0, {cap}].")
+            budget = float(self.inp.regions[r][f"rtt_budget_{w}_ms"])
+            rtt = self._rtt_ms(r, s)
+            if rtt > budget + 1e-6:
+                self.fail("hourly_routing", f"{where} at {rtt:.2f} ms, over its {budget:g} ms budget.")
+            allowed = _list(self.inp.regions[r].get("allowed_countries"))
+            if allowed and self.inp.sites[s]["country"] not in allowed:
+                self.fail("hourly_routing", f"{where}: {s} is outside {';'.join(allowed)}.")
+            if share > ABS_TOL and s not in open_sites:
+                self.fail("hourly_routing", f"{where}: the site is not open.")
+            self._compare("hourly_routing", where, "weight_h", ln["weight_h"], float(len(blocks[h])))
+            self._compare("hourly_routing", where, "served_tok_s", ln["served_tok_s"], share * self.inp.demand(r, w) * self._p(r, w, h), abs_=1e-3)
+            served[r, w, h] += share
+            mean[r, w, s] += share * len(blocks[h]) / HOURS_PER_DAY
+        for a in self.plan.get("rent_assignments", []):  # rented shares hold for the whole day
+            for h in blocks:
+                served[a["region"], a["workload"], h] += a["share"]
+        for r in self.inp.regions:
+            for w in self.inp.workloads:
+                if self.inp.demand(r, w) <= 0:
+                    continue
+                for h in sorted(blocks):
+                    if not _close(served[r, w, h], 1.0):
+                        self.fail("hourly_routing", f"region {r} '{w}' demand at {h}:00 UTC is {served[r, w, h] * 100:.4f}% served, not 100%.")
+        listed = set()
+        for a in self.plan["assignments"]:
+            key = (a["region"], a["workload"], a["site"])
+            listed.add(key)
+            self._compare("hourly_routing", f"assignment {key[0]} '{key[1]}' from {key[2]}", "share", a["share"], mean.get(key, 0.0),
+                          abs_=1e-6, source="the hours' weighted mean of routing gives")
+        for key, value in mean.items():
+            if key not in listed and value > 1e-6:
+                self.fail("hourly_routing", f"routing serves {key[0]} '{key[1]}' from {key[2]} ({value:.6f} of the day), "
+                          "which assignments does not list.")
 
     def _check_dispatch(self) -> None:
         installed, loads = self._installed(), self._site_loads()
@@ -1151,17 +1225,25 @@ class PlanChecker:
         inference = by_purpose["inference"] + transport
         total = inference + by_purpose["training"] + shared
         peak = tokens = within = rtt_weighted = 0.0
-        for a in self.plan["assignments"] + self.plan.get("rent_assignments", []):
+        owned = len(self.plan["assignments"])
+        for i, a in enumerate(self.plan["assignments"] + self.plan.get("rent_assignments", [])):
             served = self._served(a)
             rtt = self._rtt_ms(a["region"], a["site"]) if a["site"] in self.inp.sites else self._cloud_rtt_ms(a["region"], a["site"])
             peak += served
-            if self.inp.clock_on:
+            if self._routes_by_hour and i < owned:
+                pass  # owned pairs routed per hour: their tokens are counted hour by hour below
+            elif self.inp.clock_on:
                 tokens += a["share"] * self._day_load(a["region"], a["workload"]) * hours / HOURS_PER_DAY * SECONDS_PER_HOUR
             else:
                 tokens += served * self.inp.workloads[a["workload"]]["load_factor"] * hours * SECONDS_PER_HOUR
             rtt_weighted += served * rtt
             if rtt <= self.inp.regions[a["region"]][f"rtt_budget_{a['workload']}_ms"] + 1e-9:
                 within += served
+        if self._routes_by_hour:
+            blocks = self._blocks()
+            for ln in self.plan.get("routing", []):
+                r, w, h = ln["region"], ln["workload"], int(ln["hour_utc"])
+                tokens += ln["share"] * self.inp.demand(r, w) * self._p(r, w, h) * len(blocks.get(h, [])) * hours / HOURS_PER_DAY * SECONDS_PER_HOUR
         demand = sum(self.inp.demand(r, w) for r in self.inp.regions for w in self.inp.workloads)
         expected = {
             "total_cost_usd_per_year": total,
@@ -1281,6 +1363,9 @@ class PlanChecker:
             for name, key in (("hourly", "place"), ("dispatch", "site"), ("backfill", "job"), ("rentals", "cloud"), ("rent_assignments", "region")):
                 rows = self.plan.get(name, [])
                 self._compare_table(f"{name}.csv", key, rows, list(rows[0]) if rows else None)
+            if self.plan.get("routing") or self._routes_by_hour:  # routing per hour
+                rows = self.plan.get("routing", [])
+                self._compare_table("routing.csv", "region", rows, list(rows[0]) if rows else None)
 
     def _compare_table(self, name: str, key: str, rows: list[dict], columns=None) -> None:
         columns = list(columns or (rows[0] if rows else []))

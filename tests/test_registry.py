@@ -79,6 +79,16 @@ def TWELVE_HOURS_APART(tmp_path):
                    {12: 1.0}, 0.5)
 
 
+def routed_per_hour(tmp_path, transport: float = 0.0):
+    """Routing per hour (clock.routing hour, docs/clock.md): towns twelve hours apart, two sites, the second holding
+    two racks and alone within reach of 'east' (tests/test_clock_routing.py derives the optimum by hand)."""
+    return make_scenario(tmp_path, sites=[site("a", 0, 0), site("b", 0, 2, floor_racks=2)],
+                         regions=[region("west", 0, 1, chat=1600, budget=50, utc_offset_h=0),
+                                  region("east", 0, 4, chat=1600, budget=3, utc_offset_h=12)],
+                         tables={"profiles": day({12: 1.0}, 0.5)}, sections={"clock": {"hours": 24, "routing": "hour"}},
+                         economics={"transport_usd_per_tok_s_1000km_year": transport})
+
+
 def with_job(tmp_path):
     return two_towns(tmp_path, jobs=[job("pretrain", 48)])
 
@@ -157,10 +167,15 @@ CASES = {
     # ...and without this one a 60 kW campus is built under a 100 kW minimum
     "self_build_min_campus": lambda p: campus(p, 0.1),
     "rental_cap": lambda p: clocked(p, [region("town", 0, 0.1, chat=800, utc_offset_h=0)], {12: 1.0}, 0.0, clouds=cloud(2.0, 8)),
+    # routing per hour: without the hourly rows (demand_met is left out with them) nobody need be served at all
+    "hourly_demand_met": routed_per_hour,
 }
 BOUND_ONLY = {  # rows that bound the objective (the clock's busy energy, docs/clock.md) and limit no plan
     "busy_energy_split": TWELVE_HOURS_APART,
     "busy_energy_within_racks": TWELVE_HOURS_APART,
+    # routing per hour: the day's share carries the transport cost; left out, the model pays none (the plan, whose
+    # assignments are the hours' mean, pays it all the same)
+    "hourly_share_mean": lambda p: routed_per_hour(p, transport=10.0),
 }
 TIGHTENING = {  # implied in the MIP by the families named; kept for the LP bound
     "share_needs_open": (two_towns, ("inference_capacity", "density_needs_zone", "zone_needs_open", "site_power")),

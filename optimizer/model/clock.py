@@ -20,6 +20,14 @@ is the class's profile in r's local time (peak 1). Then:
   (`trough_job_hours`, `trough_fits_idle`) or else run on their own racks;
 * cloud regions rent GPU-hours: on demand for the hours used, reserved for every hour
   (`rental_capacity`, `rental_cap`); training may rent reserved capacity.
+* routing is one share per (region, class, site) for the whole day (`clock.routing: day`, the
+  anycast mapping operators publish), or with `clock.routing: hour` a share per represented hour
+  share_h[r,w,s,h] (`hourly_demand_met` per hour; `hourly_share_mean` makes share[r,w,s] the
+  hours' weighted mean, which carries transport and the link to open[s]); the capacity rows,
+  the energy split and the exact dispatch then read the hour's own shares. Every hour's row is
+  kept (no hour dominates another when each has its own shares). The columns grow by the
+  number of represented hours: use it with representative blocks on large worlds
+  (benchmarks/RESULTS.md, "clock").
 
 Rentals work with the clock off too: the day is then one block of 24 hours at the peak.
 
@@ -170,6 +178,12 @@ class ClockSets:
     busy: list[tuple] = field(default_factory=list)  # (s, g, c, w, h) GPUs busy serving: exact dispatch, only under a carbon cap
     binding_hours: dict[tuple, list[int]] = field(default_factory=dict)  # (s, w) -> hours no other hour dominates
     site_options: dict[tuple, list[tuple[str, str]]] = field(default_factory=dict)  # (s, w) -> [(g, c)] it could serve w with
+    share_h: list[tuple[str, str, str, int]] = field(default_factory=list)  # (r, w, s, h): routing per hour (clock.routing hour), else empty
+
+    @property
+    def hourly_routing(self) -> bool:
+        """True when each represented hour has its own shares (clock.routing: hour)."""
+        return bool(self.share_h)
 
     def p(self, r: str, w: str, h: int) -> float:
         return float(self.load_share[r, w][self.hours.index(h)]) if (r, w) in self.load_share else 1.0
@@ -212,7 +226,12 @@ def build_clock(ix) -> ClockSets:
         sets.site_options.setdefault((s, w), []).append((g, c))
     if sets.on:
         sets.backfill = _backfill_keys(ix, sets)
-        sets.binding_hours = _undominated_hours(ix, sets)
+        if clock.routing == "hour":  # every serving pair x every represented hour (the pairs are pruned already)
+            sets.share_h = [(r, w, s, h) for r, w, s in ix.serve for h in sets.hours]
+            # no hour is implied by another: each hour's load comes from its own shares
+            sets.binding_hours = {(s, w): list(sets.hours) for s, w in ix.group("inf_by_sw")}
+        else:
+            sets.binding_hours = _undominated_hours(ix, sets)
         if scenario.policies.carbon_cap_t_per_year is not None:  # exact dispatch: the cap must hold for the plan's own
             sets.busy = [(s, g, c, w, h) for (s, g, c, w) in sorted(sets.configs) for h in sets.hours]
     _rentals(ix, sets)
@@ -340,6 +359,7 @@ def tok_s_per_gpu(ix, chip: str, w: str) -> float:
 
 def add_clock_variables(lm: LinearModel, ix) -> None:
     """token_hours[s,g,c,w] >= 0 tok/s-hours a day served by group g in c zones (clock on);
+    share_h[r,w,s,h] in [0, max share]: the part of (r, w) served from s in represented hour h (clock.routing hour);
     backfill[j,s,g,w,h] >= 0 GPUs lent to job j; rent_share[r,w,q] in [0, max share];
     rent_od[q,w,h], rent_res[q,w] >= 0 GPUs; rent_trn[j,q] binary."""
     ck = ix.clock
@@ -349,6 +369,8 @@ def add_clock_variables(lm: LinearModel, ix) -> None:
         lm.add_block("token_hours", sorted(ck.configs), 0.0, np.inf, "continuous")
     if ck.backfill:
         lm.add_block("backfill", ck.backfill, 0.0, np.inf, "continuous")
+    if ck.share_h:
+        lm.add_block("share_h", ck.share_h, 0.0, ix.scenario.policies.max_share_per_site, "continuous")
     if ck.rent_serve:
         lm.add_block("rent_share", ck.rent_serve, 0.0, ix.scenario.policies.max_share_per_site, "continuous")
     if ck.rent_on_demand:
@@ -445,7 +467,10 @@ def _installed(lm: LinearModel, ix, s: str, g: str, w: str) -> list[tuple[int, f
 
 
 def _load_terms(lm: LinearModel, ix, by_sw: dict, s: str, w: str, h: int) -> list[tuple[int, float]]:
-    """The load the shares put on (s, w) at represented hour h: share[r,w,s] x demand[r,w] x p[r,w,h]."""
+    """The load the shares put on (s, w) at represented hour h: share[r,w,s] x demand[r,w] x p[r,w,h], with
+    routing per hour share_h[r,w,s,h] in place of share[r,w,s]."""
+    if ix.clock.hourly_routing:
+        return [(lm.col("share_h", (r, w, s, h)), ix.demand(r, w) * ix.clock.p(r, w, h)) for r in by_sw.get((s, w), [])]
     return [(lm.col("share", (r, w, s)), ix.demand(r, w) * ix.clock.p(r, w, h)) for r in by_sw.get((s, w), [])]
 
 
@@ -455,7 +480,8 @@ def hourly_serving(lm: LinearModel, ix) -> None:
     """sum_r share[r,w,s] * demand[r,w] * p[r,w,h] + sum_{j,g} backfill[j,s,g,w,h] * tok_s[g,w]
       - sum_{k,c} racks_inf[s,k,c,w] * tok_s[k,w] <= 0   for every (s,w,h)   (clock on; replaces inference_capacity).
     p[r,w,h] is the class's profile in r's local time at UTC hour h (peak 1); GPUs lent to interruptible jobs in
-    that hour serve nothing. Hours another hour dominates at (s,w) are implied and left out (ClockSets.binding_hours)."""
+    that hour serve nothing. Hours another hour dominates at (s,w) are implied and left out (ClockSets.binding_hours).
+    With routing per hour (clock.routing hour) share_h[r,w,s,h] takes the place of share[r,w,s] and every hour is kept."""
     ck = ix.clock
     if not ck.on:
         return
@@ -470,11 +496,56 @@ def hourly_serving(lm: LinearModel, ix) -> None:
             lm.add_row("hourly_serving", (s, w, h), _load_terms(lm, ix, by_sw, s, w, h) + lent.get((s, w, h), []) + capacity, upper=0.0)
 
 
+def _hour_demand_fields(ix, key, share: float) -> dict:
+    r, w, h = key
+    region = ix.regions[r]
+    load = region.demand_tok_s[w] * ix.clock.p(r, w, h)
+    return dict(region=region.name, w=w, h=h, load=f"{load:,.0f}", short=f"{share * load:,.0f}", budget=f"{region.rtt_budget_ms[w]:g}")
+
+
+@family(checker="check_hourly_routing", section="clock", relax=Relax(
+    "short", "share of the region's demand in that hour", lambda ix, key: 1.0,
+    "region {region} '{w}' load {load} tok/s at {h}:00 UTC is short by {short} tok/s within {budget} ms: add power or floor "
+    "space at a site within reach, or widen the budget", _hour_demand_fields,
+    "regions.csv demand_<class>_tok_s or rtt_budget_<class>_ms", weight=1e6))
+def hourly_demand_met(lm: LinearModel, ix) -> None:
+    """sum_s share_h[r,w,s,h] + sum_q rent_share[r,w,q] = 1   for every (r,w) with demand > 0 and every represented
+    hour h (clock.routing hour; demand_met is then implied by hourly_share_mean and left out). Rented shares stay one
+    per day."""
+    ck = ix.clock
+    if not ck.hourly_routing:
+        return
+    rented: dict[tuple[str, str], list[str]] = {}
+    for r, w, q in ck.rent_serve:
+        rented.setdefault((r, w), []).append(q)
+    owned = ix.group("serve_by_rw")
+    for (r, w) in [*owned, *(key for key in rented if key not in owned)]:
+        clouds = [(lm.col("rent_share", (r, w, q)), 1.0) for q in rented.get((r, w), [])]
+        for h in ck.hours:
+            row = [(lm.col("share_h", (r, w, s, h)), 1.0) for s in owned.get((r, w), [])]
+            lm.add_row("hourly_demand_met", (r, w, h), row + clouds, lower=1.0, upper=1.0)
+
+
+@family(checker="check_hourly_routing", section="clock", not_relaxed="a definition that limits no plan: the day's "
+        "share carries the transport cost (the plan's assignments are the hours' mean whatever the model holds)")
+def hourly_share_mean(lm: LinearModel, ix) -> None:
+    """share[r,w,s] - sum_h (w_h / 24) * share_h[r,w,s,h] = 0   for every serving pair (clock.routing hour): the
+    day-share is the hours' weighted mean, which carries the pair's transport cost, its link to open[s]
+    (share_needs_open: every share_h is 0 at a closed site) and its line in assignments.csv."""
+    ck = ix.clock
+    if not ck.hourly_routing:
+        return
+    for r, w, s in ix.serve:
+        row = [(lm.col("share", (r, w, s)), 1.0)] + [(lm.col("share_h", (r, w, s, h)), -ck.weight_h[h] / HOURS_PER_DAY) for h in ck.hours]
+        lm.add_row("hourly_share_mean", (r, w, s), row, lower=0.0, upper=0.0)
+
+
 @family(checker="check_cost", section="clock", not_relaxed="bounds the objective's energy, limits no plan: every plan "
         "has a split (its dispatch's), so relaxing it would move nothing")
 def busy_energy_split(lm: LinearModel, ix) -> None:
     """sum_{g,c} token_hours[s,g,c,w] - sum_r share[r,w,s] * demand[r,w] * sum_h w_h p[r,w,h] >= 0   for every (s,w)
-    (clock on): the day's served tok/s-hours at s are split among the groups that serve them, each paying its busy power."""
+    (clock on): the day's served tok/s-hours at s are split among the groups that serve them, each paying its busy power.
+    With routing per hour the served term is sum_{r,h} share_h[r,w,s,h] * demand[r,w] * w_h * p[r,w,h]."""
     ck = ix.clock
     if not ck.on or ck.busy:
         return
@@ -484,7 +555,11 @@ def busy_energy_split(lm: LinearModel, ix) -> None:
         s, g, c, w = key
         split.setdefault((s, w), []).append((lm.col("token_hours", key), 1.0))
     for (s, w), cols in split.items():
-        served = [(lm.col("share", (r, w, s)), -day_weighted_load(ix, r, w)) for r in by_sw.get((s, w), [])]
+        if ck.hourly_routing:
+            served = [(lm.col("share_h", (r, w, s, h)), -ix.demand(r, w) * ck.weight_h[h] * ck.p(r, w, h))
+                      for r in by_sw.get((s, w), []) for h in ck.hours]
+        else:
+            served = [(lm.col("share", (r, w, s)), -day_weighted_load(ix, r, w)) for r in by_sw.get((s, w), [])]
         lm.add_row("busy_energy_split", (s, w), cols + served, lower=0.0)
 
 
@@ -505,7 +580,8 @@ def busy_energy_within_racks(lm: LinearModel, ix) -> None:
 @family(checker="check_clock", section="clock", not_relaxed="a law of the model: the load is what the busy GPUs serve")
 def busy_serves_load(lm: LinearModel, ix) -> None:
     """sum_r share[r,w,s] * demand[r,w] * p[r,w,h] - sum_{g,c} busy[s,g,c,w,h] * tok_s[g,w] <= 0   for every (s,w,h)
-    (clock on under a carbon cap: the dispatch is a variable, so the cap holds for the plan's own)."""
+    (clock on under a carbon cap: the dispatch is a variable, so the cap holds for the plan's own; with routing per
+    hour share_h[r,w,s,h] in place of share[r,w,s])."""
     ck = ix.clock
     if not ck.busy:
         return

@@ -91,7 +91,10 @@ MISSION = 1e6  # unserved demand and unplaced jobs are the last resort: any limi
     "at a site within reach, or widen the budget", _demand_fields, "regions.csv demand_<class>_tok_s or rtt_budget_<class>_ms",
     weight=MISSION))
 def demand_met(lm: LinearModel, ix: IndexSets) -> None:
-    """sum_s share[r,w,s] + sum_q rent_share[r,w,q] = 1   for every (r,w) with demand > 0 (q: cloud regions, optimizer.model.clock)."""
+    """sum_s share[r,w,s] + sum_q rent_share[r,w,q] = 1   for every (r,w) with demand > 0 (q: cloud regions, optimizer.model.clock).
+    With routing per hour (clock.routing hour) hourly_demand_met holds for every hour instead, and implies this row."""
+    if ix.clock.hourly_routing:
+        return
     rented: dict[tuple[str, str], list[str]] = {}
     for r, w, q in ix.clock.rent_serve:
         rented.setdefault((r, w), []).append(q)

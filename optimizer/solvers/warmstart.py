@@ -141,7 +141,12 @@ def round_lp(
         share = min(max(lp("share", (r, w, s)), 0.0), pol.max_share_per_site)
         start[col("share", (r, w, s))] = share
         load[s, w] += share * ix.demand(r, w)
-        if ck.on and share > 0:
+        if ck.hourly_routing:  # routing per hour: each hour's own share (complete_start re-solves them over the racks)
+            for h in ck.hours:
+                hour_share = min(max(lp("share_h", (r, w, s, h)), 0.0), pol.max_share_per_site)
+                start[col("share_h", (r, w, s, h))] = hour_share
+                hourly[s, w, h] += hour_share * ix.demand(r, w) * ck.p(r, w, h)
+        elif ck.on and share > 0:
             for h in ck.hours:
                 hourly[s, w, h] += share * ix.demand(r, w) * ck.p(r, w, h)
     if ck.on:

@@ -14,7 +14,7 @@ import numpy as np
 from dcplace.models.plan import Assignment, JobPlacement, RackLine, SitePlan
 from dcplace.optimizer.model.clock import day_weighted_load
 from dcplace.optimizer.model.costs import COST_CATEGORIES, site_build_usd_per_mw, transport_usd_per_year
-from dcplace.optimizer.solving.extract_clock import busy_energy_by_site, clock_kpis, extract_clock
+from dcplace.optimizer.solving.extract_clock import busy_energy_by_site, clock_kpis, day_shares, extract_clock
 from dcplace.optimizer.model.index import IndexSets
 from dcplace.optimizer.model.linear import LinearModel
 
@@ -79,7 +79,7 @@ def extract(x: np.ndarray, lm: LinearModel, ix: IndexSets) -> dict:
 
     assignments = []
     served = defaultdict(lambda: defaultdict(float))
-    shares = x[lm.blocks["share"].start:lm.blocks["share"].stop]
+    shares = day_shares(x, lm, ix)  # with routing per hour, the hours' weighted mean (routing.csv has each hour)
     for i in np.flatnonzero(shares > 1e-9):
         r, w, s = ix.serve[i]
         share = min(1.0, float(shares[i]))
@@ -164,7 +164,12 @@ def _kpis(ix: IndexSets, sites, assignments, jobs, purpose_cost, total, clock_pa
     with the clock on the hourly load x the hours each represented hour stands for."""
     hours = ix.scenario.economics.hours_per_year
     peak = sum(a.served_tok_s for a in assignments)
-    if ix.clock.on:
+    if ix.clock.hourly_routing:  # owned pairs hour by hour (routing.csv), rented ones by the day
+        days = ix.clock.days_per_year(ix.scenario)
+        rented = clock_parts["rent_assignments"]
+        tokens_per_year = sum(ln.served_tok_s * ln.weight_h for ln in clock_parts["routing"]) * days * SECONDS_PER_HOUR + \
+            sum(a.share * day_weighted_load(ix, a.region, a.workload) * days * SECONDS_PER_HOUR for a in rented)
+    elif ix.clock.on:
         days = ix.clock.days_per_year(ix.scenario)
         tokens_per_year = sum(a.share * day_weighted_load(ix, a.region, a.workload) * days * SECONDS_PER_HOUR for a in assignments)
     else:

@@ -11,8 +11,8 @@ from collections import defaultdict
 
 import numpy as np
 
-from dcplace.models.plan import Assignment, BackfillLine, DispatchLine, HourLine, RentalLine
-from dcplace.optimizer.model.clock import busy_kw_per_gpu, dispatch, rented_training_gpus, tok_s_per_gpu
+from dcplace.models.plan import Assignment, BackfillLine, DispatchLine, HourLine, RentalLine, RouteLine
+from dcplace.optimizer.model.clock import HOURS_PER_DAY, busy_kw_per_gpu, dispatch, rented_training_gpus, tok_s_per_gpu
 from dcplace.optimizer.model.index import IndexSets
 from dcplace.optimizer.model.linear import LinearModel
 
@@ -33,16 +33,58 @@ def _installed(x, lm, ix: IndexSets) -> dict[tuple, float]:
     return dict(out)
 
 
+def hourly_shares(x, lm, ix: IndexSets) -> np.ndarray:
+    """Serving pairs x represented hours: each pair's share in each hour, clipped to [0, 1]. With routing per
+    hour the share_h columns (ordered pair by pair, hour by hour: ClockSets.share_h); else the day's share
+    repeated in every hour."""
+    ck = ix.clock
+    if ck.hourly_routing:
+        b = lm.blocks["share_h"]
+        if b.keys[:1] != ck.share_h[:1] or b.stop - b.start != len(ix.serve) * len(ck.hours):
+            raise RuntimeError("share_h columns are not the serving pairs x represented hours they were built as")
+        values = x[b.start:b.stop].reshape(len(ix.serve), len(ck.hours))
+    else:
+        day = x[lm.blocks["share"].start:lm.blocks["share"].stop]
+        values = np.repeat(day[:, None], len(ck.hours), axis=1)
+    return np.clip(np.where(values > 1e-9, values, 0.0), 0.0, 1.0)
+
+
+def day_shares(x, lm, ix: IndexSets) -> np.ndarray:
+    """Each serving pair's share of the day: its share, or with routing per hour the hours' weighted mean
+    sum_h (w_h / 24) share_h (what hourly_share_mean makes the share column; recomputed so that it is exact)."""
+    if not ix.clock.hourly_routing:
+        return x[lm.blocks["share"].start:lm.blocks["share"].stop]
+    ck = ix.clock
+    weights = np.array([ck.weight_h[h] for h in ck.hours]) / HOURS_PER_DAY
+    return hourly_shares(x, lm, ix) @ weights
+
+
 def _loads(x, lm, ix: IndexSets) -> dict[tuple, float]:
     """(s, w, h) -> tok/s of load the shares put on each site in each represented hour."""
     ck = ix.clock
     out: dict[tuple, float] = defaultdict(float)
-    shares = x[lm.blocks["share"].start:lm.blocks["share"].stop]
-    for i in np.flatnonzero(shares > 1e-9):
+    shares = hourly_shares(x, lm, ix)
+    for i in np.flatnonzero(shares.max(axis=1) > 0):
         r, w, s = ix.serve[i]
-        for h in ck.hours:
-            out[s, w, h] += min(1.0, float(shares[i])) * ix.demand(r, w) * ck.p(r, w, h)
+        for a, h in enumerate(ck.hours):
+            out[s, w, h] += float(shares[i, a]) * ix.demand(r, w) * ck.p(r, w, h)
     return dict(out)
+
+
+def routing_lines(x, lm, ix: IndexSets) -> list[RouteLine]:
+    """With routing per hour: one line per serving pair and represented hour with a share."""
+    ck = ix.clock
+    if not ck.hourly_routing:
+        return []
+    shares = hourly_shares(x, lm, ix)
+    out = []
+    for i, a in zip(*np.nonzero(shares)):
+        r, w, s = ix.serve[i]
+        h = ck.hours[a]
+        share = float(shares[i, a])
+        out.append(RouteLine(region=r, workload=w, site=s, hour_utc=h, weight_h=ck.weight_h[h], share=share,
+                             served_tok_s=share * ix.demand(r, w) * ck.p(r, w, h)))
+    return out
 
 
 def _lent(x, lm) -> dict[tuple, float]:
@@ -111,7 +153,7 @@ def extract_clock(x: np.ndarray, lm: LinearModel, ix: IndexSets) -> dict:
                                          h100_gpu_hours_per_day=gpus * ck.weight_h[h] * ix.chips[ck.group_chip[g]].h100_equiv))
     rentals, rent_assignments = _rentals(x, lm, ix, hourly)
     return {"clock": clock_summary(ix), "hourly": hourly, "dispatch": dispatch_lines, "backfill": backfill,
-            "rentals": rentals, "rent_assignments": rent_assignments}
+            "rentals": rentals, "rent_assignments": rent_assignments, "routing": routing_lines(x, lm, ix) if ck.on else []}
 
 
 def _rentals(x, lm, ix: IndexSets, hourly: list) -> tuple[list, list]:
@@ -165,6 +207,7 @@ def clock_summary(ix: IndexSets) -> dict:
         "block_overstatement": ck.block_overstatement,
         "idle_power_share": ix.scenario.clock.idle_power_share,
         "inference_fabric_tier": ix.scenario.clock.inference_fabric_tier,
+        "routing": "hour" if ck.hourly_routing else "day",
         "utc_offsets_h": {r: {"offset_h": off, "basis": basis} for r, (off, basis) in sorted(ck.offsets_h.items())},
         "load_share": {f"{r}|{w}": [float(v) for v in p] for (r, w), p in sorted(ck.load_share.items())},
     }

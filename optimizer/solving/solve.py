@@ -115,7 +115,7 @@ def plan_record(scenario: Scenario, options: SolveOptions, record: SolveRecord, 
         sites=parts["sites"],
         assignments=parts["assignments"],
         jobs=parts["jobs"],
-        **{key: parts[key] for key in ("clock", "hourly", "dispatch", "backfill", "rentals", "rent_assignments") if key in parts},
+        **{key: parts[key] for key in ("clock", "hourly", "dispatch", "backfill", "rentals", "rent_assignments", "routing") if key in parts},
         diagnosis=diagnosis,
         provenance={
             "scenario_name": scenario.name,

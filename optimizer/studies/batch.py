@@ -258,6 +258,9 @@ def start_columns(plan: Plan, lm, ix) -> np.ndarray | None:
                 x[lm.col("hosts_trn", s.id)] = float("training" in purposes)
         for a in plan.assignments:
             x[lm.col("share", (a.region, a.workload, a.site))] = a.share
+        if "share_h" in lm.blocks:  # routing per hour: each hour's own shares (routing.csv)
+            for ln in plan.routing:
+                x[lm.col("share_h", (ln.region, ln.workload, ln.site, ln.hour_utc))] = ln.share
         for j in plan.jobs:
             x[lm.col("place", (j.job, j.site, j.fabric, j.chip))] = 1.0
     except KeyError:
