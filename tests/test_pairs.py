@@ -181,3 +181,41 @@ def test_capacity_cost_bound_is_below_the_full_lp(seed):
     bound = pairs.capacity_cost_bound(ix)
     assert bound == pytest.approx(pairs.capacity_cost_bound(full), rel=1e-12)  # the candidates do not change it
     assert 0.5 * z_full < bound <= z_full * (1 + 1e-9)
+
+
+def test_no_capacity_cost_bound_is_stated_with_cloud_regions_and_pricing_stays_below_the_full_lp(few_candidates):
+    """capacity_cost_bound's duals leave rented shares (no cost of their own in demand_met) with
+    negative reduced cost: with a cloud region it is not stated (None), and the bound the
+    candidate path states is still below the full model's LP."""
+    from dcplace.models.records import CloudRegion
+
+    base = _jobs_scenario(1)
+    site = base.sites[0]
+    cloud = CloudRegion(id="cheap-cloud", name="Cheap cloud", lat=site.lat, lon=site.lon, country=site.country,
+                        chip=base.catalog.chips[0].id, usd_per_gpu_hour_on_demand=0.001, usd_per_gpu_hour_reserved=0.001)
+    scenario = base.model_copy(update={"cloud_regions": (cloud,)})
+    full = build_index(scenario)
+    assert full.clock.rent_serve and pairs.capacity_cost_bound(full) is None
+    z_full = _lp(build_model(full)).getInfo().objective_function_value
+    ix = build_index(scenario, max_full_pairs=0)
+    lm, priced = solve_priced_lp(ix, build_model, time.perf_counter() + 120, threads=1)
+    assert priced.full_lp_bound is not None and priced.full_lp_bound <= z_full * (1 + 1e-9)
+    assert priced.bound_kind != pairs.CAPACITY_COST
+
+
+def test_candidate_placements_that_cannot_hold_the_jobs_give_way_to_every_placement(monkeypatch, few_candidates):
+    """A restriction's infeasibility says nothing of the full model: when the candidate
+    placements leave a job nowhere to run, pricing goes on with every placement and the LP
+    reaches the full model's."""
+    scenario = _jobs_scenario(2)
+    full = build_index(scenario)
+    z_full = _lp(build_model(full)).getInfo().objective_function_value
+    site = full.place_all[0][1]
+    monkeypatch.setattr(pairs, "candidate_placements", lambda ix: {p for p in ix.place_all if p[1] == site and p[0] == ix.place_all[0][0]})
+    ix = build_index(scenario, max_full_pairs=0)
+    assert len(ix.jobs) == 3
+    lm, priced = solve_priced_lp(ix, build_model, time.perf_counter() + 120, threads=1, bound_tolerance=0.0)
+    assert priced.x is not None and not ix.training_restricted()
+    assert priced.objective == pytest.approx(z_full, rel=1e-7) and priced.full_lp_bound <= z_full * (1 + 1e-9)
+    plan = solve(scenario, SolveOptions(max_full_pairs=0, time_limit_s=60, mip_gap=0.02))
+    assert plan.solve.status in ("optimal", "feasible") and len(plan.jobs) == 3

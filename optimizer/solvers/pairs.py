@@ -65,6 +65,7 @@ ADD_PER_ROUND = 4  # priced-out pairs added per (region, class) and round
 FULL_LP = "the full model's LP bound"  # pricing converged: the LP relaxation of the full model itself
 LAGRANGIAN = "a Lagrangian bound of the full model's LP (pricing stopped early)"
 CAPACITY_COST = "a capacity-cost Lagrangian bound of the full model (stronger than pricing's, or no LP finished)"
+NO_BOUND = "no bound: no LP finished, and the capacity-cost bound does not hold with cloud regions to rent"
 BOUND_TOLERANCE = 1e-4  # stop pricing once the LP is this close (relative) to the full model's bound
 
 
@@ -149,8 +150,9 @@ def price_pairs(ix: IndexSets, lm: LinearModel, row_dual: np.ndarray, lp_objecti
     return result
 
 
-def capacity_cost_bound(ix: IndexSets) -> float:
-    """A valid lower bound on the full model's LP relaxation that needs no LP: the Lagrangian
+def capacity_cost_bound(ix: IndexSets) -> float | None:
+    """A valid lower bound on the full model's LP relaxation that needs no LP (None where the
+    argument below does not hold: with cloud regions to rent from): the Lagrangian
     bound of the duals
 
         mu[s,w]   = -min_k cost[s,k,c,w] / tok_s[k,w]        (inference_capacity)
@@ -165,7 +167,15 @@ def capacity_cost_bound(ix: IndexSets) -> float:
     replaces). It prices every demand at the cheapest capacity that could serve it and every
     job at the cheapest effective H100s, ignoring fixed, zone and integer costs: weaker than
     the LP, but stated when the LP does not finish in time.
+
+    Not with rentals (optimizer.model.clock): rent_share[r,w,q] enters demand_met at no cost
+    of its own (the GPU-hours it needs are paid through rental_capacity, a row whose dual is
+    0 here) and rent_trn[j,q] enters job_placed_once at the rental price, so their reduced
+    costs -pi[r,w] and price - lambda[j] can be negative and the sum above overstates the
+    bound (a cloud region at $0.001 a GPU-hour: $27,054 against an optimum of $280.32).
     """
+    if ix.clock is not None and (ix.clock.rent_serve or ix.clock.rent_train):
+        return None
     economics = ix.scenario.economics
     n_regions, n_sites = len(ix.scenario.regions), len(ix.scenario.sites)
     unit = {w: np.full(n_sites, np.inf) for w in ix.workloads}  # -mu
@@ -346,9 +356,10 @@ def solve_priced_lp(ix: IndexSets, build, deadline: float, threads: int, bound_t
         pricer = PlacementPricer(ix, build)
         log.info("placement pricing model: %s (%.1f s)", pricer.model.size(), time.perf_counter() - pricer_started)
     floor_bound = capacity_cost_bound(ix)  # valid whatever the LPs do; kept when stronger than pricing's
+    floor = -math.inf if floor_bound is None else floor_bound
     build_s = 0.0
     rounds = 0
-    last = None  # (x, objective, duals, pairs pricing) of the last LP that reached its optimum in this pass
+    done = None  # the last pass whose LP reached its optimum: the model is returned over its pairs and placements
     while True:  # one pass per set of placements
         pass_started = time.perf_counter()
         build_started = time.perf_counter()
@@ -365,33 +376,35 @@ def solve_priced_lp(ix: IndexSets, build, deadline: float, threads: int, bound_t
         cap = ix.scenario.policies.max_share_per_site
         region_ids = [r.id for r in ix.scenario.regions]
         site_ids = [site.id for site in ix.scenario.sites]
-        last = None
+        last = None  # (x, objective, duals, pairs pricing) of this pass's last LP that reached its optimum
+        infeasible = False
         while True:
             lp_started = time.perf_counter()
             try:
                 run_until(h, deadline)  # returns by the deadline (+ GRACE_S) whatever HiGHS is doing
                 optimal = h.getModelStatus() == highspy.HighsModelStatus.kOptimal
+                infeasible = h.getModelStatus() == highspy.HighsModelStatus.kInfeasible
             except HighsAbandoned:
                 optimal = False  # the instance stays with its thread
             rounds += 1
             if not optimal:
-                if last is None:  # no LP of this model finished: no duals, the bound that needs none
-                    return lm, PricedLP(x=None, objective=None, full_lp_bound=floor_bound, converged=False, rounds=rounds,
-                                        pairs_in_model=len(ix.serve), pairs_eligible=ix.eligible_pairs(),
-                                        seconds=time.perf_counter() - started, build_s=build_s, bound_kind=CAPACITY_COST,
-                                        placements_in_model=len(ix.place), placements_eligible=len(ix.place_all))
-                log.info("pricing round %d: the LP did not finish by the deadline; the last round's LP stands", rounds)
+                if last is not None:
+                    log.info("pricing round %d: the LP did not finish by the deadline; the last round's LP stands", rounds)
                 break  # the pairs added since have no LP value: they start at 0, which keeps the last LP point feasible
             solution = h.getSolution()
             objective = h.getInfo().objective_function_value
             x = np.asarray(solution.col_value)
+            if floor > objective + 1e-6 * max(1.0, abs(objective)):
+                # a bound of the full model above the LP of a restriction of it: the bound is wrong, not the LP
+                log.warning("the capacity-cost bound $%.6g exceeds the candidate LP $%.6g; it is not stated", floor, objective)
+                floor, floor_bound = -math.inf, None
             duals = lifted_capacity_duals(ix, lm, x, np.asarray(solution.row_dual), np.asarray(solution.col_dual))
             priced = price_pairs(ix, lm, duals, objective, in_model)
             last = (x, objective, duals, priced)
             log.info("pricing round %d: %d pairs, LP %.1f s (%d iterations), $%.6g, bound $%.6g, %d pairs price out (%.1f s in all)",
                      rounds, len(column_of), time.perf_counter() - lp_started, h.getInfo().simplex_iteration_count, objective,
                      priced.lagrangian_bound, priced.n_added, time.perf_counter() - started)
-            close = objective - max(priced.lagrangian_bound, floor_bound) <= bound_tolerance * abs(objective)
+            close = objective - max(priced.lagrangian_bound, floor) <= bound_tolerance * abs(objective)
             if priced.n_added == 0 or close or time.perf_counter() >= deadline:
                 break
             new = [(region_ids[i], w, site_ids[j]) for w, mask in priced.added.items() for i, j in zip(*np.nonzero(mask))]
@@ -402,6 +415,23 @@ def solve_priced_lp(ix: IndexSets, build, deadline: float, threads: int, bound_t
             for w, mask in priced.added.items():
                 in_model[w] |= mask
 
+        if last is None:
+            if infeasible and ix.training_restricted() and time.perf_counter() < deadline:
+                # the candidate placements cannot hold every job (the same cheapest sites for all of them):
+                # a restriction's infeasibility says nothing of the full model; price with every placement in
+                log.info("pricing: the LP over the candidate placements is infeasible; every placement joins")
+                ix.restrict_training(ix.place_all)
+                pricer = None
+                continue
+            if done is None:  # no LP finished: no duals, only the bound that needs none
+                return lm, PricedLP(x=None, objective=None, full_lp_bound=floor_bound, converged=False, rounds=rounds,
+                                    pairs_in_model=len(ix.serve), pairs_eligible=ix.eligible_pairs(),
+                                    seconds=time.perf_counter() - started, build_s=build_s,
+                                    bound_kind=CAPACITY_COST if floor_bound is not None else NO_BOUND,
+                                    placements_in_model=len(ix.place), placements_eligible=len(ix.place_all))
+            log.info("pricing: the LP with the priced-in placements did not finish; the last pass's LP stands")
+            ix.restrict_training(done[-1])
+            break
         x, objective, duals, priced = last
         placements = pricer.price(lm, duals, objective) if pricer else PlacementPricing(bound_term=0.0)
         lagrangian = priced.lagrangian_bound + placements.bound_term
@@ -409,13 +439,15 @@ def solve_priced_lp(ix: IndexSets, build, deadline: float, threads: int, bound_t
                  len(placements.added), placements.bound_term, lagrangian)
         values = {pair: (x[j] if j < len(x) else 0.0) for pair, j in column_of.items()}
         ix.restrict_serve(in_model)
+        done = (x, objective, priced, placements, lagrangian, values, share, set(ix.place))
         now = time.perf_counter()
-        again = (placements.added and objective - max(lagrangian, floor_bound) > bound_tolerance * abs(objective)
+        again = (placements.added and objective - max(lagrangian, floor) > bound_tolerance * abs(objective)
                  and deadline - now >= 3.0 * (now - pass_started))
         if not again:
             break
         ix.restrict_training(set(ix.place) | placements.added)
 
+    x, objective, priced, placements, lagrangian, values, share, _ = done
     build_started = time.perf_counter()
     final = build(ix)
     build_s += time.perf_counter() - build_started
@@ -428,7 +460,7 @@ def solve_priced_lp(ix: IndexSets, build, deadline: float, threads: int, bound_t
     if converged:
         bound, kind = lagrangian, FULL_LP
     else:
-        bound, kind = (lagrangian, LAGRANGIAN) if lagrangian >= floor_bound else (floor_bound, CAPACITY_COST)
+        bound, kind = (lagrangian, LAGRANGIAN) if lagrangian >= floor else (floor_bound, CAPACITY_COST)
     return final, PricedLP(
         x=x_final, objective=objective, full_lp_bound=min(bound, objective), converged=converged, rounds=rounds,
         pairs_in_model=len(ix.serve), pairs_eligible=ix.eligible_pairs(), seconds=time.perf_counter() - started,
