@@ -153,6 +153,28 @@ def test_bad_routing_is_named_with_its_fix(tmp_path):
     assert load_scenario(path, overrides={"clock.routing": "hour"}).clock.routing == "hour"
 
 
+def test_routing_per_hour_beyond_what_a_model_holds_is_refused_by_name(tmp_path):
+    """Three eligible pairs (west at a and b, east at b) x 24 hours = 72 hourly shares: refused at
+    --max-full-pairs 1 (24 x 1 = 24 a model holds), solved at 3 (72), and 2 representative blocks (6 shares)
+    pass at 1; the CLI exits 2 with the message."""
+    from typer.testing import CliRunner
+
+    from dcplace.cli import app
+    from dcplace.optimizer import SolveOptions
+
+    scenario = shifting(tmp_path / "in", "hour")
+    with pytest.raises(ScenarioError) as err:
+        solve(scenario, SolveOptions(max_full_pairs=1, time_limit_s=30))
+    text = str(err.value)
+    assert "field 'clock.routing'" in text and "72 hourly shares (3 eligible" in text and "above the 24" in text
+    assert "fewer representative hours" in text
+    assert solve(scenario, SolveOptions(max_full_pairs=3, mip_gap=0.0, time_limit_s=30)).objective_usd_per_year > 0
+    blocks = shifting(tmp_path / "blocks", "hour", hours=2)
+    assert solve(blocks, SolveOptions(max_full_pairs=1, mip_gap=0.0, time_limit_s=30)).objective_usd_per_year > 0
+    result = CliRunner().invoke(app, ["solve", scenario.source_path, "--max-full-pairs", "1", "-o", str(tmp_path / "out")])
+    assert result.exit_code == 2 and "Traceback" not in result.output and "hourly shares" in result.output
+
+
 def test_routing_per_hour_runs_through_batch_compare_and_pareto(tmp_path):
     """A sweep over clock.routing and the comparison of its two plans, and a carbon frontier routed per hour (its
     exact dispatch under each cap reads the hour's shares); every folder passes the checker."""

@@ -415,8 +415,31 @@ def build_index(scenario: Scenario, max_full_pairs: int = MAX_FULL_PAIRS, prunin
     else:  # the large-scale path: candidates now, the rest priced in by optimizer.solvers.pairs
         ix.serve = _serve_list(ix, candidate_mask(ix))
     ix.failover_lost = seed_reroutings(ix)  # N-1: losses certain to need re-routing (model.resilience)
+    _refuse_hourly_routing_beyond(ix, max_full_pairs)
     ix.clock = build_clock(ix)
     return ix
+
+
+def _refuse_hourly_routing_beyond(ix: IndexSets, max_full_pairs: int) -> None:
+    """Routing per hour has a share column per eligible pair and represented hour (no
+    candidate pricing with hourly rows yet): beyond 24 x max_full_pairs of them, the size of
+    a 24-hour model over max_full_pairs pairs, the scenario is refused by name instead of
+    running the machine out of memory (at 500 x 3,000, 24 hours: 57 M columns)."""
+    clock = ix.scenario.clock
+    if clock.routing != "hour" or not clock.on:
+        return
+    columns = ix.eligible_pairs() * clock.hours
+    if columns > 24 * max_full_pairs:
+        from dcplace.models import ScenarioError
+        from dcplace.models.errors import InputProblem
+
+        raise ScenarioError([InputProblem(
+            ix.scenario.source_path or ix.scenario.name, None, "clock.routing",
+            f"routing per hour would need {columns:,} hourly shares ({ix.eligible_pairs():,} eligible (region, class, site) "
+            f"pairs x {clock.hours} represented hours), above the {24 * max_full_pairs:,} a model holds "
+            f"(24 x --max-full-pairs {max_full_pairs:,}); pairs are not priced in with hourly routing.",
+            "use fewer representative hours (clock.hours), route by the day (clock.routing: day), narrow the regions' rtt "
+            "budgets, or raise --max-full-pairs to build it anyway.")])
 
 
 def _training_racks(ix: IndexSets) -> None:
