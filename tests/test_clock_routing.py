@@ -210,3 +210,22 @@ def test_routing_per_hour_runs_through_batch_compare_and_pareto(tmp_path):
             assert check_plan_folder(folder).ok
             solved += 1
     assert solved >= 2
+
+
+def test_the_max_share_price_is_not_stated_with_routing_per_hour(tmp_path):
+    """With routing per hour the cap bounds the day's share, each hour's and share_needs_open at once, and the
+    plan LP's duals split its price among them arbitrarily (docs in optimizer/studies/duals.py): the limit-price
+    study states it routed by the day only."""
+    from dcplace.optimizer import SolveOptions
+    from dcplace.optimizer.studies.duals import limit_prices
+
+    stated = {}
+    for routing in ("day", "hour"):
+        path = make_scenario(tmp_path / routing, sites=[site("a", 0, 0), site("b", 0, 0.05, power_price_usd_per_mwh=300)],
+                             regions=[region("town", 0, 0.01)], policies={"max_share_per_site": 0.5},
+                             tables={"profiles": profile({12: 1.0}, 0.5)}, sections={"clock": {"hours": 24, "routing": routing}})
+        scenario = load_scenario(path)
+        plan = solve(scenario, SolveOptions(mip_gap=0.0))
+        stated[routing] = [p for p in limit_prices(scenario, plan, latency=False).prices if p.limit == "max share per site"]
+    assert len(stated["day"]) == 1 and stated["day"][0].value_usd_per_year_per_unit > 0
+    assert stated["hour"] == []

@@ -14,7 +14,11 @@ plan's values; rack counts and demand shares become continuous and may move. On 
 * `site_space` rows give $ per rack-year of floor space;
 * `carbon_cap` and `capex_budget` rows give $ a year per t CO2 and per $ of upfront budget;
 * max share per site: the duals of the share_needs_open rows plus the reduced costs of the
-  shares at their upper bound, $ a year per percentage point (only when the limit is < 100 %);
+  shares at their upper bound, $ a year per percentage point (only when the limit is < 100 %;
+  not stated with routing per hour, where the cap bounds the day's share, every hour's share and
+  share_needs_open at once and the LP's duals split its price among them arbitrarily: on one
+  region and two sites they gave $830 and, counting the hours' shares too, $1,591 a point
+  against $70 routed by the day);
 * latency budgets act by pruning (a region-site pair beyond the budget has no variable), so
   they have no row and no dual: their price is a finite difference of the same LP, re-solved
   with the class's budget 1 ms wider (saving) and 1 ms tighter (cost) in every region.
@@ -215,7 +219,7 @@ def limit_prices(scenario: Scenario, plan: Plan, latency: bool = True, fd_checks
         row = model.row(family, None)
         if row is not None:
             prices.append(LimitPrice(limit, "", limit, unit, -row_dual[row], float(cap), float(row_value[row]), "LP dual"))
-    if pol.max_share_per_site < 1.0 - 1e-12:
+    if pol.max_share_per_site < 1.0 - 1e-12 and "share_h" not in lm.blocks:
         value = -sum(row_dual[r] for r in lm.families["share_needs_open"].rows().values())
         share = lm.blocks["share"]
         at_upper = col_value[share.start:share.stop] >= pol.max_share_per_site - 1e-9
