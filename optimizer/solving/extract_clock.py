@@ -40,7 +40,7 @@ def hourly_shares(x, lm, ix: IndexSets) -> np.ndarray:
     ck = ix.clock
     if ck.hourly_routing:
         b = lm.blocks["share_h"]
-        if b.keys[:1] != ck.share_h[:1] or b.stop - b.start != len(ix.serve) * len(ck.hours):
+        if b.keys != ck.share_h or b.stop - b.start != len(ix.serve) * len(ck.hours):
             raise RuntimeError("share_h columns are not the serving pairs x represented hours they were built as")
         values = x[b.start:b.stop].reshape(len(ix.serve), len(ck.hours))
     else:
