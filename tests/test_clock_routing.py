@@ -127,6 +127,13 @@ def test_the_checker_rejects_hourly_routing_that_leaves_an_hour_short_or_overloa
     assert "hourly_routing" in broken  # the assignments' day shares no longer are the hours' mean
     assert "hourly_routing" in tampered(good, tmp_path / "reach", out_of_reach)
 
+    def over_cap(d):  # one hour's share above max_share_per_site (1): 150 % of west's load sent to a
+        for ln in d["routing"]:
+            if (ln["region"], ln["site"], ln["hour_utc"]) == ("west", "a", 3):
+                ln["share"] = 1.5
+
+    assert "hourly_routing" in tampered(good, tmp_path / "cap", over_cap)
+
     def no_routing(d):  # a plan routed per hour that lists no routing
         d["routing"] = []
 
@@ -151,6 +158,12 @@ def test_bad_routing_is_named_with_its_fix(tmp_path):
         load_scenario(path, overrides={"clock.routing": "hour", "policies.survive_site_loss": {"chat": 1.0}})
     assert "survive_site_loss" in str(err.value) and "clock.routing to day" in str(err.value)
     assert load_scenario(path, overrides={"clock.routing": "hour"}).clock.routing == "hour"
+    from test_periods import years
+
+    with pytest.raises(ScenarioError) as err:
+        load_scenario(years(tmp_path / "years", sites=[site("hub", 0, 0)], regions=[region("town", 0, 0.1)]),
+                      overrides={"clock.hours": 24, "clock.routing": "hour"})
+    assert "routing per hour is not combined with periods" in str(err.value) and "plan one period at a time" in str(err.value)
 
 
 def test_routing_per_hour_beyond_what_a_model_holds_is_refused_by_name(tmp_path):
