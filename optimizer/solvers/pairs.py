@@ -111,11 +111,21 @@ def lifted_capacity_duals(ix: IndexSets, lm: LinearModel, x: np.ndarray, row_dua
     return lifted
 
 
+def _pair_cost_chunks(ix: IndexSets, w: str, demand: np.ndarray):
+    """(region rows, their pairs' cost matrix regions x sites) of class w, REGION_CHUNK regions at a
+    time: transport for the whole demand plus any pair_costs (what a share column costs at 1)."""
+    n_regions = len(ix.scenario.regions)
+    for a in range(0, n_regions, REGION_CHUNK):
+        rows = slice(a, min(a + REGION_CHUNK, n_regions))
+        cost = transport_usd_per_year(demand[rows][:, None], ix.distance_km[rows], ix.scenario.economics)
+        extra = _pair_cost_matrix(ix, w, rows)
+        yield rows, (cost + extra if extra is not None else cost)
+
+
 def price_pairs(ix: IndexSets, lm: LinearModel, row_dual: np.ndarray, lp_objective: float,
                 in_model: dict[str, np.ndarray], add_per_round: int = ADD_PER_ROUND) -> Pricing:
     """Price every eligible pair not in `in_model` with the LP duals of `lm`'s rows (see
     the module docstring)."""
-    economics = ix.scenario.economics
     demand_rows = lm.families["demand_met"].rows()
     capacity_rows = lm.families["inference_capacity"].rows()
     n_regions, n_sites = len(ix.scenario.regions), len(ix.scenario.sites)
@@ -133,12 +143,7 @@ def price_pairs(ix: IndexSets, lm: LinearModel, row_dual: np.ndarray, lp_objecti
                 mu[ix.site_pos[s]] = row_dual[row]
         demand = _demand(ix, w)
         added = np.zeros_like(eligible)
-        for a in range(0, n_regions, REGION_CHUNK):
-            rows = slice(a, min(a + REGION_CHUNK, n_regions))
-            cost = transport_usd_per_year(demand[rows][:, None], ix.distance_km[rows], economics)
-            extra = _pair_cost_matrix(ix, w, rows)
-            if extra is not None:
-                cost = cost + extra
+        for rows, cost in _pair_cost_chunks(ix, w, demand):
             rc = cost - pi[rows][:, None] - demand[rows][:, None] * mu[None, :]
             rc = np.where(eligible[rows] & ~in_model[w][rows], rc, np.inf)
             best = rc.min(axis=1)
@@ -176,8 +181,7 @@ def capacity_cost_bound(ix: IndexSets) -> float | None:
     """
     if ix.clock is not None and (ix.clock.rent_serve or ix.clock.rent_train):
         return None
-    economics = ix.scenario.economics
-    n_regions, n_sites = len(ix.scenario.regions), len(ix.scenario.sites)
+    n_sites = len(ix.scenario.sites)
     unit = {w: np.full(n_sites, np.inf) for w in ix.workloads}  # -mu
     for (s, k, c, w), econ in ix.inf_econ.items():
         j = ix.site_pos[s]
@@ -185,12 +189,7 @@ def capacity_cost_bound(ix: IndexSets) -> float | None:
     bound = 0.0
     for w, eligible in ix.eligible.items():
         demand = _demand(ix, w)
-        for a in range(0, n_regions, REGION_CHUNK):
-            rows = slice(a, min(a + REGION_CHUNK, n_regions))
-            cost = transport_usd_per_year(demand[rows][:, None], ix.distance_km[rows], economics)
-            extra = _pair_cost_matrix(ix, w, rows)
-            if extra is not None:
-                cost = cost + extra
+        for rows, cost in _pair_cost_chunks(ix, w, demand):
             best = np.where(eligible[rows], cost + demand[rows][:, None] * unit[w][None, :], np.inf).min(axis=1)
             bound += float(best[np.isfinite(best)].sum())
     per_h100 = placement_unit_cost(ix)  # -nu
