@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import resource
 import subprocess
 import sys
@@ -40,10 +41,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.results import replace_section  # noqa: E402
 from benchmarks.run import N_JOBS, SEED, _machine  # noqa: E402
+from dcplace.optimizer.solvers.pairs import CAPACITY_COST, FULL_LP, LAGRANGIAN  # noqa: E402
 
 SECTION = "features-at-scale"
 FEATURES = ("base", "clock 24 h", "N-1", "periods")
 DEFAULT_SCALES = ((200, 1000), (500, 3000))
+BOUND_TAGS = {FULL_LP: " (full LP)", LAGRANGIAN: " (Lagrangian)", CAPACITY_COST: " (capacity-cost)"}  # pairs.bound_kind
 CHILD_GRACE_S = 900  # a run's process is stopped this long after its time limit (model builds are not deadline-bound)
 
 
@@ -125,14 +128,16 @@ def _size(model: dict | None) -> str:
     return f"{model.get('rows', 0):,} x {model.get('columns', 0):,}, {model.get('integers', 0):,}"
 
 
-def render(rows: list[dict], command: str) -> str:
+def render(rows: list[dict], command: str, measured_utc: str | None = None) -> str:
+    """The section's text; `measured_utc` is when the rows were measured (now, unless they are re-read)."""
     from dcplace.models.versions import versions_line
 
-    now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    now = measured_utc or datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     out = [
         "## The newer features at synthetic scale (benchmarks/features_at_scale.py)", "",
         f"Measured {now} on {_machine()}; {versions_line()}. `{command}`.", "",
-        "The synthetic worlds of the table above (seed 7, 4 jobs), each solved as it is and with one feature on: "
+        "The synthetic worlds benchmarks/run.py builds for its scales (models/synthetic.py, seed 7, 4 jobs, the current "
+        "default catalog), each solved as it is and with one feature on: "
         "`clock 24 h` (the shipped daily profiles), `N-1` (chat and reasoning survive the loss of any site, default "
         "failover budgets), `periods` (the default's three two-year periods). One child process per run, 2 threads, "
         "gap 0.5 %; `checked` is the independent checker's verdict on the folder written. The objective of `periods` "
@@ -147,9 +152,10 @@ def render(rows: list[dict], command: str) -> str:
             else ("all" if r.get("model") else "")
         gap = f"{100 * r['gap']:.2f} %" if r.get("gap") is not None else ""
         checked = {True: "pass", False: "FAIL"}.get(r.get("checked"), "")
-        note = (r.get("note") or "").replace("|", "/")
+        kind = BOUND_TAGS.get(pairs.get("bound_kind", ""), "")
+        note = re.sub(r"^\S*synthetic-[\w-]+\.yaml, ", "", (r.get("note") or "")).replace("|", "/")  # not the run's temp path
         out.append(f"| {r['scale']} | {r['feature']} | {r['limit_s']:g} s | {r.get('status', '')} | {_money(r.get('objective'))} "
-                   f"| {_money(r.get('bound'))} | {gap} | {r.get('wall_s', 0):.1f} | {_size(r.get('model'))} | {pair_text} "
+                   f"| {_money(r.get('bound'))}{kind} | {gap} | {r.get('wall_s', 0):.1f} | {_size(r.get('model'))} | {pair_text} "
                    f"| {r.get('scenarios') if r.get('scenarios') is not None else ''} | {r.get('peak_mb', 0):,.0f} | {checked} | {note} |")
     return "\n".join(out) + "\n"
 
