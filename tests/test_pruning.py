@@ -135,6 +135,7 @@ def test_a_fabric_dearer_both_ways_is_still_dropped(tmp_path):
 # ----------------------------------------------------------- every rule, every policy
 
 RULES = ["dominated_fabrics", "job_fits_site", "idle_inference_racks", "dominated_racks"]
+EVERY_SIZE = PruningRules(dominated_racks_above_pairs=0)  # dominated racks are pruned only above a size; here at every size
 
 
 def _random_instance(folder, seed: int):
@@ -199,7 +200,7 @@ def test_no_pruning_rule_changes_the_optimum(tmp_path):
         scenario = load_scenario(_random_instance(tmp_path / str(seed), seed))
         reference = _outcome(scenario, PruningRules.none())
         solved += reference is not None
-        variants = {"all": PruningRules()} | {f"without {r}": replace(PruningRules(), **{r: False}) for r in RULES}
+        variants = {"all": EVERY_SIZE} | {f"without {r}": replace(EVERY_SIZE, **{r: False}) for r in RULES}
         for label, rules in variants.items():
             got = _outcome(scenario, rules)
             same = (got is None and reference is None) or (
@@ -245,14 +246,15 @@ def test_dominated_racks_keep_the_optimum(tmp_path):
     """30 random instances solved exactly with and without the rule: same optimum (or both
     without a plan), and the rule drops racks in most of them, so the test is not vacuous."""
     differing, dropped_in, solved = [], 0, 0
-    without = replace(PruningRules(), dominated_racks=False)
+    without = replace(EVERY_SIZE, dominated_racks=False)
     for seed in range(30):
         scenario = load_scenario(_rack_instance(tmp_path / str(seed), seed))
         full = build_index(scenario, pruning=without)
-        pruned = build_index(scenario)
+        pruned = build_index(scenario, pruning=EVERY_SIZE)
+        assert set(build_index(scenario).inf_racks) == set(full.inf_racks)  # a small scenario: dominance is not applied
         assert set(pruned.inf_racks) == undominated_inference_racks(full) and set(pruned.inf_racks) <= set(full.inf_racks)
         dropped_in += len(pruned.inf_racks) < len(full.inf_racks)
-        reference, got = _outcome(scenario, without), _outcome(scenario, PruningRules())
+        reference, got = _outcome(scenario, without), _outcome(scenario, EVERY_SIZE)
         solved += reference is not None
         same = (got is None and reference is None) or (
             got is not None and reference is not None and abs(got - reference) <= 1e-7 * max(1.0, abs(reference)))
@@ -273,6 +275,6 @@ def test_a_rack_cheaper_only_per_tok_s_is_kept(tmp_path):
     catalog = {**TINY_CATALOG, "chips": chips, "rack_configs": racks, "throughput": throughput}
     scenario = load_scenario(make_scenario(tmp_path, [site("a", 0, 0, cooling_allowed="air")], [region("r", 0, 0, chat=800)],
                                            jobs=[], catalog=catalog))
-    assert {k for _, k, _, _ in build_index(scenario).inf_racks} == {"slow-air", "fast-air"}
+    assert {k for _, k, _, _ in build_index(scenario, pruning=EVERY_SIZE).inf_racks} == {"slow-air", "fast-air"}
     plan = solve(scenario, EXACT)
     assert {ln.config: ln.racks for s in plan.sites for ln in s.racks} == {"slow-air": 1}

@@ -235,6 +235,10 @@ class PruningRules:
     job_fits_site: bool = True
     idle_inference_racks: bool = True
     dominated_racks: bool = True
+    # ...applied only to scenarios with more eligible serving pairs than this, where the model's
+    # size bounds the solve: on the default (13,978 pairs) it removed 1,121 of 29,994 columns and
+    # HiGHS then took 23 s instead of 15 s to the same gap (2 threads, two runs each, one machine)
+    dominated_racks_above_pairs: int = MAX_FULL_PAIRS
 
     @classmethod
     def none(cls) -> "PruningRules":
@@ -365,7 +369,7 @@ def build_index(scenario: Scenario, max_full_pairs: int = MAX_FULL_PAIRS, prunin
                         site, ix.racks[k], ix.chips[ix.racks[k].chip], ix.cooling[c], inference_load_factor(scenario, ix.workloads[w]), econ
                     )
 
-    if pruning.dominated_racks and not scenario.clock.on:
+    if pruning.dominated_racks and not scenario.clock.on and ix.eligible_pairs() > pruning.dominated_racks_above_pairs:
         kept = undominated_inference_racks(ix)
         ix.inf_racks = [key for key in ix.inf_racks if key in kept]
         ix.inf_econ = {key: ix.inf_econ[key] for key in ix.inf_racks}
