@@ -42,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.results import replace_section  # noqa: E402
 from benchmarks.run import N_JOBS, SEED, _machine  # noqa: E402
 from dcplace.optimizer.solvers.pairs import CAPACITY_COST, FULL_LP, LAGRANGIAN  # noqa: E402
+from dcplace.reports.style import money  # noqa: E402
 
 SECTION = "features-at-scale"
 FEATURES = ("base", "clock 24 h", "N-1", "periods")
@@ -68,6 +69,11 @@ def feature_yaml(world: Path, feature: str) -> Path:
     return path
 
 
+def _run_key(n_sites: int, n_regions: int, feature: str, limit_s: float) -> dict:
+    """The columns that name a run in the table."""
+    return {"scale": f"{n_sites} x {n_regions}", "feature": feature, "limit_s": limit_s}
+
+
 def one_run(n_sites: int, n_regions: int, feature: str, limit_s: float) -> dict:
     """One (scale, feature) solve, in this (child) process: the record of the table row."""
     from dcplace.models import load_scenario
@@ -77,7 +83,7 @@ def one_run(n_sites: int, n_regions: int, feature: str, limit_s: float) -> dict:
     from dcplace.optimizer.solving.pipeline import solve_schedule_to_folder, solve_to_folder
     from dcplace.optimizer.solving.solve import InfeasibleScenario, NoPlanFound, SolveOptions
 
-    row = {"scale": f"{n_sites} x {n_regions}", "feature": feature, "limit_s": limit_s}
+    row = _run_key(n_sites, n_regions, feature, limit_s)
     tmp = Path(tempfile.mkdtemp(prefix="dcplace-features-"))
     world = tmp / "world"
     write_scenario(synthetic_scenario(SEED, n_sites, n_regions, N_JOBS, box_deg=(25.0, 45.0)), world)
@@ -109,17 +115,17 @@ def run_child(n_sites: int, n_regions: int, feature: str, limit_s: float) -> dic
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=limit_s + CHILD_GRACE_S)
     except subprocess.TimeoutExpired:
-        return {"scale": f"{n_sites} x {n_regions}", "feature": feature, "limit_s": limit_s, "status": "stopped",
+        return {**_run_key(n_sites, n_regions, feature, limit_s), "status": "stopped",
                 "note": f"still running {CHILD_GRACE_S} s after its time limit"}
     lines = proc.stdout.strip().splitlines()
     if proc.returncode != 0 or not lines:
         reason = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
-        return {"scale": f"{n_sites} x {n_regions}", "feature": feature, "limit_s": limit_s, "status": "crashed", "note": reason}
+        return {**_run_key(n_sites, n_regions, feature, limit_s), "status": "crashed", "note": reason}
     return json.loads(lines[-1])
 
 
 def _money(usd) -> str:
-    return "" if usd is None else f"${usd / 1e6:,.2f} M"
+    return "" if usd is None else money(usd)
 
 
 def _size(model: dict | None) -> str:

@@ -340,6 +340,16 @@ def _rentals(ix, sets: ClockSets) -> None:
                 sets.rent_train.append((j, q.id))
 
 
+def serving_options(ix) -> list[tuple[tuple[str, str], list[str], list[str]]]:
+    """((r, w), owned sites, cloud regions) for every (region, class) that some site or cloud
+    region may serve: the columns of its demand row (demand_met, hourly_demand_met)."""
+    rented: dict[tuple[str, str], list[str]] = {}
+    for r, w, q in ix.clock.rent_serve:
+        rented.setdefault((r, w), []).append(q)
+    owned = ix.group("serve_by_rw")
+    return [(key, owned.get(key, []), rented.get(key, [])) for key in [*owned, *(k for k in rented if k not in owned)]]
+
+
 def rented_training_gpus(ix, j: str, chip: str) -> float:
     """Physical GPUs a job rents: its H100-equivalents over the chip's equivalence (the
     provider's cluster fabric is taken at full efficiency: its price includes it)."""
@@ -515,15 +525,11 @@ def hourly_demand_met(lm: LinearModel, ix) -> None:
     ck = ix.clock
     if not ck.hourly_routing:
         return
-    rented: dict[tuple[str, str], list[str]] = {}
-    for r, w, q in ck.rent_serve:
-        rented.setdefault((r, w), []).append(q)
-    owned = ix.group("serve_by_rw")
-    for (r, w) in [*owned, *(key for key in rented if key not in owned)]:
-        clouds = [(lm.col("rent_share", (r, w, q)), 1.0) for q in rented.get((r, w), [])]
+    for (r, w), sites, clouds in serving_options(ix):
+        rented = [(lm.col("rent_share", (r, w, q)), 1.0) for q in clouds]
         for h in ck.hours:
-            row = [(lm.col("share_h", (r, w, s, h)), 1.0) for s in owned.get((r, w), [])]
-            lm.add_row("hourly_demand_met", (r, w, h), row + clouds, lower=1.0, upper=1.0)
+            row = [(lm.col("share_h", (r, w, s, h)), 1.0) for s in sites]
+            lm.add_row("hourly_demand_met", (r, w, h), row + rented, lower=1.0, upper=1.0)
 
 
 @family(checker="check_hourly_routing", section="clock", not_relaxed="a definition that limits no plan: the day's "

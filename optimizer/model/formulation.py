@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dcplace.optimizer.model.clock import add_clock_variables, clock_costs, clock_emissions, trough_jobs
+from dcplace.optimizer.model.clock import add_clock_variables, clock_costs, clock_emissions, serving_options, trough_jobs
 from dcplace.optimizer.model.costs import COST_CATEGORIES, transport_usd_per_year
 from dcplace.optimizer.model.families import BOUNDS, REGISTRY, Relax, family
 from dcplace.optimizer.model.index import IndexSets
@@ -95,13 +95,9 @@ def demand_met(lm: LinearModel, ix: IndexSets) -> None:
     With routing per hour (clock.routing hour) hourly_demand_met holds for every hour instead, and implies this row."""
     if ix.clock.hourly_routing:
         return
-    rented: dict[tuple[str, str], list[str]] = {}
-    for r, w, q in ix.clock.rent_serve:
-        rented.setdefault((r, w), []).append(q)
-    owned = ix.group("serve_by_rw")
-    for (r, w) in [*owned, *(key for key in rented if key not in owned)]:
-        row = [(lm.col("share", (r, w, s)), 1.0) for s in owned.get((r, w), [])]
-        row += [(lm.col("rent_share", (r, w, q)), 1.0) for q in rented.get((r, w), [])]
+    for (r, w), sites, clouds in serving_options(ix):
+        row = [(lm.col("share", (r, w, s)), 1.0) for s in sites]
+        row += [(lm.col("rent_share", (r, w, q)), 1.0) for q in clouds]
         lm.add_row("demand_met", (r, w), row, lower=1.0, upper=1.0)
 
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -115,6 +115,13 @@ class IndexSets:
         self.place = [p for p in self.place_all if p in keep]
         _training_racks(self)
         self._groups.clear()
+
+    def with_every_placement(self) -> "IndexSets":
+        """A copy over every placement and no serving pair: the full model's training side
+        (what pricing and the capacity-cost bound read when the model holds candidates)."""
+        full = replace(self, serve=[])
+        full.restrict_training(full.place_all)
+        return full
 
     def training_restricted(self) -> bool:
         return len(self.place) < len(self.place_all)

@@ -44,7 +44,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import highspy
@@ -197,10 +197,7 @@ def capacity_cost_bound(ix: IndexSets) -> float | None:
         options = [per_h100[p[1:]] for p in ix.place_all if p[0] == j and p[1:] in per_h100]
         if options:
             bound += job.gpus_h100_equiv * min(options)
-    full = ix
-    if ix.training_restricted():  # the self-build sites of the full model, not of the candidates
-        full = replace(ix, serve=[])
-        full.restrict_training(full.place_all)
+    full = ix.with_every_placement() if ix.training_restricted() else ix  # the full model's self-build sites
     for s in full.build:
         bound += min(0.0, full.build_usd_per_kw_year[s] - 12.0 * full.sites[s].colocation_usd_per_kw_month) * full.build_limit_kw[s]
     return bound
@@ -270,8 +267,7 @@ class PlacementPricer:
     """
 
     def __init__(self, ix: IndexSets, build):
-        full = replace(ix, serve=[])
-        full.restrict_training(full.place_all)
+        full = ix.with_every_placement()
         self.ix_full = full
         self.model = build(full)
         start, index, value = self.model.matrix()
@@ -358,6 +354,9 @@ def solve_priced_lp(ix: IndexSets, build, deadline: float, threads: int, bound_t
     floor = -math.inf if floor_bound is None else floor_bound
     build_s = 0.0
     rounds = 0
+    cap = ix.scenario.policies.max_share_per_site
+    region_ids = [r.id for r in ix.scenario.regions]
+    site_ids = [site.id for site in ix.scenario.sites]
     done = None  # the last pass whose LP reached its optimum: the model is returned over its pairs and placements
     while True:  # one pass per set of placements
         pass_started = time.perf_counter()
@@ -372,9 +371,6 @@ def solve_priced_lp(ix: IndexSets, build, deadline: float, threads: int, bound_t
         column_of = {pair: share.start + i for i, pair in enumerate(ix.serve)}  # pair -> column in h
         demand_rows = lm.families["demand_met"].rows()
         capacity_rows = lm.families["inference_capacity"].rows()
-        cap = ix.scenario.policies.max_share_per_site
-        region_ids = [r.id for r in ix.scenario.regions]
-        site_ids = [site.id for site in ix.scenario.sites]
         last = None  # (x, objective, duals, pairs pricing) of this pass's last LP that reached its optimum
         infeasible = False
         while True:
