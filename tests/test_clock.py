@@ -154,6 +154,51 @@ def test_one_that_does_not_fit_gets_capacity_of_its_own(tmp_path):
     checked(plan, scenario, tmp_path / "b")
 
 
+def test_the_rounded_start_leaves_a_job_the_lp_runs_in_the_troughs_there(tmp_path):
+    """The warm start rounds the LP relaxation. The LP runs the job on the rack's idle night
+    GPUs, so the rounding must too: the start (completed by the LP over its racks, as
+    run_highs completes it) is the optimum's single inference rack, with no training rack
+    for the job and every one of its 500 GPU-hours lent from the troughs."""
+    import time
+
+    from dcplace.optimizer.model.formulation import build_model
+    from dcplace.optimizer.solvers.highs_model import to_highs
+    from dcplace.optimizer.solvers.warmstart import complete_start, round_lp, solve_relaxation
+    from dcplace.optimizer.solving.precheck import checked_index
+
+    ix = checked_index(load_scenario(trough_scenario(tmp_path / "in", 500)))
+    lm = build_model(ix)
+    h = to_highs(lm)
+    relaxed, _ = solve_relaxation(h, lm.integer_columns(), [], time.perf_counter() + 60)
+    placed = lm.blocks["place"]
+    assert relaxed[placed.start:placed.stop].sum() == pytest.approx(0.0, abs=1e-9)  # the LP keeps the job in the troughs
+    rounded = round_lp(relaxed, lm, ix)
+    x = relaxed.copy()
+    x[list(rounded)] = list(rounded.values())
+    x = complete_start(h, lm, x, time.perf_counter() + 60)
+    assert x is not None and lm.is_feasible(x)
+    total = lambda block: x[lm.blocks[block].start:lm.blocks[block].stop].sum()  # noqa: E731
+    assert (total("racks_inf"), total("racks_trn"), total("place")) == (pytest.approx(1.0), 0.0, 0.0)
+    lent = lm.blocks["backfill"]
+    hours = sum(x[lent.start + i] * ix.clock.weight_h[key[4]] for i, key in enumerate(lent.keys))
+    assert hours == pytest.approx(500.0)  # the trainer chip counts 1 H100-equivalent per GPU
+
+
+def test_the_dispatch_lends_gpus_in_an_hour_their_racks_serve_nothing(tmp_path):
+    """Racks may lend GPUs to a job in an hour their site serves none of their class (the load
+    is routed elsewhere, or the racks host only the job): the merit order still hands the job
+    its GPUs, which the checker compares with backfill.csv."""
+    from dcplace.optimizer.model.clock import dispatch
+    from dcplace.optimizer.solving.precheck import checked_index
+
+    ix = checked_index(load_scenario(trough_scenario(tmp_path / "in", 500)))
+    _, s, g, w, _ = ix.clock.backfill[0]
+    (c,) = [c for site, c in ix.zones if site == s]
+    out = dispatch(ix, {(s, g, c, w): 48.0}, {(s, g, w, 3): 20.0}, {(s, w, 12): 4800.0})
+    assert out[s, g, c, w, 3] == (0.0, 20.0)
+    assert out[s, g, c, w, 12] == (pytest.approx(48.0), 0.0)
+
+
 def test_local_time_and_representative_blocks():
     """UTC hour h is local hour h + offset; India's +5.5 reads halfway between two local hours.
     Blocks of a one-peak day keep the peak whole: the block holding it carries its maximum."""

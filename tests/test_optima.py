@@ -314,3 +314,41 @@ def test_the_rounded_start_builds_a_second_zone_only_where_it_pays(tmp_path, pri
     racks = _inference_racks(ix, "hub", {"chat": 800.0, "reason": 4800.0}, set())
     assert {(w, c) for (_, _, c, w) in racks} == expected
     assert sorted(racks.values()) == [1, 1]  # 800 / (16 x 50) and 4,800 / (48 x 100)
+
+
+def test_the_rounded_start_takes_racks_away_where_rounding_up_breaks_a_floor(tmp_path):
+    """One rack (800 tok/s) of floor at 'small', a hundred at 'big', 1,200 tok/s of demand.
+    An LP point with 900 tok/s at 'small' rounds up to two racks there, over its floor, at
+    the least power too; the rounding then takes one away, and the LP that completes the
+    start moves the 100 tok/s it no longer serves to 'big', whose one rounded-up rack (for
+    300 tok/s) has room: a plan of one rack at each site."""
+    import copy
+    import time
+
+    import numpy as np
+
+    from dcplace.optimizer.model.formulation import build_model
+    from dcplace.optimizer.model.index import build_index
+    from dcplace.optimizer.solvers.highs_model import to_highs
+    from dcplace.optimizer.solvers.warmstart import complete_start, round_lp, round_within_limits
+
+    catalog = copy.deepcopy(TINY_CATALOG)
+    catalog["throughput"] = [t for t in catalog["throughput"] if t["chip"] == "server"]
+    path = make_scenario(tmp_path, sites=[site("small", 0, 0, floor_racks=1), site("big", 0, 0.2)],
+                         regions=[region("town", 0, 0.1, chat=1200)], catalog=catalog)
+    ix = build_index(load_scenario(path))
+    lm = build_model(ix)
+    x = np.zeros(lm.n_cols)
+    x[lm.col("share", ("town", "chat", "small"))], x[lm.col("share", ("town", "chat", "big"))] = 0.75, 0.25
+    broken: set[str] = set()
+    assert round_lp(x, lm, ix, broken=broken) is None and broken == {"small"}
+    rounded = round_within_limits(x, lm, ix)
+    start = x.copy()
+    start[list(rounded)] = list(rounded.values())
+    assert not lm.is_feasible(start)  # 'small' serves more than its one rack
+    done = complete_start(to_highs(lm), lm, start, time.perf_counter() + 60)
+    assert done is not None and lm.is_feasible(done)
+    racks = lm.blocks["racks_inf"]
+    per_site = {s: sum(done[racks.start + i] for i, key in enumerate(racks.keys) if key[0] == s) for s in ("small", "big")}
+    assert per_site == {"small": pytest.approx(1.0), "big": pytest.approx(1.0)}
+    assert done[lm.col("share", ("town", "chat", "small"))] <= 800 / 1200 + 1e-9

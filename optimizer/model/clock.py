@@ -723,7 +723,9 @@ def dispatch(ix, installed: dict[tuple, float], lent: dict[tuple, float], load: 
         if n > 0:
             by_sw.setdefault((s, w), []).append((g, c, n))
     out: dict[tuple, tuple[float, float]] = {}
-    for (s, w, h), tok_s in sorted(load.items()):
+    hours_with_work = set(load) | {(s, w, h) for s, _, w, h in lent}  # racks may lend in an hour they serve nothing
+    for s, w, h in sorted(hours_with_work):
+        tok_s = load.get((s, w, h), 0.0)
         zones = sorted(by_sw.get((s, w), []), key=lambda z: (ix.sites[s].pue(ix.cooling[z[1]]), z[1]))
         free, lent_at = {}, {}
         for g in {z[0] for z in zones}:

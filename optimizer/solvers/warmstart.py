@@ -11,13 +11,17 @@ plan near it. Rounding the LP gives one in the time of two LP solves:
    each site's power and floor lowered by what rounding up can add (`_headroom`);
 1. every job goes to the (site, fabric, chip) option with the largest LP value, on the
    rack option (config, cooling) the LP uses most there: racks = ceil(need / H100 per rack);
+   but an interruptible job the LP runs mostly in the troughs (clock on) stays there, and
+   the GPUs the LP lends it are added to the hourly load that sizes step 2's racks;
 2. the LP's demand shares are kept as they are (they already meet demand, latency and
    max-share limits); each site then gets the set of cooling zones and per-class rack
    configs that cost least for ceil(load / tok/s per rack) racks, counting the zones'
    fixed costs (`_inference_racks`);
 3. sites and zones open where racks or shares need them;
 4. where rounding up broke a site's power or floor (the LP fills cheap sites to the
-   brim), that site's racks are chosen again for the least facility power instead;
+   brim), that site's racks are chosen again for the least facility power instead; where
+   even that breaks it, inference racks are taken away there until it fits, and the LP that
+   completes the start (complete_start) moves the load they served to sites with room;
 5. polish: when the kept sites are few (at most a quarter of the candidates), the MIP
    restricted to them (every other site closed) is solved from the rounded plan for a
    short time (POLISH_SHARE of the time left, at most POLISH_MAX_S); it is much smaller
@@ -44,7 +48,7 @@ from contextlib import contextmanager
 import highspy
 import numpy as np
 
-from dcplace.optimizer.model.clock import tok_s_per_gpu
+from dcplace.optimizer.model.clock import tok_s_per_gpu, trough_jobs
 from dcplace.optimizer.model.index import IndexSets
 from dcplace.optimizer.model.linear import LinearModel
 from dcplace.optimizer.solvers.highs_model import HighsAbandoned, run_until, set_deadline  # noqa: F401 - set_deadline re-exported
@@ -102,11 +106,13 @@ def _inference_racks(ix: IndexSets, s: str, load: dict[str, float], built: set[t
 
 
 def round_lp(
-    x: np.ndarray, lm: LinearModel, ix: IndexSets, broken: set[str] | None = None, lean: set[str] = frozenset()
+    x: np.ndarray, lm: LinearModel, ix: IndexSets, broken: set[str] | None = None, lean: set[str] = frozenset(),
+    trim: set[str] = frozenset(),
 ) -> dict | None:
     """An integer-feasible assignment {column: value} from LP column values `x`, or None;
     sites whose power or floor the rounding broke are added to `broken`.
-    At `lean` sites racks are chosen for the least facility power, not the least cost."""
+    At `lean` sites racks are chosen for the least facility power, not the least cost; at
+    `trim` sites inference racks are then taken away until the site's limits hold (`_trim`)."""
     broken = set() if broken is None else broken
     pol = ix.scenario.policies
     if pol.carbon_cap_t_per_year is not None or pol.capex_budget_usd is not None or pol.single_purpose_sites:
@@ -117,11 +123,18 @@ def round_lp(
     racks_inf: dict = defaultdict(int)
     racks_trn: dict = defaultdict(int)
 
-    # 1. training
+    # 1. training; an interruptible job the LP runs mostly in the troughs stays there (its GPU-hours size step 2)
     options = ix.group("place_by_job")
     trn_options = ix.group("trn_by_sfchip")
     need = defaultdict(float)
+    in_troughs = _trough_scale(x, lm, ix)
+    for j, q in ix.clock.rent_train:  # every job runs on racks of its own or in the troughs
+        start[col("rent_trn", (j, q))] = 0.0
     for j, opts in options.items():
+        if j in in_troughs:
+            for o in opts:
+                start[col("place", (j, *o))] = 0.0
+            continue
         s, f, chip = max(opts, key=lambda o: lp("place", (j, *o)))
         for o in opts:
             start[col("place", (j, *o))] = 1.0 if o == (s, f, chip) else 0.0
@@ -149,6 +162,10 @@ def round_lp(
         elif ck.on and share > 0:
             for h in ck.hours:
                 hourly[s, w, h] += share * ix.demand(r, w) * ck.p(r, w, h)
+    for key in ck.backfill:  # GPUs lent to a job kept in the troughs are idle capacity the racks must have
+        j, s, g, w, h = key
+        if j in in_troughs:
+            hourly[s, w, h] += max(lp("backfill", key), 0.0) * in_troughs[j] * tok_s_per_gpu(ix, ck.group_chip[g], w)
     if ck.on:
         load = defaultdict(float)
         for (s, w, h), v in hourly.items():
@@ -181,6 +198,8 @@ def round_lp(
         keys_at[key[0]][1].append(key)
     for s, (keys_inf, keys_trn) in keys_at.items():
         site = ix.sites[s]
+        if s in trim:
+            _trim(ix, s, keys_inf, keys_trn, racks_inf, racks_trn)
         racks = sum(racks_inf[k] for k in keys_inf) + sum(racks_trn[k] for k in keys_trn)
         power = sum(racks_inf[k] * ix.inf_econ[k].facility_kw for k in keys_inf) + sum(racks_trn[k] * ix.trn_econ[k].facility_kw for k in keys_trn)
         if racks > site.floor_racks or power > site.power_limit_kw * (1 + 1e-9):
@@ -209,6 +228,68 @@ def round_lp(
         for s, w in lm.blocks["spare"].keys:
             start[col("spare", (s, w))] = max(built[s, w] - load.get((s, w), 0.0), 0.0)
     return start
+
+
+def round_within_limits(x: np.ndarray, lm: LinearModel, ix: IndexSets) -> dict | None:
+    """round_lp of `x`; where rounding up broke a site's power, floor or zone limit, that
+    site's racks chosen again for the least facility power; where even that breaks it,
+    inference racks taken away there until it fits (`_trim`). None if a limit still breaks."""
+    broken: set[str] = set()
+    start = round_lp(x, lm, ix, broken=broken)
+    if start is None and broken:
+        still: set[str] = set()
+        start = round_lp(x, lm, ix, broken=still, lean=broken)
+        if start is None and still:
+            start = round_lp(x, lm, ix, lean=broken | still, trim=still)
+    return start
+
+
+def _trim(ix: IndexSets, s: str, keys_inf: list, keys_trn: list, racks_inf: dict, racks_trn: dict) -> None:
+    """Take inference racks away at site s, one at a time from its largest count, until its
+    floor, power and per-zone rack limits hold or none is left. The site then serves less than
+    the LP put on it; the start's shares are chosen again over the racks of every site by
+    complete_start, which moves that load to the sites whose rounding up left room (on
+    2,000 x 10,000 the rounding broke a site limit even at the least power, and the search had
+    no plan to start from)."""
+    site = ix.sites[s]
+
+    def over() -> bool:
+        per_zone: dict = defaultdict(int)
+        for key in keys_inf:
+            per_zone[key[:3]] += racks_inf[key]
+        for key in keys_trn:
+            per_zone[key[:3]] += racks_trn[key]
+        power = sum(racks_inf[k] * ix.inf_econ[k].facility_kw for k in keys_inf) + \
+            sum(racks_trn[k] * ix.trn_econ[k].facility_kw for k in keys_trn)
+        return sum(per_zone.values()) > site.floor_racks or power > site.power_limit_kw * (1 + 1e-9) or \
+            any(n > ix.rack_limit[zone] for zone, n in per_zone.items())
+
+    while over():
+        largest = max(keys_inf, key=lambda k: racks_inf[k], default=None)
+        if largest is None or racks_inf[largest] == 0:
+            return
+        racks_inf[largest] -= 1
+
+
+def _trough_scale(x: np.ndarray, lm: LinearModel, ix: IndexSets) -> dict[str, float]:
+    """job -> the factor its LP backfill is scaled by, for every interruptible job the LP runs
+    mostly in the troughs (own racks and rented GPUs together under one half): it is left
+    unplaced, and its troughs must then give all its GPU-hours, 1 / (1 - placed) of the LP's.
+    Placing it on racks of its own instead, as every other job, cost the start on the default
+    with the clock at 24 hours 5,632 H100-equivalent GPUs the optimum does not buy."""
+    ck = ix.clock
+    if not ck.on:
+        return {}
+    options = ix.group("place_by_job")
+    rented: dict[str, float] = defaultdict(float)
+    for j, q in ck.rent_train:
+        rented[j] += max(x[lm.col("rent_trn", (j, q))], 0.0)
+    out = {}
+    for j in trough_jobs(ix):
+        placed = sum(max(x[lm.col("place", (j, *o))], 0.0) for o in options.get(j, [])) + rented[j]
+        if placed < 0.5:
+            out[j] = 1.0 / (1.0 - placed)
+    return out
 
 
 def _campuses(lm: LinearModel, ix: IndexSets, racks_trn: dict) -> dict:
@@ -361,10 +442,7 @@ def rounded_lp_start(h: highspy.Highs, lm: LinearModel, ix: IndexSets, time_limi
     closed = [lm.col("open", s) for s in ix.sites if s not in keep]
     with _headroom(h, lm, ix):
         second = (solve_relaxation(h, integer_cols, closed, deadline) or (first, lp_bound))[0]
-    broken: set[str] = set()
-    start = round_lp(second, lm, ix, broken=broken)
-    if start is None and broken:
-        start = round_lp(second, lm, ix, lean=broken)
+    start = round_within_limits(second, lm, ix)
     col_value = None
     if start is not None:
         col_value = second.copy()
