@@ -154,40 +154,83 @@ def test_one_that_does_not_fit_gets_capacity_of_its_own(tmp_path):
     checked(plan, scenario, tmp_path / "b")
 
 
-def test_the_rounded_start_leaves_a_job_the_lp_runs_in_the_troughs_there(tmp_path):
-    """The warm start rounds the LP relaxation. The LP runs the job on the rack's idle night
-    GPUs, so the rounding must too: the start (completed by the LP over its racks, as
-    run_highs completes it) is the optimum's single inference rack, with no training rack
-    for the job and every one of its 500 GPU-hours lent from the troughs."""
+def _rounded_start(path):
+    """(ix, lm, the LP relaxation, the warm start): warmstart.rounded_lp_start on the scenario
+    at `path`, its plan completed by the LP over its racks where it is not yet (as run_highs does)."""
     import time
 
     from dcplace.optimizer.model.formulation import build_model
     from dcplace.optimizer.solvers.highs_model import to_highs
-    from dcplace.optimizer.solvers.warmstart import complete_start, round_lp, solve_relaxation
+    from dcplace.optimizer.solvers.warmstart import complete_start, rounded_lp_start, solve_relaxation
     from dcplace.optimizer.solving.precheck import checked_index
 
-    ix = checked_index(load_scenario(trough_scenario(tmp_path / "in", 500)))
+    ix = checked_index(load_scenario(path))
     lm = build_model(ix)
     h = to_highs(lm)
     relaxed, _ = solve_relaxation(h, lm.integer_columns(), [], time.perf_counter() + 60)
-    placed = lm.blocks["place"]
-    assert relaxed[placed.start:placed.stop].sum() == pytest.approx(0.0, abs=1e-9)  # the LP keeps the job in the troughs
-    rounded = round_lp(relaxed, lm, ix)
-    x = relaxed.copy()
-    x[list(rounded)] = list(rounded.values())
-    x = complete_start(h, lm, x, time.perf_counter() + 60)
+    _, x = rounded_lp_start(h, lm, ix, 60)
+    if x is not None and not lm.is_feasible(x):
+        x = complete_start(h, lm, x, time.perf_counter() + 60)
+    return ix, lm, relaxed, x
+
+
+def _total(lm, x, block: str) -> float:
+    return float(x[lm.blocks[block].start:lm.blocks[block].stop].sum())
+
+
+@pytest.mark.parametrize("gpu_hours, inference_racks", [(500, 1), (700, 2), (1000, 2)])
+def test_the_rounded_start_leaves_a_job_the_lp_runs_in_the_troughs_there(tmp_path, gpu_hours, inference_racks):
+    """The warm start rounds the LP relaxation. The LP runs the job on idle inference GPUs
+    (576 GPU-hours a night on the one rack the load needs), so the rounding must too: no
+    training rack, and the racks sized for the load and the GPUs lent beside it. 500
+    GPU-hours fit the night; 700 and 1,000 need a second rack, whose 48 GPUs idle all day
+    (576 + 1,152 GPU-hours). The start, completed by the LP over its racks, gets every
+    GPU-hour from the troughs (the trainer chip counts 1 H100-equivalent per GPU)."""
+    ix, lm, relaxed, x = _rounded_start(trough_scenario(tmp_path / "in", gpu_hours))
+    assert _total(lm, relaxed, "place") < 0.5  # the LP runs the job mostly in the troughs (at 1,000 GPU-hours 0.424 on racks)
     assert x is not None and lm.is_feasible(x)
-    total = lambda block: x[lm.blocks[block].start:lm.blocks[block].stop].sum()  # noqa: E731
-    assert (total("racks_inf"), total("racks_trn"), total("place")) == (pytest.approx(1.0), 0.0, 0.0)
+    assert (_total(lm, x, "racks_inf"), _total(lm, x, "racks_trn"), _total(lm, x, "place")) == \
+           (pytest.approx(inference_racks), 0.0, 0.0)
     lent = lm.blocks["backfill"]
-    hours = sum(x[lent.start + i] * ix.clock.weight_h[key[4]] for i, key in enumerate(lent.keys))
-    assert hours == pytest.approx(500.0)  # the trainer chip counts 1 H100-equivalent per GPU
+    assert sum(x[lent.start + i] * ix.clock.weight_h[key[4]] for i, key in enumerate(lent.keys)) == pytest.approx(gpu_hours)
+
+
+def test_the_rounded_start_lends_from_racks_of_a_chip_the_job_may_use(tmp_path):
+    """Two chips serve chat: 'server' racks (16 GPUs, 800 tok/s) cost less per token than
+    'trainer-dense' ones (48 GPUs, 4,800 tok/s) but count no H100-equivalents, so the job
+    cannot borrow them. Sized for tok/s alone the rounding buys only server racks and no LP
+    completes that start; the warm start then adds the trainer racks the LP lends from."""
+    catalog = {**TINY_CATALOG}
+    jobs = [job("tune", 30, interruptible=True, gpu_hours_per_day=500)]
+    path = clocked(tmp_path / "in", [region("town", 0, 0.1, chat=4800, utc_offset_h=0)], loads={h: 1.0 for h in range(8, 20)},
+                   default=0.0, sites=[site("hub", 0, 0), site("hub2", 0, 0.05)], catalog=catalog, jobs=jobs)
+    ix, lm, relaxed, x = _rounded_start(path)
+    assert x is not None and lm.is_feasible(x)
+    assert _total(lm, x, "racks_trn") == 0.0 and _total(lm, x, "place") == 0.0
+    racks = lm.blocks["racks_inf"]
+    trainer = sum(x[racks.start + i] for i, key in enumerate(racks.keys) if ix.racks[key[1]].chip == "trainer")
+    assert trainer >= 1
+
+
+def test_the_rounded_start_rents_a_job_the_lp_rents(tmp_path):
+    """Reserved trainer GPUs at $0.10 an hour beat racks of the job's own: the LP rents the
+    job whole, and so does the rounded start (it placed every job on racks before, $261,432
+    a year against the LP's $49,056). Completed, the start costs what the LP does."""
+    clouds = [{"id": "cloud", "name": "Cloud", "provider": "x", "lat": 0, "lon": 0.05, "country": "CA", "chip": "trainer",
+               "usd_per_gpu_hour_on_demand": "", "usd_per_gpu_hour_reserved": 0.1, "cap_gpus": "", "fabric_tier": 2}]
+    path = clocked(tmp_path / "in", [region("town", 0, 0.1, chat=1600, utc_offset_h=0)], loads={h: 1.0 for h in range(8, 20)},
+                   default=0.2, jobs=[job("train", 40, min_fabric_tier=1)], clouds=clouds)
+    ix, lm, relaxed, x = _rounded_start(path)
+    assert relaxed[lm.col("rent_trn", ("train", "cloud"))] == pytest.approx(1.0)
+    assert x is not None and lm.is_feasible(x)
+    assert x[lm.col("rent_trn", ("train", "cloud"))] == 1.0 and _total(lm, x, "racks_trn") == 0.0
+    assert lm.objective() @ x == pytest.approx(lm.objective() @ relaxed)
 
 
 def test_the_dispatch_lends_gpus_in_an_hour_their_racks_serve_nothing(tmp_path):
-    """Racks may lend GPUs to a job in an hour their site serves none of their class (the load
-    is routed elsewhere, or the racks host only the job): the merit order still hands the job
-    its GPUs, which the checker compares with backfill.csv."""
+    """Racks may lend GPUs to a job at a site that serves none of their class (no region is
+    routed there: the racks were built for the job's troughs): the merit order still hands the
+    job its GPUs in every hour, which the checker compares with backfill.csv."""
     from dcplace.optimizer.model.clock import dispatch
     from dcplace.optimizer.solving.precheck import checked_index
 

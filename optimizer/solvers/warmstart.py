@@ -107,12 +107,14 @@ def _inference_racks(ix: IndexSets, s: str, load: dict[str, float], built: set[t
 
 def round_lp(
     x: np.ndarray, lm: LinearModel, ix: IndexSets, broken: set[str] | None = None, lean: set[str] = frozenset(),
-    trim: set[str] = frozenset(),
+    trim: set[str] = frozenset(), lend_room: bool = False,
 ) -> dict | None:
     """An integer-feasible assignment {column: value} from LP column values `x`, or None;
     sites whose power or floor the rounding broke are added to `broken`.
     At `lean` sites racks are chosen for the least facility power, not the least cost; at
-    `trim` sites inference racks are then taken away until the site's limits hold (`_trim`)."""
+    `trim` sites inference racks are then taken away until the site's limits hold (`_trim`).
+    With `lend_room` every site gets the racks of each chip group that the GPUs it lends to the
+    jobs kept in the troughs need (`_room_to_lend`)."""
     broken = set() if broken is None else broken
     pol = ix.scenario.policies
     if pol.carbon_cap_t_per_year is not None or pol.capex_budget_usd is not None or pol.single_purpose_sites:
@@ -123,15 +125,17 @@ def round_lp(
     racks_inf: dict = defaultdict(int)
     racks_trn: dict = defaultdict(int)
 
-    # 1. training; an interruptible job the LP runs mostly in the troughs stays there (its GPU-hours size step 2)
+    # 1. training; an interruptible job the LP runs mostly in the troughs stays there (its GPU-hours size step 2),
+    # and a job the LP rents more than it places anywhere is rented (a rental is a binary: the job whole or not at all)
     options = ix.group("place_by_job")
     trn_options = ix.group("trn_by_sfchip")
     need = defaultdict(float)
-    in_troughs = _trough_scale(x, lm, ix)
-    for j, q in ix.clock.rent_train:  # every job runs on racks of its own or in the troughs
-        start[col("rent_trn", (j, q))] = 0.0
+    trough_scale = _trough_scale(x, lm, ix)
+    rented_at = _rented_jobs(x, lm, ix, trough_scale)
+    for j, q in ix.clock.rent_train:
+        start[col("rent_trn", (j, q))] = 1.0 if rented_at.get(j) == q else 0.0
     for j, opts in options.items():
-        if j in in_troughs:
+        if j in trough_scale or j in rented_at:
             for o in opts:
                 start[col("place", (j, *o))] = 0.0
             continue
@@ -162,10 +166,13 @@ def round_lp(
         elif ck.on and share > 0:
             for h in ck.hours:
                 hourly[s, w, h] += share * ix.demand(r, w) * ck.p(r, w, h)
-    for key in ck.backfill:  # GPUs lent to a job kept in the troughs are idle capacity the racks must have
+    lent = defaultdict(float)  # (s, g, w, h) -> GPUs lent to the jobs kept in the troughs, scaled to their whole need
+    for key in ck.backfill:
         j, s, g, w, h = key
-        if j in in_troughs:
-            hourly[s, w, h] += max(lp("backfill", key), 0.0) * in_troughs[j] * tok_s_per_gpu(ix, ck.group_chip[g], w)
+        if j in trough_scale:
+            lent[s, g, w, h] += max(lp("backfill", key), 0.0) * trough_scale[j]
+    for (s, g, w, h), gpus in lent.items():  # lent GPUs serve nothing: the racks must carry the load beside them
+        hourly[s, w, h] += gpus * tok_s_per_gpu(ix, ck.group_chip[g], w)
     if ck.on:
         load = defaultdict(float)
         for (s, w, h), v in hourly.items():
@@ -186,6 +193,8 @@ def round_lp(
                 load_at[s][w] = v
     for s in ix.sites:
         racks_inf.update(_inference_racks(ix, s, load_at.get(s, {}), training_zones, s in lean))
+    if lend_room:
+        _room_to_lend(x, lm, ix, lent, racks_inf)
 
     # 3. sites and zones, with the limits the rounding may have broken
     used_sites = {key[0] for key in racks_inf} | {key[0] for key in racks_trn} | {s for (s, _), v in load.items() if v > 1e-9}
@@ -230,30 +239,31 @@ def round_lp(
     return start
 
 
-def round_within_limits(x: np.ndarray, lm: LinearModel, ix: IndexSets) -> dict | None:
+def round_within_limits(x: np.ndarray, lm: LinearModel, ix: IndexSets, lend_room: bool = False) -> dict | None:
     """round_lp of `x`; where rounding up broke a site's power, floor or zone limit, that
     site's racks chosen again for the least facility power; where even that breaks it,
     inference racks taken away there until it fits (`_trim`). None if a limit still breaks."""
     broken: set[str] = set()
-    start = round_lp(x, lm, ix, broken=broken)
+    start = round_lp(x, lm, ix, broken=broken, lend_room=lend_room)
     if start is None and broken:
         still: set[str] = set()
-        start = round_lp(x, lm, ix, broken=still, lean=broken)
+        start = round_lp(x, lm, ix, broken=still, lean=broken, lend_room=lend_room)
         if start is None and still:
-            start = round_lp(x, lm, ix, lean=broken | still, trim=still)
+            start = round_lp(x, lm, ix, lean=broken | still, trim=still, lend_room=lend_room)
     return start
 
 
 def _trim(ix: IndexSets, s: str, keys_inf: list, keys_trn: list, racks_inf: dict, racks_trn: dict) -> None:
-    """Take inference racks away at site s, one at a time from its largest count, until its
-    floor, power and per-zone rack limits hold or none is left. The site then serves less than
+    """Take inference racks away at site s, one at a time, until its floor, power and per-zone
+    rack limits hold or none is left: over power, the rack drawing the most kW; over floor or
+    a zone's limit, the rack serving the fewest tok/s. The site then serves less than
     the LP put on it; the start's shares are chosen again over the racks of every site by
     complete_start, which moves that load to the sites whose rounding up left room (on
     2,000 x 10,000 the rounding broke a site limit even at the least power, and the search had
     no plan to start from)."""
     site = ix.sites[s]
 
-    def over() -> bool:
+    def over() -> str:
         per_zone: dict = defaultdict(int)
         for key in keys_inf:
             per_zone[key[:3]] += racks_inf[key]
@@ -261,14 +271,55 @@ def _trim(ix: IndexSets, s: str, keys_inf: list, keys_trn: list, racks_inf: dict
             per_zone[key[:3]] += racks_trn[key]
         power = sum(racks_inf[k] * ix.inf_econ[k].facility_kw for k in keys_inf) + \
             sum(racks_trn[k] * ix.trn_econ[k].facility_kw for k in keys_trn)
-        return sum(per_zone.values()) > site.floor_racks or power > site.power_limit_kw * (1 + 1e-9) or \
-            any(n > ix.rack_limit[zone] for zone, n in per_zone.items())
+        if power > site.power_limit_kw * (1 + 1e-9):
+            return "power"
+        if sum(per_zone.values()) > site.floor_racks or any(n > ix.rack_limit[zone] for zone, n in per_zone.items()):
+            return "floor"
+        return ""
 
-    while over():
-        largest = max(keys_inf, key=lambda k: racks_inf[k], default=None)
-        if largest is None or racks_inf[largest] == 0:
+    while (broken := over()):
+        left = [k for k in keys_inf if racks_inf[k] > 0]
+        if not left:
             return
-        racks_inf[largest] -= 1
+        # over power: the rack drawing most; over floor or a zone's limit: the rack serving least
+        worst = max(left, key=lambda k: ix.inf_econ[k].facility_kw) if broken == "power" else \
+            min(left, key=lambda k: ix.tok_s_per_rack[k[1], k[3]])
+        racks_inf[worst] -= 1
+
+
+def _rented_jobs(x: np.ndarray, lm: LinearModel, ix: IndexSets, trough_scale: dict[str, float]) -> dict[str, str]:
+    """job -> the cloud region the start rents it in: where the LP's rental of the job is larger
+    than its largest placement on racks (jobs kept in the troughs are not rented)."""
+    options = ix.group("place_by_job")
+    best: dict[str, tuple[float, str]] = {}
+    for j, q in ix.clock.rent_train:
+        value = x[lm.col("rent_trn", (j, q))]
+        if j not in trough_scale and value > best.get(j, (1e-9, ""))[0]:
+            best[j] = (value, q)
+    return {j: q for j, (value, q) in best.items()
+            if value > max((x[lm.col("place", (j, *o))] for o in options.get(j, [])), default=0.0)}
+
+
+def _room_to_lend(x: np.ndarray, lm: LinearModel, ix: IndexSets, lent: dict, racks_inf: dict) -> None:
+    """Add racks where the rounded ones hold fewer GPUs of a dispatch group than the start lends
+    from it in some hour (`lent`: (s, g, w, h) -> GPUs): a job borrows GPUs of the chips it may
+    use (trough_fits_idle), and the rack option chosen for the load may be of another chip. The
+    racks added are of the group's option the LP uses most there."""
+    if not lent:
+        return
+    ck = ix.clock
+    most: dict[tuple, float] = defaultdict(float)
+    for (s, g, w, _), gpus in lent.items():
+        most[s, g, w] = max(most[s, g, w], gpus)
+    options = ix.group("inf_by_sw")
+    for (s, g, w), gpus in sorted(most.items()):
+        installed = sum(n * ix.racks[key[1]].gpus_per_rack for key, n in racks_inf.items()
+                        if key[0] == s and key[3] == w and ck.energy_group[key[1]] == g)
+        choices = [(k, c) for k, c in options.get((s, w), []) if ck.energy_group[k] == g]
+        if installed >= gpus - 1e-6 or not choices:
+            continue
+        k, c = max(choices, key=lambda kc: (x[lm.col("racks_inf", (s, *kc, w))], -ix.inf_econ[s, kc[0], kc[1], w].total_usd_per_year))
+        racks_inf[s, k, c, w] = racks_inf.get((s, k, c, w), 0) + math.ceil((gpus - installed) / ix.racks[k].gpus_per_rack - 1e-9)
 
 
 def _trough_scale(x: np.ndarray, lm: LinearModel, ix: IndexSets) -> dict[str, float]:
@@ -276,7 +327,8 @@ def _trough_scale(x: np.ndarray, lm: LinearModel, ix: IndexSets) -> dict[str, fl
     mostly in the troughs (own racks and rented GPUs together under one half): it is left
     unplaced, and its troughs must then give all its GPU-hours, 1 / (1 - placed) of the LP's.
     Placing it on racks of its own instead, as every other job, cost the start on the default
-    with the clock at 24 hours 5,632 H100-equivalent GPUs the optimum does not buy."""
+    with the clock at 24 hours 5,632 H100-equivalent GPUs that the plan found since does not buy
+    (benchmarks/clock.py: $1,657.92 M then, $1,602.78 M now)."""
     ck = ix.clock
     if not ck.on:
         return {}
@@ -442,11 +494,18 @@ def rounded_lp_start(h: highspy.Highs, lm: LinearModel, ix: IndexSets, time_limi
     closed = [lm.col("open", s) for s in ix.sites if s not in keep]
     with _headroom(h, lm, ix):
         second = (solve_relaxation(h, integer_cols, closed, deadline) or (first, lp_bound))[0]
-    start = round_within_limits(second, lm, ix)
-    col_value = None
-    if start is not None:
-        col_value = second.copy()
-        col_value[list(start)] = list(start.values())
+    col_value = _with_values(second, round_within_limits(second, lm, ix))
+    if col_value is not None and ix.clock.backfill and not lm.is_feasible(col_value):
+        # Jobs kept in the troughs borrow GPUs of the chips they may use. The racks sized for tok/s
+        # may hold too few of them; adding the LP's lending racks at every site is safe but dear (on the
+        # default at 24 hours the plan cost $1,605.38 M with it always on, $1,602.78 M without), so it is
+        # the fallback when no LP completes the start.
+        completed = complete_start(h, lm, col_value, deadline)
+        if completed is None:
+            col_value = _with_values(second, round_within_limits(second, lm, ix, lend_room=True))
+            completed = complete_start(h, lm, col_value, deadline) if col_value is not None else None
+        col_value = completed
+    start = col_value
     polish_s = min(POLISH_SHARE * (deadline - time.perf_counter()), POLISH_MAX_S)
     if len(keep) > POLISH_MAX_KEPT_SHARE * len(ix.sites):
         polish_s = 0.0  # the restricted MIP would be nearly the whole MIP: leave the search to HiGHS
@@ -460,12 +519,21 @@ def rounded_lp_start(h: highspy.Highs, lm: LinearModel, ix: IndexSets, time_limi
         raise
     if polished is not None:
         col_value, objective = polished
-        how = f"{'rounded LP relaxation polished' if start else 'found'} by the MIP on the {len(keep)} kept sites (${objective:,.0f}/yr)"
+        how = f"{'rounded LP relaxation polished' if start is not None else 'found'} by the MIP on the {len(keep)} kept sites (${objective:,.0f}/yr)"
     elif start is not None:
         how = f"rounded LP relaxation (${float(lm.objective() @ col_value):,.0f}/yr, {len(keep)} sites kept)"
     else:
         return "none: the rounded LP broke a site limit or a policy", None
     return how, col_value
+
+
+def _with_values(x: np.ndarray, assigned: dict | None) -> np.ndarray | None:
+    """`x` with the columns of `assigned` ({column: value}) set, or None when there is no assignment."""
+    if assigned is None:
+        return None
+    out = x.copy()
+    out[list(assigned)] = list(assigned.values())
+    return out
 
 
 def _solution(col_value: list[float]) -> highspy.HighsSolution:
