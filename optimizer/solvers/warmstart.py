@@ -206,16 +206,10 @@ def round_lp(
     for key in racks_trn:
         keys_at[key[0]][1].append(key)
     for s, (keys_inf, keys_trn) in keys_at.items():
-        site = ix.sites[s]
         if s in trim:
             _trim(ix, s, keys_inf, keys_trn, racks_inf, racks_trn)
-        racks = sum(racks_inf[k] for k in keys_inf) + sum(racks_trn[k] for k in keys_trn)
-        power = sum(racks_inf[k] * ix.inf_econ[k].facility_kw for k in keys_inf) + sum(racks_trn[k] * ix.trn_econ[k].facility_kw for k in keys_trn)
-        if racks > site.floor_racks or power > site.power_limit_kw * (1 + 1e-9):
+        if _limit_broken(ix, s, keys_inf, keys_trn, racks_inf, racks_trn):
             broken.add(s)
-        for k in keys_inf + keys_trn:
-            if (racks_inf.get(k, 0) + racks_trn.get(k, 0)) > ix.rack_limit[k[0], k[1], k[2]]:
-                broken.add(s)
     if broken:
         return None
     n_open = len(used_sites)
@@ -261,23 +255,7 @@ def _trim(ix: IndexSets, s: str, keys_inf: list, keys_trn: list, racks_inf: dict
     complete_start, which moves that load to the sites whose rounding up left room (on
     2,000 x 10,000 the rounding broke a site limit even at the least power, and the search had
     no plan to start from)."""
-    site = ix.sites[s]
-
-    def over() -> str:
-        per_zone: dict = defaultdict(int)
-        for key in keys_inf:
-            per_zone[key[:3]] += racks_inf[key]
-        for key in keys_trn:
-            per_zone[key[:3]] += racks_trn[key]
-        power = sum(racks_inf[k] * ix.inf_econ[k].facility_kw for k in keys_inf) + \
-            sum(racks_trn[k] * ix.trn_econ[k].facility_kw for k in keys_trn)
-        if power > site.power_limit_kw * (1 + 1e-9):
-            return "power"
-        if sum(per_zone.values()) > site.floor_racks or any(n > ix.rack_limit[zone] for zone, n in per_zone.items()):
-            return "floor"
-        return ""
-
-    while (broken := over()):
+    while (broken := _limit_broken(ix, s, keys_inf, keys_trn, racks_inf, racks_trn)):
         left = [k for k in keys_inf if racks_inf[k] > 0]
         if not left:
             return
@@ -285,6 +263,24 @@ def _trim(ix: IndexSets, s: str, keys_inf: list, keys_trn: list, racks_inf: dict
         worst = max(left, key=lambda k: ix.inf_econ[k].facility_kw) if broken == "power" else \
             min(left, key=lambda k: ix.tok_s_per_rack[k[1], k[3]])
         racks_inf[worst] -= 1
+
+
+def _limit_broken(ix: IndexSets, s: str, keys_inf: list, keys_trn: list, racks_inf: dict, racks_trn: dict) -> str:
+    """Which of site s's limits its rounded racks break: "power", "floor" (its floor, or the most
+    racks of a config a zone holds: density_needs_zone's big-M), or "" for none."""
+    site = ix.sites[s]
+    per_config_zone: dict = defaultdict(int)
+    for key in keys_inf:
+        per_config_zone[key[:3]] += racks_inf[key]
+    for key in keys_trn:
+        per_config_zone[key[:3]] += racks_trn[key]
+    power = sum(racks_inf[k] * ix.inf_econ[k].facility_kw for k in keys_inf) + \
+        sum(racks_trn[k] * ix.trn_econ[k].facility_kw for k in keys_trn)
+    if power > site.power_limit_kw * (1 + 1e-9):
+        return "power"
+    if sum(per_config_zone.values()) > site.floor_racks or any(n > ix.rack_limit[key] for key, n in per_config_zone.items()):
+        return "floor"
+    return ""
 
 
 def _rented_jobs(x: np.ndarray, lm: LinearModel, ix: IndexSets, trough_scale: dict[str, float]) -> dict[str, str]:
