@@ -15,6 +15,8 @@ are wide open, so the engine solves exactly
 from __future__ import annotations
 
 import math
+
+import numpy as np
 from typing import Sequence
 
 from dcplace.models.errors import InputProblem, ScenarioError
@@ -24,11 +26,8 @@ from dcplace.models.records import (
     Cooling,
     Economics,
     Latency,
-    PairCost,
     RackConfig,
-    Region,
     Scenario,
-    Site,
     Throughput,
     Workload,
 )
@@ -69,45 +68,74 @@ def scenario_from_cost_matrix(
 
     if m == 0 or n == 0:
         bad(None, f"needs at least one facility and one customer (got {m} and {n}).", "give fixed_costs and demands.")
-    rows = [list(map(float, row)) for row in costs] if m and n else []
-    if len(rows) != m or any(len(r) != n for r in rows):
-        lengths = sorted({len(r) for r in rows})
-        bad("costs", f"must be {m} x {n} (facilities x customers), got {len(rows)} rows of {' or '.join(map(str, lengths)) or 0} entries.",
-            "give costs[i][j] for every facility i and customer j.")
+    rows = _cost_rows(costs, m, n, bad) if m and n else None
     if capacities is not None and len(capacities) != m:
         bad("capacities", f"has {len(capacities)} entries for {m} facilities.", "give one capacity per facility, or None.")
     for key, values in (("fixed_costs", fixed_costs), ("demands", demands), ("capacities", capacities or [])):
         for k, v in enumerate(values):
-            if not math.isfinite(float(v)) or float(v) < 0:
+            if not _non_negative(v):
                 bad(f"{key}[{k}]", f"must be a finite number >= 0 (got {v!r}).", "give a finite, non-negative value.")
-    if not problems:
-        for i, row in enumerate(rows):
-            for j, v in enumerate(row):
-                if not math.isfinite(v) or v < 0:
-                    bad(f"costs[{i}][{j}]", f"must be a finite number >= 0 (got {v!r}).", "give a finite, non-negative cost.")
     if problems:
         raise ScenarioError(problems)
     total = math.ceil(sum(float(d) for d in demands))
     caps = [int(c) for c in capacities] if capacities is not None else [max(total, 1)] * m
-    sites = tuple(
-        Site(
-            id=f"w{i + 1}", name=f"Warehouse {i + 1}", lat=0, lon=0, country="XX", power_price_usd_per_mwh=0,
-            grid_carbon_g_per_kwh=0, power_limit_kw=1e9, floor_racks=caps[i], fixed_cost_usd_per_year=float(fixed_costs[i]),
-            colocation_usd_per_kw_month=0, cooling_allowed=("any",),
-        )
+    sites = [
+        dict(id=f"w{i + 1}", name=f"Warehouse {i + 1}", lat=0, lon=0, country="XX", power_price_usd_per_mwh=0,
+             grid_carbon_g_per_kwh=0, power_limit_kw=1e9, floor_racks=caps[i], fixed_cost_usd_per_year=float(fixed_costs[i]),
+             colocation_usd_per_kw_month=0, cooling_allowed=("any",))
         for i in range(m)
-    )
-    regions = tuple(
-        Region(id=f"c{j + 1}", name=f"Customer {j + 1}", lat=0, lon=0, country="XX",
-               demand_tok_s={"demand": float(demands[j])}, rtt_budget_ms={"demand": 1e6})
+    ]
+    regions = [
+        dict(id=f"c{j + 1}", name=f"Customer {j + 1}", lat=0, lon=0, country="XX",
+             demand_tok_s={"demand": float(demands[j])}, rtt_budget_ms={"demand": 1e6})
         for j in range(n)
-    )
-    pairs = tuple(
-        PairCost(region=f"c{j + 1}", site=f"w{i + 1}", workload="demand", usd_per_year=rows[i][j])
-        for i in range(m) for j in range(n)
-    )
+    ]
+    # sites, regions and pairs as plain dicts, validated by the Scenario in one call into pydantic's
+    # core: half the time of a record built each, which was a sixth of the engine's time on 50 x 50
+    site_ids, region_ids = [f"w{i + 1}" for i in range(m)], [f"c{j + 1}" for j in range(n)]
+    pairs = [{"region": region_ids[j], "site": site_ids[i], "workload": "demand", "usd_per_year": v}
+             for i, row in enumerate(rows) for j, v in enumerate(row)]
     scenario = Scenario(
         name=name, sites=sites, regions=regions, catalog=UNIT_CATALOG, pair_costs=pairs,
         economics=Economics(discount_rate=0.0, inference_target_utilization=1.0), latency=Latency(route_factor=1, overhead_ms=0),
     )
     return scenario.model_copy(update={"content_hash": scenario_hash(scenario)})
+
+
+def _non_negative(value) -> bool:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return False
+    return math.isfinite(number) and number >= 0
+
+
+def _cost_rows(costs, m: int, n: int, bad) -> list[list[float]] | None:
+    """costs as m rows of n floats, or None after naming what is wrong with it: its shape, or
+    each entry that is not a finite number >= 0 (checked as one array when it is one)."""
+    try:
+        matrix = np.asarray(costs, dtype=float)
+    except (TypeError, ValueError):  # ragged, or an entry that is not a number: look row by row
+        matrix = None
+    if matrix is not None and matrix.shape != (m, n):
+        bad("costs", f"must be {m} x {n} (facilities x customers), got an array of shape {matrix.shape}.",
+            "give costs[i][j] for every facility i and customer j.")
+        return None
+    if matrix is None:
+        try:
+            rows = [list(row) for row in costs]
+        except TypeError:
+            rows = []
+        if len(rows) != m or any(len(row) != n for row in rows):
+            lengths = sorted({len(row) for row in rows})
+            bad("costs", f"must be {m} x {n} (facilities x customers), got {len(rows)} rows of "
+                f"{' or '.join(map(str, lengths)) or 0} entries.", "give costs[i][j] for every facility i and customer j.")
+            return None
+        for i, row in enumerate(rows):
+            for j, v in enumerate(row):
+                if not _non_negative(v):
+                    bad(f"costs[{i}][{j}]", f"must be a finite number >= 0 (got {v!r}).", "give a finite, non-negative cost.")
+        return None
+    for i, j in np.argwhere(~np.isfinite(matrix) | (matrix < 0)).tolist():
+        bad(f"costs[{i}][{j}]", f"must be a finite number >= 0 (got {float(matrix[i, j])!r}).", "give a finite, non-negative cost.")
+    return matrix.tolist()

@@ -30,7 +30,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Callable
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from dcplace.models.clock_inputs import check_clock_inputs, check_routing
 from dcplace.models.period_inputs import check_periods, read_periods
@@ -398,10 +398,18 @@ def scenario_hash(scenario: Scenario) -> str:
 
     Where the files were (source_path, files, the backbone's file name) is not content: the
     backbone's edges are, so a plan's inputs/ (which renames the backbone file to
-    backbone.csv) re-load to the same hash."""
+    backbone.csv) re-load to the same hash. The pair costs, which can be a matrix of
+    facilities x customers, are serialized by pydantic's core in their fields' order (a
+    record of four scalars needs no key sorting): a quarter of the time of sorted JSON."""
     payload = scenario.model_dump(mode="json", exclude={"source_path": True, "content_hash": True, "files": True,
-                                                        "latency": {"backbone"}})
-    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+                                                        "latency": {"backbone"}, "pair_costs": True})
+    digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode())
+    if scenario.pair_costs:
+        digest.update(b"\npair_costs:" + _PAIR_COSTS_JSON.dump_json(scenario.pair_costs))
+    return digest.hexdigest()
+
+
+_PAIR_COSTS_JSON = TypeAdapter(tuple[PairCost, ...])
 
 
 def _check_pairs(pairs, label: str, sites, regions, catalog: Catalog | None, log: ProblemLog) -> None:

@@ -89,6 +89,23 @@ def test_cost_matrix_refuses_a_bad_matrix():
     assert "costs[0][0]" in str(info.value)
 
 
+@pytest.mark.parametrize("fixed, demands, costs, named", [
+    ([1, 2], [1, 1], np.array([[0.0, 1.0], [-2.0, 1.0]]), "field 'costs[1][0]': must be a finite number >= 0 (got -2.0)"),
+    ([1, 2], [1, 1], [[0, "abc"], [1, 1]], "field 'costs[0][1]': must be a finite number >= 0 (got 'abc')"),
+    ([1, 2], [1, 1], np.zeros((2, 3)), "must be 2 x 2 (facilities x customers), got an array of shape (2, 3)"),
+    ([1, 2], [1, 1], [1, 2], "must be 2 x 2 (facilities x customers), got an array of shape (2,)"),
+    ([1, 2], [1, 1], [3, [1, 2]], "must be 2 x 2 (facilities x customers), got 0 rows of 0 entries"),
+    (["x", 2], [1, None], [[0, 1], [1, 0]], "field 'fixed_costs[0]': must be a finite number >= 0 (got 'x')"),
+    ([1, 2], [1, None], [[0, 1], [1, 0]], "field 'demands[1]': must be a finite number >= 0 (got None)"),
+])
+def test_cost_matrix_names_each_bad_entry_without_a_traceback(fixed, demands, costs, named):
+    """Non-numbers, negatives and a wrong shape are ScenarioErrors naming the entry, whether the
+    matrix is an array (checked at once) or nested lists (checked entry by entry)."""
+    with pytest.raises(ScenarioError) as info:
+        scenario_from_cost_matrix(fixed, demands, costs)
+    assert named in str(info.value)
+
+
 def test_orlib_uses_the_package_adapter():
     source = (Path(__file__).resolve().parents[1] / "benchmarks" / "orlib.py").read_text()
     tree = ast.parse(source)
@@ -107,3 +124,17 @@ def test_files_split_keeps_every_public_name():
     root = Path(files.__file__).parent
     for module in ("files", "tables", "scenario_file", "writing", "yamlio", "frames"):
         assert len((root / f"{module}.py").read_text().splitlines()) < 500, module
+
+
+def test_scenario_hash_covers_every_pair_cost():
+    """Pair costs are hashed apart from the rest (models.scenario_file.scenario_hash): the same
+    matrix gives the same hash, any one entry changed gives another."""
+    costs = np.arange(12, dtype=float).reshape(3, 4)
+    first = scenario_from_cost_matrix([1, 2, 3], [1, 1, 1, 1], costs)
+    assert scenario_from_cost_matrix([1, 2, 3], [1, 1, 1, 1], costs.tolist()).content_hash == first.content_hash
+    hashes = {first.content_hash}
+    for i, j in [(0, 0), (2, 3), (1, 2)]:
+        changed = costs.copy()
+        changed[i, j] += 0.5
+        hashes.add(scenario_from_cost_matrix([1, 2, 3], [1, 1, 1, 1], changed).content_hash)
+    assert len(hashes) == 4

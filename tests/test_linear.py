@@ -71,3 +71,57 @@ def test_rows_and_columns_map_back_to_names():
     assert lm.col("share", share.keys[-1]) == share.stop - 1
     with pytest.raises(ValueError, match="added together"):
         lm.add_row("demand_met", ("x", "y"), [])
+
+
+def test_add_entries_gives_the_rows_add_row_gives():
+    """Rows of any length at once (add_entries) are the rows add_row makes one key at a time:
+    same order, bounds, names and matrix, zero coefficients left out."""
+    rng = np.random.default_rng(3)
+    keys = [("k", i) for i in range(7)]
+    terms = {key: [(int(j), float(v)) for j, v in zip(rng.choice(12, rng.integers(0, 5), replace=False), rng.integers(-2, 3, 5))]
+             for key in keys}
+    one, many = LinearModel("one"), LinearModel("many")
+    for lm in (one, many):
+        lm.add_block("x", list(range(12)), 0.0, 1.0, "continuous")
+        lm.add_row("before", None, [(0, 1.0)], upper=1.0)
+    for key in keys:
+        one.add_row("fam", key, terms[key], lower=-1.0, upper=2.0)
+    entries = [(i, j, v) for i, key in enumerate(keys) for j, v in terms[key]]
+    many.add_entries("fam", keys, [i for i, _, _ in entries], [j for _, j, _ in entries], [v for *_, v in entries], lower=-1.0, upper=2.0)
+    for a, b in zip(one.matrix(), many.matrix()):
+        assert np.array_equal(a, b)
+    assert [one.row_name(i) for i in range(one.n_rows)] == [many.row_name(i) for i in range(many.n_rows)]
+    assert all(np.array_equal(a, b) for a, b in zip(one.row_bounds(), many.row_bounds()))
+    with pytest.raises(IndexError):
+        many.add_entries("later", [("a",)], [1], [0], [1.0])
+
+
+def test_serve_positions_follow_serve_through_restriction():
+    """The positions _serve_list leaves with the index are those serve states, and a restriction
+    renews them (the builders read them instead of looking every pair up)."""
+    ix = build_index(synthetic_scenario(5, n_sites=6, n_regions=9, n_jobs=1))
+    classes = list(ix.workloads)
+
+    def recomputed():
+        return (np.array([ix.region_pos[r] for r, _, _ in ix.serve]), np.array([ix.site_pos[s] for _, _, s in ix.serve]),
+                np.array([classes.index(w) for _, w, _ in ix.serve]))
+
+    assert all(np.array_equal(a, b) for a, b in zip(ix.serve_positions(), recomputed()))
+    assert np.array_equal(ix.serve_demand_tok_s(), [ix.demand(r, w) for r, w, _ in ix.serve])
+    keep = {w: np.zeros_like(mask) for w, mask in ix.eligible.items()}
+    w = classes[0]
+    keep[w][:, ::2] = True  # every other site, one class
+    ix.restrict_serve(keep)
+    assert ix.serve and all(c == w for _, c, _ in ix.serve)
+    assert all(np.array_equal(a, b) for a, b in zip(ix.serve_positions(), recomputed()))
+    assert np.array_equal(ix.serve_demand_tok_s(), [ix.demand(r, w) for r, w, _ in ix.serve])
+
+
+def test_to_highs_passes_integrality_bounds_and_costs():
+    lm = build_model(build_index(synthetic_scenario(5, n_sites=3, n_regions=4, n_jobs=1)))
+    lp = to_highs(lm).getLp()
+    integer = np.array([v == highspy.HighsVarType.kInteger for v in lp.integrality_])
+    assert np.array_equal(np.flatnonzero(integer), lm.integer_columns())
+    assert np.array_equal(np.asarray(lp.col_cost_), lm.objective())
+    assert np.array_equal(np.asarray(lp.col_upper_), lm.bounds()[1])
+    assert np.array_equal(np.asarray(lp.row_lower_), lm.row_bounds()[0])

@@ -95,10 +95,12 @@ def demand_met(lm: LinearModel, ix: IndexSets) -> None:
     With routing per hour (clock.routing hour) hourly_demand_met holds for every hour instead, and implies this row."""
     if ix.clock.hourly_routing:
         return
-    for (r, w), sites, clouds in serving_options(ix):
-        row = [(lm.col("share", (r, w, s)), 1.0) for s in sites]
-        row += [(lm.col("rent_share", (r, w, q)), 1.0) for q in clouds]
-        lm.add_row("demand_met", (r, w), row, lower=1.0, upper=1.0)
+    keys = [key for key, _, _ in serving_options(ix)]
+    row_of = {key: i for i, key in enumerate(keys)}
+    share, rent = lm.blocks["share"], lm.blocks.get("rent_share")
+    rows = [row_of[r, w] for r, w, _ in ix.serve] + ([row_of[r, w] for r, w, _ in rent.keys] if rent else [])
+    cols = np.arange(share.start, share.stop).tolist() + (np.arange(rent.start, rent.stop).tolist() if rent else [])
+    lm.add_entries("demand_met", keys, rows, cols, np.ones(len(cols)), lower=1.0, upper=1.0)
 
 
 @family(checker="check_power_and_space", not_relaxed="implied by inference_capacity, density_needs_zone and "
@@ -108,7 +110,10 @@ def share_needs_open(lm: LinearModel, ix: IndexSets) -> None:
     cap = ix.scenario.policies.max_share_per_site
     share, opened = lm.blocks["share"], lm.blocks["open"]
     n = len(ix.serve)
-    site_col = np.fromiter((opened.start + opened.pos[s] for _, _, s in ix.serve), dtype=np.int32, count=n)
+    open_col = np.array([opened.start + opened.pos[s] if s in opened.pos else -1 for s in ix.site_pos], dtype=np.int64)
+    site_col = open_col[ix.serve_positions()[1]]
+    if n and site_col.min() < 0:
+        raise ValueError("a serving pair names a site with no open column")
     cols = np.column_stack([np.arange(share.start, share.start + n, dtype=np.int32), site_col])
     lm.add_rows("share_needs_open", ix.serve, cols, np.array([1.0, -cap]), upper=0.0)  # one row per pair, as add_row
 
@@ -125,11 +130,20 @@ def inference_capacity(lm: LinearModel, ix: IndexSets) -> None:
     """
     if ix.clock.on:
         return
-    by_sw = ix.group("serve_by_sw")
-    for (s, w), racks in ix.group("inf_by_sw").items():
-        served = [(lm.col("share", (r, w, s)), ix.demand(r, w)) for r in by_sw.get((s, w), [])]
-        capacity = [(lm.col("racks_inf", (s, k, c, w)), -ix.tok_s_per_rack[k, w]) for k, c in racks]
-        lm.add_row("inference_capacity", (s, w), served + capacity, upper=0.0)
+    keys = list(ix.group("inf_by_sw"))
+    share, racks = lm.blocks["share"], lm.blocks["racks_inf"]
+    classes = {w: i for i, w in enumerate(ix.workloads)}
+    row_at = np.full((len(ix.site_pos), len(classes)), -1, dtype=np.int64)  # (site, class) -> row, -1: no racks there
+    for i, (s, w) in enumerate(keys):
+        row_at[ix.site_pos[s], classes[w]] = i
+    _, site_pos, class_pos = ix.serve_positions()
+    served_row = row_at[site_pos, class_pos]
+    served = np.flatnonzero(served_row >= 0)
+    rack_row = [row_at[ix.site_pos[s], classes[w]] for s, _, _, w in racks.keys]
+    rows = np.concatenate([served_row[served], np.asarray(rack_row, dtype=np.int64)])
+    cols = np.concatenate([share.start + served, np.arange(racks.start, racks.stop)])
+    coefs = np.concatenate([ix.serve_demand_tok_s()[served], [-ix.tok_s_per_rack[k, w] for _, k, _, w in racks.keys]])
+    lm.add_entries("inference_capacity", keys, rows, cols, coefs, upper=0.0)
 
 
 @family(checker="check_training", not_relaxed="a law of the model: a job runs on installed GPUs; "
@@ -358,8 +372,9 @@ def objective(lm: LinearModel, ix: IndexSets) -> None:
     if economics.transport_usd_per_tok_s_1000km_year or ix.pair_cost:
         share, n = lm.blocks["share"], len(ix.serve)
         # transport_usd_per_year over every pair at once (the same arithmetic, element by element)
-        demand = np.fromiter((ix.demand(r, w) for r, w, _ in ix.serve), dtype=float, count=n)
-        km = ix.distance_km[[ix.region_pos[r] for r, _, _ in ix.serve], [ix.site_pos[s] for _, _, s in ix.serve]] if n else np.zeros(0)
+        demand = ix.serve_demand_tok_s()
+        region_pos, site_pos, _ = ix.serve_positions()
+        km = ix.distance_km[region_pos, site_pos]
         pair = np.fromiter((ix.pair_cost.get(key, 0.0) for key in ix.serve), dtype=float, count=n)
         cost = transport_usd_per_year(demand, np.asarray(km, dtype=float), economics, pair)
         lm.add_costs("transport", range(share.start, share.start + n), cost)

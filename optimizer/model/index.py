@@ -99,14 +99,39 @@ class IndexSets:
     def km(self, r: str, s: str) -> float:
         return float(self.distance_km[self.region_pos[r], self.site_pos[s]])
 
+    def serve_demand_tok_s(self) -> np.ndarray:
+        """demand(r, w) of each serving pair (r, w, s), in the order of `serve` (read-only; kept
+        with the groupings, so restrict_serve renews it)."""
+        if "serve_demand" not in self._groups:
+            by_region = np.array([[self.demand(r, w) for w in self.workloads] for r in self.region_pos],
+                                 dtype=float).reshape(len(self.region_pos), len(self.workloads))
+            region_pos, _, class_pos = self.serve_positions()
+            demand = by_region[region_pos, class_pos]
+            demand.flags.writeable = False
+            self._groups["serve_demand"] = demand
+        return self._groups["serve_demand"]
+
+    def serve_positions(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(region_pos, site_pos, class position in `workloads`) of each serving pair, in the
+        order of `serve` (kept with the groupings, as serve_demand_tok_s; _serve_list leaves
+        them there as it makes `serve`)."""
+        if "serve_positions" not in self._groups:
+            class_pos = {w: i for i, w in enumerate(self.workloads)}
+            n = len(self.serve)
+            self._groups["serve_positions"] = (
+                np.fromiter((self.region_pos[r] for r, _, _ in self.serve), dtype=np.int64, count=n),
+                np.fromiter((self.site_pos[s] for _, _, s in self.serve), dtype=np.int64, count=n),
+                np.fromiter((class_pos[w] for _, w, _ in self.serve), dtype=np.int64, count=n))
+        return self._groups["serve_positions"]
+
     def eligible_pairs(self) -> int:
         return int(sum(int(mask.sum()) for mask in self.eligible.values()))
 
     def restrict_serve(self, keep: dict[str, np.ndarray]) -> None:
         """Build the model over the eligible pairs in `keep` (class -> regions x sites mask) only."""
-        self.serve = _serve_list(self, {w: self.eligible[w] & keep[w] for w in self.eligible})
-        for name in [n for n in self._groups if n.startswith("serve_")]:
+        for name in [n for n in self._groups if n.startswith("serve_")]:  # serve_demand and serve_positions too
             del self._groups[name]
+        self.serve = _serve_list(self, {w: self.eligible[w] & keep[w] for w in self.eligible})
 
     def restrict_training(self, keep) -> None:
         """Build the model over the placements in `keep` (a set of (j, s, f, x)) only, with the
@@ -531,4 +556,8 @@ def _serve_list(ix: IndexSets, masks: dict[str, np.ndarray]) -> list[tuple[str, 
     j = np.concatenate([p[1] for p in parts])
     c = np.concatenate([p[2] for p in parts])
     order = np.lexsort((c, j, i))
-    return [(region_ids[a], classes[b], site_ids[d]) for a, d, b in zip(i[order].tolist(), j[order].tolist(), c[order].tolist())]
+    i, j, c = i[order], j[order], c[order]
+    serve = [(region_ids[a], classes[b], site_ids[d]) for a, d, b in zip(i.tolist(), j.tolist(), c.tolist())]
+    if region_ids == list(ix.region_pos) and site_ids == list(ix.site_pos):  # positions as serve_positions states them
+        ix._groups["serve_positions"] = (i.astype(np.int64), j.astype(np.int64), c.astype(np.int64))
+    return serve

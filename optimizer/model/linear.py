@@ -161,6 +161,27 @@ class LinearModel:
         self._row_upper.frombytes(np.full(n, upper, dtype=np.float64).tobytes())
         fam.keys.extend(keys)
 
+    def add_entries(self, family: str, keys: list, row: np.ndarray, cols: np.ndarray, coefs: np.ndarray,
+                    lower: float = -INF, upper: float = INF) -> None:
+        """One row per key at once, rows of any length: entry t is `coefs[t] * x[cols[t]]` in the
+        family's row `row[t]` (0 for keys[0]). The same rows as add_row called per key with
+        those terms (zero coefficients left out), for families whose rows differ in length."""
+        n = len(keys)
+        if not n:
+            return
+        row, cols, coefs = (np.asarray(row, dtype=np.int64), np.asarray(cols, dtype=np.int32),
+                            np.asarray(coefs, dtype=np.float64))
+        if len(row) and (row.min() < 0 or row.max() >= n):
+            raise IndexError(f"entry rows must lie in 0..{n - 1}")
+        fam = self._family_for_rows(family)
+        kept = coefs != 0
+        self._a_row.frombytes((row[kept] + self.n_rows).astype(np.int32).tobytes())
+        self._a_col.frombytes(np.ascontiguousarray(cols[kept]).tobytes())
+        self._a_val.frombytes(np.ascontiguousarray(coefs[kept]).tobytes())
+        self._row_lower.frombytes(np.full(n, lower, dtype=np.float64).tobytes())
+        self._row_upper.frombytes(np.full(n, upper, dtype=np.float64).tobytes())
+        fam.keys.extend(keys)
+
     def append(self, other: "LinearModel", tag: str, cost_weight: float = 1.0, skip_categories: tuple[str, ...] = ()) -> int:
         """Copy `other` in after this model's columns and rows: its blocks and families renamed
         `name@tag`, its cost terms times `cost_weight` (categories in `skip_categories` left out).
@@ -217,13 +238,17 @@ class LinearModel:
 
     def add_costs(self, category: str, cols, usd_per_year) -> None:
         """add_cost for each (column, $/yr) pair, in order."""
-        terms = None
-        for col, value in zip(cols, usd_per_year):
-            if value:
-                if terms is None:
-                    terms = self._costs.setdefault(category, {})
-                col = int(col)
-                terms[col] = terms.get(col, 0.0) + float(value)
+        cols = np.asarray(cols, dtype=np.int64).ravel()
+        values = np.asarray(usd_per_year, dtype=np.float64).ravel()
+        kept = values != 0
+        cols, values = cols[kept].tolist(), values[kept].tolist()
+        if cols:
+            terms = self._costs.setdefault(category, {})
+            if not terms and len(set(cols)) == len(cols):  # a new category of distinct columns: one update
+                terms.update(zip(cols, values))
+            else:
+                for col, value in zip(cols, values):
+                    terms[col] = terms.get(col, 0.0) + value
         self._costs_version += 1
 
     def objective(self) -> np.ndarray:

@@ -137,21 +137,14 @@ def to_highs(lm: LinearModel, threads: int = 1) -> highspy.Highs:
     threads = use_threads(threads)
     h = QuietHighs()
     h.setOptionValue("threads", threads)  # the first run sizes HiGHS's thread pool
-    lp = highspy.HighsLp()
-    lp.num_col_ = lm.n_cols
-    lp.num_row_ = lm.n_rows
-    lp.col_cost_ = lm.objective()
-    lp.col_lower_, lp.col_upper_ = lm.bounds()
-    lp.row_lower_, lp.row_upper_ = lm.row_bounds()
     start, index, value = lm.matrix()
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = start
-    lp.a_matrix_.index_ = index
-    lp.a_matrix_.value_ = value
-    integrality = np.full(lm.n_cols, highspy.HighsVarType.kContinuous)
-    integrality[lm.integer_columns()] = highspy.HighsVarType.kInteger
-    lp.integrality_ = list(integrality)
-    h.passModel(lp)
+    row_lower, row_upper = lm.row_bounds()
+    col_lower, col_upper = lm.bounds()
+    integrality = np.zeros(lm.n_cols, dtype=np.int32)  # HighsVarType: 0 continuous, 1 integer
+    integrality[lm.integer_columns()] = int(highspy.HighsVarType.kInteger)
+    # the arrays go in as they are: a HighsLp's integrality_ is a list of enum objects, built one per column
+    h.passModel(lm.n_cols, lm.n_rows, len(value), int(highspy.MatrixFormat.kColwise), int(highspy.ObjSense.kMinimize), 0.0,
+                lm.objective(), col_lower, col_upper, row_lower, row_upper, start, index, value, integrality)
     return h
 
 
