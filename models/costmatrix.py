@@ -15,6 +15,7 @@ are wide open, so the engine solves exactly
 from __future__ import annotations
 
 import math
+import reprlib
 
 import numpy as np
 from typing import Sequence
@@ -60,12 +61,16 @@ def scenario_from_cost_matrix(
     rounded down to a whole unit). Sites are named w1..wm, regions c1..cn. Raises
     ScenarioError naming any bad entry.
     """
-    m, n = len(fixed_costs), len(demands)
     problems: list[InputProblem] = []
 
     def bad(field: str, message: str, fix: str) -> None:
         problems.append(InputProblem(LABEL, None, field, message, fix))
 
+    fixed_costs, demands = _entries(fixed_costs, "fixed_costs", bad), _entries(demands, "demands", bad)
+    capacities = None if capacities is None else _entries(capacities, "capacities", bad)
+    m, n = len(fixed_costs), len(demands)
+    if problems:
+        raise ScenarioError(problems)
     if m == 0 or n == 0:
         bad(None, f"needs at least one facility and one customer (got {m} and {n}).", "give fixed_costs and demands.")
     rows = _cost_rows(costs, m, n, bad) if m and n else None
@@ -74,7 +79,9 @@ def scenario_from_cost_matrix(
     for key, values in (("fixed_costs", fixed_costs), ("demands", demands), ("capacities", capacities or [])):
         for k, v in enumerate(values):
             if not _non_negative(v):
-                bad(f"{key}[{k}]", f"must be a finite number >= 0 (got {v!r}).", "give a finite, non-negative value.")
+                bad(f"{key}[{k}]", f"must be a finite number >= 0 (got {reprlib.repr(v)}).", "give a finite, non-negative value.")
+    if not problems and not math.isfinite(sum(float(d) for d in demands)):
+        bad("demands", "add up to more than a float can hold.", "give demands in a larger unit.")
     if problems:
         raise ScenarioError(problems)
     total = math.ceil(sum(float(d) for d in demands))
@@ -102,10 +109,22 @@ def scenario_from_cost_matrix(
     return scenario.model_copy(update={"content_hash": scenario_hash(scenario)})
 
 
+def _entries(values, field: str, bad) -> list:
+    """`values` (any sequence, array, Series or iterable) as a list, by position; [] after naming it when it is none."""
+    if isinstance(values, (str, bytes)):
+        bad(field, f"must be a sequence of numbers (got the text {values!r}).", f"give {field} as a list or an array.")
+        return []
+    try:
+        return list(values.tolist() if hasattr(values, "tolist") else values)
+    except TypeError:
+        bad(field, f"must be a sequence of numbers (got {type(values).__name__}).", f"give {field} as a list or an array.")
+        return []
+
+
 def _non_negative(value) -> bool:
     try:
         number = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return False
     return math.isfinite(number) and number >= 0
 
@@ -113,29 +132,33 @@ def _non_negative(value) -> bool:
 def _cost_rows(costs, m: int, n: int, bad) -> list[list[float]] | None:
     """costs as m rows of n floats, or None after naming what is wrong with it: its shape, or
     each entry that is not a finite number >= 0 (checked as one array when it is one)."""
+    def wrong_shape(got: str) -> None:
+        bad("costs", f"must be {m} x {n} (facilities x customers), got {got}.", "give costs[i][j] for every facility i and customer j.")
+
+    if isinstance(costs, (str, bytes)):
+        wrong_shape(f"the text {costs!r}")
+        return None
     try:
         matrix = np.asarray(costs, dtype=float)
-    except (TypeError, ValueError):  # ragged, or an entry that is not a number: look row by row
+    except (TypeError, ValueError, OverflowError):  # ragged, iterators, or an entry that is not a number: entry by entry
         matrix = None
-    if matrix is not None and matrix.shape != (m, n):
-        bad("costs", f"must be {m} x {n} (facilities x customers), got an array of shape {matrix.shape}.",
-            "give costs[i][j] for every facility i and customer j.")
-        return None
-    if matrix is None:
-        try:
-            rows = [list(row) for row in costs]
-        except TypeError:
-            rows = []
-        if len(rows) != m or any(len(row) != n for row in rows):
-            lengths = sorted({len(row) for row in rows})
-            bad("costs", f"must be {m} x {n} (facilities x customers), got {len(rows)} rows of "
-                f"{' or '.join(map(str, lengths)) or 0} entries.", "give costs[i][j] for every facility i and customer j.")
+    if matrix is not None:
+        if matrix.shape != (m, n):
+            wrong_shape(f"an array of shape {matrix.shape}")
             return None
-        for i, row in enumerate(rows):
-            for j, v in enumerate(row):
-                if not _non_negative(v):
-                    bad(f"costs[{i}][{j}]", f"must be a finite number >= 0 (got {v!r}).", "give a finite, non-negative cost.")
+        for i, j in np.argwhere(~np.isfinite(matrix) | (matrix < 0)).tolist():
+            bad(f"costs[{i}][{j}]", f"must be a finite number >= 0 (got {float(matrix[i, j])!r}).", "give a finite, non-negative cost.")
+        return matrix.tolist()
+    try:
+        grid = np.asarray(costs, dtype=object)  # a DataFrame by its rows, not by its column labels
+        rows = grid.tolist() if grid.ndim == 2 else [list(row) for row in costs]
+    except (TypeError, ValueError):
+        rows = []
+    if len(rows) != m or any(len(row) != n for row in rows):
+        lengths = sorted({len(row) for row in rows})
+        wrong_shape(f"{len(rows)} rows of {' or '.join(map(str, lengths)) or 0} entries")
         return None
-    for i, j in np.argwhere(~np.isfinite(matrix) | (matrix < 0)).tolist():
-        bad(f"costs[{i}][{j}]", f"must be a finite number >= 0 (got {float(matrix[i, j])!r}).", "give a finite, non-negative cost.")
-    return matrix.tolist()
+    broken = [(i, j, v) for i, row in enumerate(rows) for j, v in enumerate(row) if not _non_negative(v)]
+    for i, j, v in broken:
+        bad(f"costs[{i}][{j}]", f"must be a finite number >= 0 (got {reprlib.repr(v)}).", "give a finite, non-negative cost.")
+    return None if broken else [[float(v) for v in row] for row in rows]

@@ -398,11 +398,14 @@ def scenario_hash(scenario: Scenario) -> str:
 
     Where the files were (source_path, files, the backbone's file name) is not content: the
     backbone's edges are, so a plan's inputs/ (which renames the backbone file to
-    backbone.csv) re-load to the same hash. The pair costs, which can be a matrix of
-    facilities x customers, are serialized by pydantic's core in their fields' order (a
-    record of four scalars needs no key sorting): a quarter of the time of sorted JSON."""
-    payload = scenario.model_dump(mode="json", exclude={"source_path": True, "content_hash": True, "files": True,
-                                                        "latency": {"backbone"}, "pair_costs": True})
+    backbone.csv) re-load to the same hash. Pair costs, which can be a whole facilities x
+    customers matrix, are left out of the sorted JSON and appended as pydantic's JSON of the
+    records in their fields' order (a quarter of the time; docs/plan-format.md, "Scenario
+    hash"): a scenario without them hashes as it always did."""
+    exclude = {"source_path": True, "content_hash": True, "files": True, "latency": {"backbone"}}
+    if scenario.pair_costs:
+        exclude["pair_costs"] = True
+    payload = scenario.model_dump(mode="json", exclude=exclude)
     digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode())
     if scenario.pair_costs:
         digest.update(b"\npair_costs:" + _PAIR_COSTS_JSON.dump_json(scenario.pair_costs))

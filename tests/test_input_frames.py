@@ -97,6 +97,12 @@ def test_cost_matrix_refuses_a_bad_matrix():
     ([1, 2], [1, 1], [3, [1, 2]], "must be 2 x 2 (facilities x customers), got 0 rows of 0 entries"),
     (["x", 2], [1, None], [[0, 1], [1, 0]], "field 'fixed_costs[0]': must be a finite number >= 0 (got 'x')"),
     ([1, 2], [1, None], [[0, 1], [1, 0]], "field 'demands[1]': must be a finite number >= 0 (got None)"),
+    ([1, 2], [1, 1], pd.DataFrame([[1, "x"], [3, 4]], columns=["a", "b"]), "field 'costs[0][1]': must be a finite number >= 0 (got 'x')"),
+    ([1, 2], [1, 1], [[10**400, 1], [1, 1]], "field 'costs[0][0]': must be a finite number >= 0"),
+    ([10**400, 2], [1, 1], [[1, 1], [1, 1]], "field 'fixed_costs[0]': must be a finite number >= 0"),
+    (None, [1, 1], [[0, 1], [1, 0]], "field 'fixed_costs': must be a sequence of numbers (got NoneType)"),
+    ("12", [1, 1], [[0, 1], [1, 0]], "field 'fixed_costs': must be a sequence of numbers (got the text '12')"),
+    ([1, 2], [1e308, 1e308], [[0, 1], [1, 0]], "field 'demands': add up to more than a float can hold"),
 ])
 def test_cost_matrix_names_each_bad_entry_without_a_traceback(fixed, demands, costs, named):
     """Non-numbers, negatives and a wrong shape are ScenarioErrors naming the entry, whether the
@@ -138,3 +144,16 @@ def test_scenario_hash_covers_every_pair_cost():
         changed[i, j] += 0.5
         hashes.add(scenario_from_cost_matrix([1, 2, 3], [1, 1, 1, 1], changed).content_hash)
     assert len(hashes) == 4
+
+
+@pytest.mark.parametrize("costs", [
+    ([1.0, 2.0] for _ in range(2)),  # a generator of rows
+    [iter([1, 2]), iter([1, 2])],  # rows that are iterators
+    pd.DataFrame([[1, 2], [1, 2]], columns=["a", "b"]),
+])
+def test_cost_matrix_takes_any_rows_of_numbers(costs):
+    """What numpy cannot turn into an array at once is read row by row (these were refused
+    with a traceback while one array check stood alone); a Series is read by position."""
+    scenario = scenario_from_cost_matrix(pd.Series([5, 6], index=[10, 11]), (d for d in [1, 1]), costs)
+    assert [p.usd_per_year for p in scenario.pair_costs] == [1.0, 2.0, 1.0, 2.0]
+    assert [s.fixed_cost_usd_per_year for s in scenario.sites] == [5.0, 6.0]

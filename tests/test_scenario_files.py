@@ -79,3 +79,25 @@ def test_data_export_writes_an_editable_copy(tmp_path):
     assert (tmp_path / "mine" / "provenance.csv").exists()
     again = CliRunner().invoke(app, ["data", "export", str(tmp_path / "mine")])
     assert again.exit_code == 2 and "not empty" in again.output
+
+
+def test_scenario_hash_follows_the_published_recipe():
+    """docs/plan-format.md, "Scenario hash", recomputed here from its words: sorted JSON of the
+    record less where the files were; with pair costs, those appended as pydantic's JSON."""
+    import hashlib
+    import json
+
+    from pydantic import TypeAdapter
+
+    from dcplace.models import scenario_from_cost_matrix
+    from dcplace.models.records import PairCost
+
+    exclude = {"source_path": True, "content_hash": True, "files": True, "latency": {"backbone"}}
+    default = load_scenario()
+    payload = json.dumps(default.model_dump(mode="json", exclude=exclude), sort_keys=True)
+    assert default.content_hash == hashlib.sha256(payload.encode()).hexdigest()
+    matrix = scenario_from_cost_matrix([1, 2], [3, 4], [[0.5, 1], [2, 0]])
+    payload = json.dumps(matrix.model_dump(mode="json", exclude={**exclude, "pair_costs": True}), sort_keys=True).encode()
+    pairs = TypeAdapter(tuple[PairCost, ...]).dump_json(matrix.pair_costs)
+    assert pairs.startswith(b'[{"region":"c1","site":"w1","workload":"demand","usd_per_year":0.5}')
+    assert matrix.content_hash == hashlib.sha256(payload + b"\npair_costs:" + pairs).hexdigest()
