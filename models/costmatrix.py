@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import math
 import reprlib
+from typing import Sequence
 
 import numpy as np
-from typing import Sequence
 
 from dcplace.models.errors import InputProblem, ScenarioError
 from dcplace.models.records import (
@@ -80,12 +80,12 @@ def scenario_from_cost_matrix(
         for k, v in enumerate(values):
             if not _non_negative(v):
                 bad(f"{key}[{k}]", f"must be a finite number >= 0 (got {reprlib.repr(v)}).", "give a finite, non-negative value.")
-    if not problems and not math.isfinite(sum(float(d) for d in demands)):
+    total_demand = sum(float(d) for d in demands) if not problems else 0.0
+    if not math.isfinite(total_demand):
         bad("demands", "add up to more than a float can hold.", "give demands in a larger unit.")
     if problems:
         raise ScenarioError(problems)
-    total = math.ceil(sum(float(d) for d in demands))
-    caps = [int(c) for c in capacities] if capacities is not None else [max(total, 1)] * m
+    caps = [int(c) for c in capacities] if capacities is not None else [max(math.ceil(total_demand), 1)] * m
     sites = [
         dict(id=f"w{i + 1}", name=f"Warehouse {i + 1}", lat=0, lon=0, country="XX", power_price_usd_per_mwh=0,
              grid_carbon_g_per_kwh=0, power_limit_kw=1e9, floor_racks=caps[i], fixed_cost_usd_per_year=float(fixed_costs[i]),

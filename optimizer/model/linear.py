@@ -151,15 +151,8 @@ class LinearModel:
             return
         cols = np.asarray(cols, dtype=np.int32).reshape(n, -1)
         coefs = np.broadcast_to(np.asarray(coefs, dtype=np.float64), cols.shape)
-        fam = self._family_for_rows(family)
-        rows = np.broadcast_to(np.arange(self.n_rows, self.n_rows + n, dtype=np.int32)[:, None], cols.shape)
-        kept = coefs != 0
-        self._a_row.frombytes(np.ascontiguousarray(rows[kept], dtype=np.int32).tobytes())
-        self._a_col.frombytes(np.ascontiguousarray(cols[kept], dtype=np.int32).tobytes())
-        self._a_val.frombytes(np.ascontiguousarray(coefs[kept], dtype=np.float64).tobytes())
-        self._row_lower.frombytes(np.full(n, lower, dtype=np.float64).tobytes())
-        self._row_upper.frombytes(np.full(n, upper, dtype=np.float64).tobytes())
-        fam.keys.extend(keys)
+        rows = np.broadcast_to(np.arange(n)[:, None], cols.shape)
+        self.add_entries(family, keys, rows.ravel(), cols.ravel(), coefs.ravel(), lower, upper)
 
     def add_entries(self, family: str, keys: list, row: np.ndarray, cols: np.ndarray, coefs: np.ndarray,
                     lower: float = -INF, upper: float = INF) -> None:
