@@ -31,6 +31,7 @@ def few_candidates(monkeypatch):
     """Start each (region, class) from 2 sites so that pricing has work to do."""
     monkeypatch.setattr(candidates, "CHEAPEST", 1)
     monkeypatch.setattr(candidates, "NEAREST", 1)
+    monkeypatch.setattr(candidates, "CLEARED", 0)
 
 
 def _scenario(seed: int):

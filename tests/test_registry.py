@@ -26,7 +26,7 @@ from dcplace.optimizer import SolveOptions, solve
 from dcplace.optimizer.check import PlanChecker
 from dcplace.optimizer.check_schedule import ScheduleChecker
 from dcplace.optimizer.model import formulation
-from dcplace.optimizer.model.families import REGISTRY, ROWS, family, render_markdown
+from dcplace.optimizer.model.families import BOUNDS, REGISTRY, ROWS, family, render_markdown
 from dcplace.optimizer.model.index import build_index
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "formulation.md"
@@ -233,6 +233,17 @@ def test_a_family_without_checker_or_case_is_caught(monkeypatch):
         family(name="dummy_family", checker="check_demand", not_relaxed="again")(lambda lm, ix: None)
     with pytest.raises(ValueError, match="either relax"):
         family(name="other", checker="check_demand")(dummy_family)
+    with pytest.raises(ValueError, match="a lazy family writes rows"):
+        family(name="lazy_bounds", checker="check_demand", not_relaxed="a test dummy", writes=BOUNDS, lp_lazy=True)(dummy_family)
+    with pytest.raises(ValueError, match="lp_lazy_group needs lp_lazy"):
+        family(name="grouped", checker="check_demand", not_relaxed="a test dummy", lp_lazy_group=lambda key: key)(dummy_family)
+
+
+def test_lazy_families_are_tightening():
+    """LP relaxations hold a lazy family's rows back (optimizer.solvers.lazy_rows): the MIP
+    must imply them, which TIGHTENING's case shows (leaving them out keeps the optimum)."""
+    lazy = {name for name, fam in REGISTRY.items() if fam.lp_lazy}
+    assert lazy and lazy <= set(TIGHTENING), lazy - set(TIGHTENING)
 
 
 def test_row_names_are_family_names(tmp_path):

@@ -5,6 +5,10 @@ Pyomo model), its builder, its statement in math (the builder's docstring), the 
 the independent checker that verifies it (by name: optimizer/check.py imports nothing of
 dcplace, so the link is a string, and tests/test_registry.py asserts that the method
 exists), and how the elastic diagnosis may relax it (a `Relax`) or why it is not relaxed.
+A family that only tightens the LP relaxation (other rows imply it in the MIP) may be
+registered `lp_lazy=True`: LP relaxations then hold its rows back and add those a
+solution breaks (optimizer.solvers.lazy_rows), with the rest of their `lp_lazy_group`
+if it names one; the MIP always has every row.
 
     @family(checker="check_power_and_space", relax=Relax(...))
     def site_power(lm, ix): '''sum racks * kw * PUE - power_limit_kw[s] * open[s] <= 0'''
@@ -58,13 +62,16 @@ class Family:
     not_relaxed: str = ""
     writes: str = ROWS
     section: str = "core"
+    lp_lazy: bool = False  # implied in the MIP by other rows: LP relaxations add its rows only where broken
+    lp_lazy_group: Callable[[Any], Any] | None = None  # row key -> group: a broken row puts back its whole group
 
 
 REGISTRY: dict[str, Family] = {}
 
 
 def family(name: str | None = None, *, checker: str, relax: Relax | None = None, not_relaxed: str = "",
-           writes: str = ROWS, section: str = "core") -> Callable[[Callable], Callable]:
+           writes: str = ROWS, section: str = "core", lp_lazy: bool = False,
+           lp_lazy_group: Callable[[Any], Any] | None = None) -> Callable[[Callable], Callable]:
     """Register the decorated builder `f(lm, ix)` as a constraint family (once)."""
 
     def register(builder: Callable) -> Callable:
@@ -80,11 +87,20 @@ def family(name: str | None = None, *, checker: str, relax: Relax | None = None,
         math = inspect.cleandoc(builder.__doc__ or "")
         if not math:
             raise ValueError(f"family '{key}': the builder's docstring must state its math")
-        REGISTRY[key] = Family(key, builder, math, checker, relax, not_relaxed, writes, section)
+        if lp_lazy and (relax is not None or writes != ROWS):
+            raise ValueError(f"family '{key}': a lazy family writes rows and is not relaxed (it limits nothing the MIP does not)")
+        if lp_lazy_group is not None and not lp_lazy:
+            raise ValueError(f"family '{key}': lp_lazy_group needs lp_lazy=True")
+        REGISTRY[key] = Family(key, builder, math, checker, relax, not_relaxed, writes, section, lp_lazy, lp_lazy_group)
         builder.family = key
         return builder
 
     return register
+
+
+def lp_lazy_families() -> frozenset[str]:
+    """The names of the families LP relaxations may hold back until broken (`lp_lazy`)."""
+    return frozenset(name for name, f in REGISTRY.items() if f.lp_lazy)
 
 
 def relaxable() -> dict[str, Relax]:
@@ -139,8 +155,11 @@ def render_markdown() -> str:
             out.append(f"- message: `{r.message}`")
         else:
             out.append(f"- diagnosis: not relaxed: {f.not_relaxed}")
+        if f.lp_lazy:
+            out.append("- LP relaxations: held back, rows added only where a solution breaks them "
+                       "(`optimizer/solvers/lazy_rows.py`); the MIP has every row")
         out.append("")
     return "\n".join(out).rstrip() + "\n"
 
 
-__all__ = ["Family", "Relax", "REGISTRY", "family", "relaxable", "render_markdown", "ROWS", "BOUNDS"]
+__all__ = ["Family", "Relax", "REGISTRY", "family", "lp_lazy_families", "relaxable", "render_markdown", "ROWS", "BOUNDS"]

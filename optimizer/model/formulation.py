@@ -104,7 +104,8 @@ def demand_met(lm: LinearModel, ix: IndexSets) -> None:
 
 
 @family(checker="check_power_and_space", not_relaxed="implied by inference_capacity, density_needs_zone and "
-        "zone_needs_open in the MIP; it only tightens the LP relaxation, so relaxing it would move no limit")
+        "zone_needs_open in the MIP; it only tightens the LP relaxation, so relaxing it would move no limit", lp_lazy=True,
+        lp_lazy_group=lambda pair: pair[2])  # a site's links: an LP that breaks one moves the load to its next fractional site
 def share_needs_open(lm: LinearModel, ix: IndexSets) -> None:
     """share[r,w,s] - max_share * open[s] <= 0   per pair (the strong link; see DESIGN.md)."""
     cap = ix.scenario.policies.max_share_per_site

@@ -8,7 +8,9 @@ it. So when a scenario has more than index.MAX_FULL_PAIRS eligible pairs:
 
 1. `candidate_mask`: each (region, class) starts with the CHEAPEST sites by an estimate
    of the cost per tok/s of serving it there (the site's cheapest rack per tok/s plus
-   transport) and its NEAREST sites, at least ceil(1 / max_share) + 1 in all;
+   transport), at least ceil(1 / max_share) + 1 of them, its NEAREST sites and its
+   CLEARED sites (the cheapest once each site is priced at least at an estimated clearing
+   price: optimizer.model.candidates);
 2. `price_pairs`: after the LP relaxation of the model over the candidates, every left-out
    pair is priced with the LP's duals, all at once in numpy:
 
@@ -29,7 +31,12 @@ it. So when a scenario has more than index.MAX_FULL_PAIRS eligible pairs:
    option at each job's cheapest sites per effective H100-equivalent) and priced with the
    same duals (PlacementPricer, whose docstring has the bound argument); its term adds to
    the pairs' bound, and placements that price out join a rebuilt model;
-5. capacity_cost_bound, a Lagrangian bound that needs no LP, is stated instead when it is
+5. every LP here holds the pairs' linking rows (share_needs_open) back and puts back those
+   its solution breaks, with the rest of their site's (optimizer.solvers.lazy_rows): the LP
+   is the same, several times faster. A round that adds more than FRESH_LP_SHARE of the
+   pairs solves afresh; a few pairs, by primal simplex from the last basis. Pricing stops
+   once the bound is within max(BOUND_TOLERANCE, GAP_SHARE x the asked MIP gap) of the LP;
+6. capacity_cost_bound, a Lagrangian bound that needs no LP, is stated instead when it is
    stronger or when no LP finished; a round whose LP runs out of time leaves the last
    finished round's LP, duals and bound standing.
 
@@ -52,7 +59,8 @@ import numpy as np
 
 from dcplace.optimizer.model.candidates import REGION_CHUNK, _demand, _keep_smallest, _pair_cost_matrix, candidate_placements, placement_unit_cost
 from dcplace.optimizer.model.costs import transport_usd_per_year
-from dcplace.optimizer.solvers.highs_model import HighsAbandoned, run_until, to_highs
+from dcplace.optimizer.solvers.highs_model import HighsAbandoned, to_highs
+from dcplace.optimizer.solvers.lazy_rows import LazyRows, solve_lazily
 
 if TYPE_CHECKING:
     from dcplace.optimizer.model.index import IndexSets
@@ -60,13 +68,15 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-ADD_PER_ROUND = 4  # priced-out pairs added per (region, class) and round
+ADD_PER_ROUND = 2  # priced-out pairs added per (region, class) and round
 # what the bound stated against the full model is (PricedLP.bound_kind)
 FULL_LP = "the full model's LP bound"  # pricing converged: the LP relaxation of the full model itself
 LAGRANGIAN = "a Lagrangian bound of the full model's LP (pricing stopped early)"
 CAPACITY_COST = "a capacity-cost Lagrangian bound of the full model (stronger than pricing's, or no LP finished)"
 NO_BOUND = "no bound: no LP finished, and the capacity-cost bound does not hold with cloud regions to rent"
-BOUND_TOLERANCE = 1e-4  # stop pricing once the LP is this close (relative) to the full model's bound
+FRESH_LP_SHARE = 0.05  # pairs added in a round, as a share of those in the LP, above which it is solved afresh
+BOUND_TOLERANCE = 1e-4  # stop pricing once the LP is this close (relative) to the full model's bound...
+GAP_SHARE = 0.1  # ...or within this share of the asked MIP gap (more rounds could raise the bound by no more)
 
 
 @dataclass
@@ -366,6 +376,7 @@ def solve_priced_lp(ix: IndexSets, build, deadline: float, threads: int, bound_t
         h = to_highs(lm, threads)
         integer = lm.integer_columns()
         h.changeColsIntegrality(len(integer), integer, [highspy.HighsVarType.kContinuous] * len(integer))
+        lazy = LazyRows(lm)  # share_needs_open, one row per pair, joins where an LP breaks it
         in_model = in_model_mask(ix)
         share = lm.blocks["share"]
         column_of = {pair: share.start + i for i, pair in enumerate(ix.serve)}  # pair -> column in h
@@ -376,8 +387,7 @@ def solve_priced_lp(ix: IndexSets, build, deadline: float, threads: int, bound_t
         while True:
             lp_started = time.perf_counter()
             try:
-                run_until(h, deadline)  # returns by the deadline (+ GRACE_S) whatever HiGHS is doing
-                optimal = h.getModelStatus() == highspy.HighsModelStatus.kOptimal
+                optimal = solve_lazily(h, lazy, deadline)  # returns by the deadline (+ GRACE_S) whatever HiGHS is doing
                 infeasible = h.getModelStatus() == highspy.HighsModelStatus.kInfeasible
             except HighsAbandoned:
                 optimal = False  # the instance stays with its thread
@@ -395,18 +405,26 @@ def solve_priced_lp(ix: IndexSets, build, deadline: float, threads: int, bound_t
                 floor, floor_bound = -math.inf, None
             duals = lifted_capacity_duals(ix, lm, x, np.asarray(solution.row_dual), np.asarray(solution.col_dual))
             priced = price_pairs(ix, lm, duals, objective, in_model)
-            last = (x, objective, duals, priced)
-            log.info("pricing round %d: %d pairs, LP %.1f s (%d iterations), $%.6g, bound $%.6g, %d pairs price out (%.1f s in all)",
-                     rounds, len(column_of), time.perf_counter() - lp_started, h.getInfo().simplex_iteration_count, objective,
-                     priced.lagrangian_bound, priced.n_added, time.perf_counter() - started)
+            last = (x, objective, duals, priced, lazy.pending)
+            log.info("pricing round %d: %d pairs, LP %.1f s (%d iterations, %d of %d held link rows put back%s), $%.6g, "
+                     "bound $%.6g, %d pairs price out (%.1f s in all)", rounds, len(column_of), time.perf_counter() - lp_started,
+                     h.getInfo().simplex_iteration_count, lazy.restored, len(lazy.index), ", some still broken" if lazy.pending else "",
+                     objective, priced.lagrangian_bound, priced.n_added, time.perf_counter() - started)
             close = objective - max(priced.lagrangian_bound, floor) <= bound_tolerance * abs(objective)
             if priced.n_added == 0 or close or time.perf_counter() >= deadline:
                 break
             new = [(region_ids[i], w, site_ids[j]) for w, mask in priced.added.items() for i, j in zip(*np.nonzero(mask))]
-            _add_pairs(h, ix, new, column_of, demand_rows, capacity_rows, lm.col, cap)
-            # the next LP starts from the last basis: new columns break dual, not primal, feasibility
-            h.setOptionValue("presolve", "off")
-            h.setOptionValue("simplex_strategy", 4)  # primal simplex
+            _add_pairs(h, ix, new, column_of, demand_rows, capacity_rows, lm.col, cap, lazy)
+            if len(new) > FRESH_LP_SHARE * len(column_of):
+                # From scratch, presolve on: with the link rows held back a fresh LP is quick (4.6 s at
+                # 500 x 3,000 after round 1 added 11,430 pairs to 65,768), where primal simplex from the
+                # last basis took 10.6 s. The link rows put back stay in.
+                h.clearSolver()
+                h.setOptionValue("presolve", "choose")
+                h.setOptionValue("simplex_strategy", 1)  # dual simplex
+            else:  # a few columns: primal simplex from the last basis (they break dual, not primal, feasibility)
+                h.setOptionValue("presolve", "off")
+                h.setOptionValue("simplex_strategy", 4)
             for w, mask in priced.added.items():
                 in_model[w] |= mask
 
@@ -427,14 +445,14 @@ def solve_priced_lp(ix: IndexSets, build, deadline: float, threads: int, bound_t
             log.info("pricing: the LP with the priced-in placements did not finish; the last pass's LP stands")
             ix.restrict_training(done[-1])
             break
-        x, objective, duals, priced = last
+        x, objective, duals, priced, pending = last
         placements = pricer.price(lm, duals, objective) if pricer else PlacementPricing(bound_term=0.0)
         lagrangian = priced.lagrangian_bound + placements.bound_term
         log.info("placements: %d in the model, %d price out, bound term $%.6g, bound $%.6g", len(ix.place),
                  len(placements.added), placements.bound_term, lagrangian)
         values = {pair: (x[j] if j < len(x) else 0.0) for pair, j in column_of.items()}
         ix.restrict_serve(in_model)
-        done = (x, objective, priced, placements, lagrangian, values, share, set(ix.place))
+        done = (x, objective, priced, placements, lagrangian, values, share, set(ix.place), pending)
         now = time.perf_counter()
         again = (placements.added and objective - max(lagrangian, floor) > bound_tolerance * abs(objective)
                  and deadline - now >= 3.0 * (now - pass_started))
@@ -442,7 +460,7 @@ def solve_priced_lp(ix: IndexSets, build, deadline: float, threads: int, bound_t
             break
         ix.restrict_training(set(ix.place) | placements.added)
 
-    x, objective, priced, placements, lagrangian, values, share, _ = done
+    x, objective, priced, placements, lagrangian, values, share, _, pending = done
     build_started = time.perf_counter()
     final = build(ix)
     build_s += time.perf_counter() - build_started
@@ -451,7 +469,7 @@ def solve_priced_lp(ix: IndexSets, build, deadline: float, threads: int, bound_t
     final_share = final.blocks["share"]
     x_final[final_share.start:final_share.stop] = [values[pair] for pair in ix.serve]
     x_final[final_share.stop:] = x[share.stop: share.stop + final.n_cols - final_share.stop]
-    converged = priced.n_added == 0 and not placements.added
+    converged = priced.n_added == 0 and not placements.added and not pending  # pending: the LP of a relaxation
     if converged:
         bound, kind = lagrangian, FULL_LP
     else:
@@ -464,8 +482,8 @@ def solve_priced_lp(ix: IndexSets, build, deadline: float, threads: int, bound_t
 
 
 def _add_pairs(h: highspy.Highs, ix: IndexSets, pairs: list, column_of: dict, demand_rows: dict, capacity_rows: dict,
-               col, cap: float) -> None:
-    """Append share columns for `pairs` to the LP in `h`, with their linking rows."""
+               col, cap: float, lazy: LazyRows) -> None:
+    """Append share columns for `pairs` to the LP in `h`, with their linking rows (held by `lazy`)."""
     economics = ix.scenario.economics
     n = len(pairs)
     first = h.getNumCol()
@@ -476,6 +494,9 @@ def _add_pairs(h: highspy.Highs, ix: IndexSets, pairs: list, column_of: dict, de
     h.addCols(n, cost, np.zeros(n), np.full(n, cap), 2 * n, np.arange(0, 2 * n, 2, dtype=np.int32), index, value)
     link_index = np.array([[first + i, col("open", s)] for i, (r, w, s) in enumerate(pairs)], dtype=np.int32).ravel()
     link_value = np.tile([1.0, -cap], n)
-    h.addRows(n, np.full(n, -highspy.kHighsInf), np.zeros(n), 2 * n, np.arange(0, 2 * n, 2, dtype=np.int32), link_index, link_value)
+    first_row = h.getNumRow()
+    h.addRows(n, np.full(n, -highspy.kHighsInf), np.full(n, highspy.kHighsInf), 2 * n, np.arange(0, 2 * n, 2, dtype=np.int32),
+              link_index, link_value)
+    lazy.add_held("share_needs_open", pairs, np.arange(first_row, first_row + n), np.full(n, -np.inf), np.zeros(n))
     for i, pair in enumerate(pairs):
         column_of[pair] = first + i

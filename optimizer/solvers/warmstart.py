@@ -52,6 +52,7 @@ from dcplace.optimizer.model.clock import tok_s_per_gpu, trough_jobs
 from dcplace.optimizer.model.index import IndexSets
 from dcplace.optimizer.model.linear import LinearModel
 from dcplace.optimizer.solvers.highs_model import HighsAbandoned, run_until, set_deadline  # noqa: F401 - set_deadline re-exported
+from dcplace.optimizer.solvers.lazy_rows import LazyRows, solve_lazily
 
 
 KEEP_OPEN_AT = 0.5  # a site the LP opens at least this much is kept for the restricted re-solve
@@ -383,20 +384,28 @@ def _rented(x: np.ndarray, lm: LinearModel, ix: IndexSets) -> dict:
     return out
 
 
-def solve_relaxation(h: highspy.Highs, integer_cols: np.ndarray, closed_cols: list[int], deadline: float = math.inf
-                     ) -> tuple[np.ndarray, float] | None:
+def solve_relaxation(h: highspy.Highs, integer_cols: np.ndarray, closed_cols: list[int], deadline: float = math.inf,
+                     lazy: LazyRows | None = None) -> tuple[np.ndarray, float] | None:
     """LP relaxation with `closed_cols` fixed at 0, until `deadline`: (values, objective);
-    the model is restored afterwards. Raises HighsAbandoned if HiGHS does not stop in time
-    (the instance is then lost to its worker thread)."""
+    the model is restored afterwards. With `lazy`, the rows of lazy families are held back
+    until broken (optimizer.solvers.lazy_rows); should the deadline leave some broken, the
+    objective is that of a relaxation of the LP (still a lower bound). Raises
+    HighsAbandoned if HiGHS does not stop in time (the instance is then lost to its worker
+    thread)."""
     n = len(integer_cols)
     lp = h.getLp()
     old_upper = [lp.col_upper_[i] for i in closed_cols]
     h.changeColsIntegrality(n, integer_cols, np.full(n, highspy.HighsVarType.kContinuous))
     if closed_cols:
         h.changeColsBounds(len(closed_cols), np.array(closed_cols, dtype=np.int32), np.zeros(len(closed_cols)), np.zeros(len(closed_cols)))
-    run_until(h, deadline)
-    optimal = h.getModelStatus() == highspy.HighsModelStatus.kOptimal
+    if lazy is None:
+        run_until(h, deadline)
+        optimal = h.getModelStatus() == highspy.HighsModelStatus.kOptimal
+    else:
+        optimal = solve_lazily(h, lazy, deadline)
     values = (np.array(h.getSolution().col_value), h.getInfo().objective_function_value) if optimal else None
+    if lazy is not None:
+        lazy.release(h)
     if closed_cols:
         lower = [lp.col_lower_[i] for i in closed_cols]
         h.changeColsBounds(len(closed_cols), np.array(closed_cols, dtype=np.int32), np.array(lower), np.array(old_upper))
@@ -416,7 +425,7 @@ def complete_start(h: highspy.Highs, lm: LinearModel, x: np.ndarray, deadline: f
     fixed = np.clip(np.round(x[integer_cols]), lower, upper)
     h.changeColsBounds(n, integer_cols, fixed, fixed)
     try:
-        relaxed = solve_relaxation(h, integer_cols, [], deadline)
+        relaxed = solve_relaxation(h, integer_cols, [], deadline, LazyRows(lm))
     finally:
         h.changeColsBounds(n, integer_cols, lower, upper)
     if relaxed is None or not lm.is_feasible(relaxed[0]):
@@ -478,8 +487,9 @@ def rounded_lp_start(h: highspy.Highs, lm: LinearModel, ix: IndexSets, time_limi
     if not len(integer_cols):
         return "none: the model has no integer columns", None
     deadline = time.perf_counter() + time_limit_s  # the LPs and the polish share the caller's remaining time
+    lazy = LazyRows(lm)
     if relaxation is None:
-        relaxation = solve_relaxation(h, integer_cols, [], deadline)
+        relaxation = solve_relaxation(h, integer_cols, [], deadline, lazy)
     if relaxation is None:
         if time.perf_counter() >= deadline - 1e-3:
             return "none: the LP relaxation did not finish in time", None
@@ -489,7 +499,7 @@ def rounded_lp_start(h: highspy.Highs, lm: LinearModel, ix: IndexSets, time_limi
     keep = _sites_to_keep(first, lm, ix)
     closed = [lm.col("open", s) for s in ix.sites if s not in keep]
     with _headroom(h, lm, ix):
-        second = (solve_relaxation(h, integer_cols, closed, deadline) or (first, lp_bound))[0]
+        second = (solve_relaxation(h, integer_cols, closed, deadline, lazy) or (first, lp_bound))[0]
     col_value = _with_values(second, round_within_limits(second, lm, ix))
     if col_value is not None and ix.clock.backfill and not lm.is_feasible(col_value):
         # Jobs kept in the troughs borrow GPUs of the chips they may use. The racks sized for tok/s

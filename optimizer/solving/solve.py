@@ -37,7 +37,7 @@ from dcplace.optimizer.solving.diagnose import diagnose
 from dcplace.optimizer.solving.failover import ROUND_SHARE as N1_ROUND_SHARE, needs_n1, secure
 from dcplace.optimizer.model.index import MAX_FULL_PAIRS, IndexSets, PruningRules
 from dcplace.optimizer.model.linear import LinearModel
-from dcplace.optimizer.solvers.pairs import PricedLP, solve_priced_lp
+from dcplace.optimizer.solvers.pairs import BOUND_TOLERANCE, GAP_SHARE, PricedLP, solve_priced_lp
 from dcplace.optimizer.solving.precheck import checked_index
 from dcplace.optimizer.solving.progress import ProgressCallback, ProgressFeed, SolveProgress, as_feed  # noqa: F401 - re-exported
 
@@ -164,7 +164,8 @@ def _solve(scenario: Scenario, options: SolveOptions, start, feed: ProgressFeed)
         # too many pairs to build: candidates, priced in by the LP (optimizer.pairs)
         index_s = time.perf_counter() - started
         feed.phase("pricing")
-        lm, priced = solve_priced_lp(ix, build_model, started + PRICING_SHARE * options.time_limit_s, options.threads)
+        lm, priced = solve_priced_lp(ix, build_model, started + PRICING_SHARE * options.time_limit_s, options.threads,
+                                     max(BOUND_TOLERANCE, GAP_SHARE * options.mip_gap))
         build_time = index_s + priced.build_s
         if feed:
             feed.fix_bound(priced.full_lp_bound)  # the candidate MIP's own bound proves nothing about the full model
