@@ -21,6 +21,7 @@ from dcplace.optimizer.model.formulation import build_model
 from dcplace.optimizer.model.index import build_index
 from dcplace.optimizer.model.linear import LinearModel
 from dcplace.optimizer.solvers.highs_model import to_highs
+from dcplace.optimizer.solvers import lazy_rows
 from dcplace.optimizer.solvers.lazy_rows import BROKEN_TOLERANCE, LazyRows, solve_lazily
 
 
@@ -49,11 +50,14 @@ def test_lazy_lp_reaches_the_lp_with_every_row(seed):
 
     h = _relaxed(lm)
     built = _row_bounds(h)
+    options = [h.getOptionValue(name) for name in ("presolve", "simplex_strategy")]
     lazy = LazyRows(lm)
     assert len(lazy.index) == len(lm.families["share_needs_open"].keys) > 0
-    assert solve_lazily(h, lazy, time.perf_counter() + 60) and not lazy.pending
-    assert h.getInfo().objective_function_value == pytest.approx(full.getInfo().objective_function_value, rel=1e-7)
-    x = np.asarray(h.getSolution().col_value)
+    relaxed = solve_lazily(h, lazy, time.perf_counter() + 60)
+    assert relaxed is not None and not relaxed.pending and not lazy.pending
+    assert relaxed.objective == pytest.approx(full.getInfo().objective_function_value, rel=1e-7)
+    assert [h.getOptionValue(name) for name in ("presolve", "simplex_strategy")] == options
+    x = relaxed.col_value
     activity = lm.row_activity(x)
     lower, upper = lm.row_bounds()
     slack = 1e-6 * np.maximum(1.0, np.abs(activity))
@@ -76,7 +80,9 @@ def test_a_broken_row_puts_back_its_whole_group_and_nothing_else():
     activity = np.asarray(h.getSolution().row_value)[lazy.index]
     broken_sites = {keys[i][2] for i in np.flatnonzero(activity > lazy.upper + BROKEN_TOLERANCE)}
     assert broken_sites, "with its link rows held the LP should open some site by a fraction"
-    assert lazy.restore_broken(h) == int(lazy.back.sum())
+    rows = lazy.broken(np.asarray(h.getSolution().row_value))
+    lazy.put_back(h, rows)
+    assert rows.size == int(lazy.back.sum()) == lazy.restored
     back_sites = {keys[i][2] for i in np.flatnonzero(lazy.back)}
     assert back_sites == broken_sites
     assert all(lazy.back[row_of[lazy.index[i]]] for i, key in enumerate(keys) if key[2] in broken_sites)
@@ -84,17 +90,39 @@ def test_a_broken_row_puts_back_its_whole_group_and_nothing_else():
     assert np.all(upper[lazy.index[lazy.back]] == 0.0) and np.all(np.isinf(upper[lazy.index[lazy.held]]))
 
 
-def test_a_lazy_lp_cut_short_is_flagged_and_leaves_the_model_whole():
+def test_a_lazy_lp_past_its_deadline_gives_no_optimum_and_leaves_the_model_whole():
     lm = _model(2)
     h = _relaxed(lm)
     built = _row_bounds(h)
     lazy = LazyRows(lm)
-    finished = solve_lazily(h, lazy, time.perf_counter() - 1.0)  # the deadline has passed: HiGHS stops at once
-    # either no optimum at all, or the optimum of the LP with rows held that the deadline left broken
-    assert not finished or lazy.pending
+    assert solve_lazily(h, lazy, time.perf_counter() - 1.0) is None  # HiGHS stops at once: no optimum to give
     lazy.release(h)
     for now, then in zip(_row_bounds(h), built):
         assert np.array_equal(now, then)
+
+
+def test_a_lazy_lp_cut_short_after_a_solve_returns_that_relaxation_and_a_valid_bound(monkeypatch):
+    """The deadline comes after the first solve, with rows broken: the result is that solve's
+    optimum (the LP with every lazy row held), flagged pending, its objective a lower bound."""
+    lm = _model(2)
+    held = _relaxed(lm)
+    every_row_free = LazyRows(lm)
+    every_row_free.hold(held)
+    held.run()
+    full = _relaxed(lm)
+    full.run()
+
+    h = _relaxed(lm)
+    lazy = LazyRows(lm)
+    deadline = time.perf_counter() + 60.0
+    # only solve_lazily's clock jumps past the deadline (run_until's keeps the real one)
+    monkeypatch.setattr(lazy_rows, "time", SimpleNamespace(perf_counter=lambda: deadline + 1.0))
+    relaxed = solve_lazily(h, lazy, deadline)
+    monkeypatch.undo()
+    assert relaxed is not None and relaxed.pending and lazy.pending and lazy.restored == 0
+    assert relaxed.objective == pytest.approx(held.getInfo().objective_function_value, rel=1e-9)
+    assert 0 < relaxed.objective <= full.getInfo().objective_function_value * (1 + 1e-9)
+    assert h.getInfo().objective_function_value == pytest.approx(relaxed.objective, rel=1e-12)  # bounds untouched
 
 
 def test_lazy_rows_of_a_multi_period_model_are_found_by_their_family():
@@ -145,3 +173,25 @@ def test_clearing_price_with_too_little_capacity_is_the_dearest_site(monkeypatch
     monkeypatch.setattr(candidates, "_cheapest_racks", lambda ix: racks)
     cleared = candidates.clearing_unit_cost(ix, margin=1.5)["w"]
     assert cleared[:2].tolist() == [3.0, 3.0] and np.isinf(cleared[2])  # a site that hosts nothing stays out
+
+
+def test_rows_added_at_a_site_whose_links_are_back_join_them_at_once():
+    lm = _model(1)
+    h = _relaxed(lm)
+    lazy = LazyRows(lm)
+    lazy.hold(h)
+    h.run()
+    lazy.put_back(h, lazy.broken(np.asarray(h.getSolution().row_value)))
+    keys = lm.families["share_needs_open"].keys
+    back_site = next(keys[i][2] for i in np.flatnonzero(lazy.back))
+    held_site = next((keys[i][2] for i in np.flatnonzero(lazy.held) if keys[i][2] != back_site), None)
+    new_keys = [("r-new", "chat", back_site)] + ([("r-new", "chat", held_site)] if held_site else [])
+    first = h.getNumRow()
+    n = len(new_keys)
+    h.addRows(n, np.full(n, -highspy.kHighsInf), np.full(n, highspy.kHighsInf), 0, np.zeros(n, dtype=np.int32),
+              np.zeros(0, dtype=np.int32), np.zeros(0))
+    lazy.add_held(h, "share_needs_open", new_keys, np.arange(first, first + n), np.full(n, -np.inf), np.zeros(n))
+    lower, upper = _row_bounds(h)
+    assert upper[first] == 0.0 and lazy.back[-n]  # its site's links are back: so is it
+    if held_site:
+        assert np.isinf(upper[first + 1]) and lazy.held[-1]  # a held site's new link waits to be broken

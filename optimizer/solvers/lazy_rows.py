@@ -8,33 +8,48 @@ them held back, and 3.9 s in all to reach the same optimum when the rows its sol
 broke were put back and the LP solved again from the last basis (benchmarks/RESULTS.md
 "Synthetic scales" measures the whole path).
 
-`LazyRows.hold` makes those rows free in the HiGHS instance (bounds -inf..inf, so they keep
-their numbers and every other row's dual is unchanged); `solve_lazily` solves, puts back
+`LazyRows.hold` makes those rows free in the HiGHS instance (bounds -inf..inf: every row
+keeps its number, and a held row's dual is 0); `solve_lazily` solves, puts back
 the rows the solution breaks, with the rest of their family's `lp_lazy_group` (a site's
 links: put back one at a time, the LP moved its load to the next fractionally open site
 for 30 re-solves), and solves again from the last basis (dual simplex: a row put back
 breaks primal, not dual, feasibility) until none is broken. The result is the LP
-relaxation of the whole model: every row holds at the end. If the deadline comes first,
-`pending` is set: the last solution is then the optimum of a relaxation of that LP, so its
-objective is still a valid lower bound, but its point may break held rows. `release` puts
-every held row back (before the instance is used for the MIP).
+relaxation of the whole model: every row holds at the end. It returns a `Relaxed`: the
+solution, duals and objective of the last solve that reached an optimum (a copy: putting
+rows back resets what HiGHS holds). If the deadline comes first, `pending` is set: that
+solution is then the optimum of a relaxation of the LP, so its objective is still a valid
+lower bound, but its point may break held rows. `release` puts every held row back
+(before the instance is used for the MIP).
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 
 import highspy
 import numpy as np
 
 from dcplace.optimizer.model.families import REGISTRY
 from dcplace.optimizer.model.linear import LinearModel
-from dcplace.optimizer.solvers.highs_model import run_until
+from dcplace.optimizer.solvers.highs_model import HighsAbandoned, run_until
 
 log = logging.getLogger(__name__)
 
 BROKEN_TOLERANCE = 1e-7  # HiGHS's primal feasibility tolerance: a row broken by less holds for HiGHS too
+
+
+@dataclass(frozen=True)
+class Relaxed:
+    """The last optimum of a lazily solved LP (see the module docstring)."""
+
+    col_value: np.ndarray
+    row_dual: np.ndarray
+    col_dual: np.ndarray
+    objective: float
+    pending: bool  # the deadline left held rows that this solution breaks: the LP of a relaxation
+    iterations: int  # simplex iterations of all its solves
 
 
 class LazyRows:
@@ -72,30 +87,37 @@ class LazyRows:
             _set_bounds(h, self.index[free], np.full(free.size, -highspy.kHighsInf), np.full(free.size, highspy.kHighsInf))
             self.held[free] = True
 
-    def add_held(self, family: str, keys: list, index: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> None:
-        """Rows of lazy `family` (with `keys`) that the caller appended to the instance free
-        (bounds -inf..inf) at row numbers `index`; their own bounds are `lower`..`upper`."""
+    def add_held(self, h: highspy.Highs, family: str, keys: list, index: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> None:
+        """Rows of lazy `family` (with `keys`) that the caller appended to `h` free (bounds
+        -inf..inf) at row numbers `index`; their own bounds are `lower`..`upper`. Rows of a
+        group already put back are put back at once (a site's links go together)."""
+        groups = self._groups(family, keys)
+        joins = np.isin(groups, np.unique(self.group[self.back]))
         self.index = np.concatenate([self.index, np.asarray(index, dtype=np.int32)])
-        self.group = np.concatenate([self.group, self._groups(family, keys)])
+        self.group = np.concatenate([self.group, groups])
         self.lower, self.upper = np.concatenate([self.lower, lower]), np.concatenate([self.upper, upper])
-        self.held = np.concatenate([self.held, np.ones(len(index), dtype=bool)])
-        self.back = np.concatenate([self.back, np.zeros(len(index), dtype=bool)])
+        self.held = np.concatenate([self.held, ~joins])
+        self.back = np.concatenate([self.back, joins])
+        if joins.any():
+            _set_bounds(h, np.asarray(index, dtype=np.int32)[joins], np.asarray(lower)[joins], np.asarray(upper)[joins])
 
-    def restore_broken(self, h: highspy.Highs) -> int:
-        """Put back the held rows that the solution in `h` breaks, with the rest of their groups; how many."""
+    def broken(self, row_value: np.ndarray) -> np.ndarray:
+        """Positions (in self.index) of the held rows that `row_value` breaks, with the rest of their groups."""
         held = np.flatnonzero(self.held)
         if not held.size:
-            return 0
-        activity = np.asarray(h.getSolution().row_value)[self.index[held]]
+            return held
+        activity = row_value[self.index[held]]
         broken = (activity > self.upper[held] + BROKEN_TOLERANCE) | (activity < self.lower[held] - BROKEN_TOLERANCE)
         if not broken.any():
-            return 0
-        back = held[np.isin(self.group[held], np.unique(self.group[held[broken]]))]
-        _set_bounds(h, self.index[back], self.lower[back], self.upper[back])
-        self.held[back] = False
-        self.back[back] = True
-        self.restored += int(back.size)
-        return int(back.size)
+            return held[:0]
+        return held[np.isin(self.group[held], np.unique(self.group[held[broken]]))]
+
+    def put_back(self, h: highspy.Highs, rows: np.ndarray) -> None:
+        """Put back the held rows at positions `rows` (from `broken`)."""
+        _set_bounds(h, self.index[rows], self.lower[rows], self.upper[rows])
+        self.held[rows] = False
+        self.back[rows] = True
+        self.restored += int(rows.size)
 
     def release(self, h: highspy.Highs) -> None:
         """Put every held row back; the next `hold` holds every lazy row again."""
@@ -106,29 +128,46 @@ class LazyRows:
         self.back[:] = False
 
 
-def solve_lazily(h: highspy.Highs, lazy: LazyRows, deadline: float) -> bool:
-    """Solve the LP in `h` (its lazy rows held) until no held row is broken or `deadline`;
-    True if the last solve reached an optimum (check `lazy.pending` for broken rows left).
-    Raises HighsAbandoned as run_until does. HiGHS's presolve and simplex strategy are
-    as they were when it returns."""
+def solve_lazily(h: highspy.Highs, lazy: LazyRows, deadline: float) -> Relaxed | None:
+    """Solve the LP in `h` (its lazy rows held) until no held row is broken or `deadline`:
+    the last optimum reached (None if none was). Raises HighsAbandoned as run_until does
+    (the instance is then left to HiGHS's thread, untouched). Otherwise HiGHS's presolve
+    and simplex strategy are as they were when it returns."""
     lazy.hold(h)
+    lazy.pending = False
     presolve, strategy = (_option(h, name) for name in ("presolve", "simplex_strategy"))
+    last, iterations, abandoned = None, 0, False
     try:
         while True:
             started = time.perf_counter()
-            run_until(h, deadline)
+            try:
+                run_until(h, deadline)
+            except HighsAbandoned:
+                abandoned = True
+                raise
             if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-                return False
-            back = lazy.restore_broken(h)
-            log.debug("LP %.2f s; %d held rows put back", time.perf_counter() - started, back)
-            lazy.pending = back > 0
+                if h.getModelStatus() == highspy.HighsModelStatus.kInfeasible:
+                    return None  # with the rows put back the LP itself is infeasible, whatever the relaxation said
+                if last is not None:
+                    lazy.pending = True  # the re-solve ran out of time: the last optimum, rows broken
+                    last = Relaxed(last.col_value, last.row_dual, last.col_dual, last.objective, True, iterations)
+                return last
+            solution, info = h.getSolution(), h.getInfo()
+            iterations += max(info.simplex_iteration_count, 0)
+            rows = lazy.broken(np.asarray(solution.row_value))
+            lazy.pending = bool(rows.size)
+            last = Relaxed(np.array(solution.col_value), np.array(solution.row_dual), np.array(solution.col_dual),
+                           info.objective_function_value, lazy.pending, iterations)
+            log.debug("LP %.2f s; %d held rows broken or in their groups", time.perf_counter() - started, rows.size)
             if not lazy.pending or time.perf_counter() >= deadline:
-                return True
+                return last  # bounds untouched: h still holds this optimum
+            lazy.put_back(h, rows)
             h.setOptionValue("presolve", "off")  # keep the basis: rows put back only break primal feasibility
             h.setOptionValue("simplex_strategy", 1)  # dual simplex
     finally:
-        h.setOptionValue("presolve", presolve)
-        h.setOptionValue("simplex_strategy", strategy)
+        if not abandoned:  # an abandoned instance is still HiGHS's: nothing may touch it
+            h.setOptionValue("presolve", presolve)
+            h.setOptionValue("simplex_strategy", strategy)
 
 
 def _option(h: highspy.Highs, name: str):

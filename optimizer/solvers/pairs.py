@@ -69,6 +69,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 ADD_PER_ROUND = 2  # priced-out pairs added per (region, class) and round
+ADD_SITES_PER_JOB = 4  # priced-out sites added per training job and pass (PlacementPricer)
 # what the bound stated against the full model is (PricedLP.bound_kind)
 FULL_LP = "the full model's LP bound"  # pricing converged: the LP relaxation of the full model itself
 LAGRANGIAN = "a Lagrangian bound of the full model's LP (pricing stopped early)"
@@ -77,6 +78,21 @@ NO_BOUND = "no bound: no LP finished, and the capacity-cost bound does not hold 
 FRESH_LP_SHARE = 0.05  # pairs added in a round, as a share of those in the LP, above which it is solved afresh
 BOUND_TOLERANCE = 1e-4  # stop pricing once the LP is this close (relative) to the full model's bound...
 GAP_SHARE = 0.1  # ...or within this share of the asked MIP gap (more rounds could raise the bound by no more)
+
+
+@dataclass
+class _Pass:
+    """What solve_priced_lp keeps of its last pass whose LP reached an optimum."""
+
+    x: np.ndarray
+    objective: float
+    priced: "Pricing"
+    placements: "PlacementPricing"
+    lagrangian: float
+    values: dict  # pair -> its share in the LP
+    share: object  # the LP's share ColumnBlock
+    placements_in_model: set
+    pending: bool  # the LP was that of a relaxation: link rows left broken at the deadline
 
 
 @dataclass
@@ -289,7 +305,7 @@ class PlacementPricer:
     def _reduced_costs(self, y: np.ndarray) -> np.ndarray:
         return self.cost - np.bincount(self.column_of_entry, weights=self.value * y[self.index], minlength=self.model.n_cols)
 
-    def price(self, lm: LinearModel, row_dual: np.ndarray, lp_objective: float, add_sites: int = ADD_PER_ROUND) -> PlacementPricing:
+    def price(self, lm: LinearModel, row_dual: np.ndarray, lp_objective: float, add_sites: int = ADD_SITES_PER_JOB) -> PlacementPricing:
         """Price every placement `lm` leaves out with its LP duals `row_dual` (the class docstring)."""
         pm = self.model
         y = np.zeros(pm.n_rows)
@@ -387,35 +403,34 @@ def solve_priced_lp(ix: IndexSets, build, deadline: float, threads: int, bound_t
         while True:
             lp_started = time.perf_counter()
             try:
-                optimal = solve_lazily(h, lazy, deadline)  # returns by the deadline (+ GRACE_S) whatever HiGHS is doing
-                infeasible = h.getModelStatus() == highspy.HighsModelStatus.kInfeasible
+                relaxed = solve_lazily(h, lazy, deadline)  # returns by the deadline (+ GRACE_S) whatever HiGHS is doing
+                infeasible = relaxed is None and h.getModelStatus() == highspy.HighsModelStatus.kInfeasible
             except HighsAbandoned:
-                optimal = False  # the instance stays with its thread
+                relaxed = None  # the instance stays with its thread
             rounds += 1
-            if not optimal:
+            if relaxed is None:
                 if last is not None:
                     log.info("pricing round %d: the LP did not finish by the deadline; the last round's LP stands", rounds)
                 break  # the pairs added since have no LP value: they start at 0, which keeps the last LP point feasible
-            solution = h.getSolution()
-            objective = h.getInfo().objective_function_value
-            x = np.asarray(solution.col_value)
+            objective, x = relaxed.objective, relaxed.col_value
             if floor > objective + 1e-6 * max(1.0, abs(objective)):
                 # a bound of the full model above the LP of a restriction of it: the bound is wrong, not the LP
                 log.warning("the capacity-cost bound $%.6g exceeds the candidate LP $%.6g; it is not stated", floor, objective)
                 floor, floor_bound = -math.inf, None
-            duals = lifted_capacity_duals(ix, lm, x, np.asarray(solution.row_dual), np.asarray(solution.col_dual))
+            duals = lifted_capacity_duals(ix, lm, x, relaxed.row_dual, relaxed.col_dual)
             priced = price_pairs(ix, lm, duals, objective, in_model)
-            last = (x, objective, duals, priced, lazy.pending)
+            last = (x, objective, duals, priced, relaxed.pending)
             log.info("pricing round %d: %d pairs, LP %.1f s (%d iterations, %d of %d held link rows put back%s), $%.6g, "
                      "bound $%.6g, %d pairs price out (%.1f s in all)", rounds, len(column_of), time.perf_counter() - lp_started,
-                     h.getInfo().simplex_iteration_count, lazy.restored, len(lazy.index), ", some still broken" if lazy.pending else "",
+                     relaxed.iterations, lazy.restored, len(lazy.index), ", some still broken" if relaxed.pending else "",
                      objective, priced.lagrangian_bound, priced.n_added, time.perf_counter() - started)
             close = objective - max(priced.lagrangian_bound, floor) <= bound_tolerance * abs(objective)
-            if priced.n_added == 0 or close or time.perf_counter() >= deadline:
-                break
+            if priced.n_added == 0 or close or relaxed.pending or time.perf_counter() >= deadline:
+                break  # (pending: the deadline came while link rows were broken)
             new = [(region_ids[i], w, site_ids[j]) for w, mask in priced.added.items() for i, j in zip(*np.nonzero(mask))]
+            in_lp = len(column_of)
             _add_pairs(h, ix, new, column_of, demand_rows, capacity_rows, lm.col, cap, lazy)
-            if len(new) > FRESH_LP_SHARE * len(column_of):
+            if len(new) > FRESH_LP_SHARE * in_lp:
                 # From scratch, presolve on: with the link rows held back a fresh LP is quick (4.6 s at
                 # 500 x 3,000 after round 1 added 11,430 pairs to 65,768), where primal simplex from the
                 # last basis took 10.6 s. The link rows put back stay in.
@@ -443,7 +458,7 @@ def solve_priced_lp(ix: IndexSets, build, deadline: float, threads: int, bound_t
                                     bound_kind=CAPACITY_COST if floor_bound is not None else NO_BOUND,
                                     placements_in_model=len(ix.place), placements_eligible=len(ix.place_all))
             log.info("pricing: the LP with the priced-in placements did not finish; the last pass's LP stands")
-            ix.restrict_training(done[-1])
+            ix.restrict_training(done.placements_in_model)
             break
         x, objective, duals, priced, pending = last
         placements = pricer.price(lm, duals, objective) if pricer else PlacementPricing(bound_term=0.0)
@@ -452,7 +467,7 @@ def solve_priced_lp(ix: IndexSets, build, deadline: float, threads: int, bound_t
                  len(placements.added), placements.bound_term, lagrangian)
         values = {pair: (x[j] if j < len(x) else 0.0) for pair, j in column_of.items()}
         ix.restrict_serve(in_model)
-        done = (x, objective, priced, placements, lagrangian, values, share, set(ix.place), pending)
+        done = _Pass(x, objective, priced, placements, lagrangian, values, share, set(ix.place), pending)
         now = time.perf_counter()
         again = (placements.added and objective - max(lagrangian, floor) > bound_tolerance * abs(objective)
                  and deadline - now >= 3.0 * (now - pass_started))
@@ -460,7 +475,8 @@ def solve_priced_lp(ix: IndexSets, build, deadline: float, threads: int, bound_t
             break
         ix.restrict_training(set(ix.place) | placements.added)
 
-    x, objective, priced, placements, lagrangian, values, share, _, pending = done
+    x, objective, priced, placements, lagrangian, values, share, pending = (
+        done.x, done.objective, done.priced, done.placements, done.lagrangian, done.values, done.share, done.pending)
     build_started = time.perf_counter()
     final = build(ix)
     build_s += time.perf_counter() - build_started
@@ -497,6 +513,6 @@ def _add_pairs(h: highspy.Highs, ix: IndexSets, pairs: list, column_of: dict, de
     first_row = h.getNumRow()
     h.addRows(n, np.full(n, -highspy.kHighsInf), np.full(n, highspy.kHighsInf), 2 * n, np.arange(0, 2 * n, 2, dtype=np.int32),
               link_index, link_value)
-    lazy.add_held("share_needs_open", pairs, np.arange(first_row, first_row + n), np.full(n, -np.inf), np.zeros(n))
+    lazy.add_held(h, "share_needs_open", pairs, np.arange(first_row, first_row + n), np.full(n, -np.inf), np.zeros(n))
     for i, pair in enumerate(pairs):
         column_of[pair] = first + i

@@ -398,19 +398,30 @@ def solve_relaxation(h: highspy.Highs, integer_cols: np.ndarray, closed_cols: li
     h.changeColsIntegrality(n, integer_cols, np.full(n, highspy.HighsVarType.kContinuous))
     if closed_cols:
         h.changeColsBounds(len(closed_cols), np.array(closed_cols, dtype=np.int32), np.zeros(len(closed_cols)), np.zeros(len(closed_cols)))
-    if lazy is None:
-        run_until(h, deadline)
-        optimal = h.getModelStatus() == highspy.HighsModelStatus.kOptimal
-    else:
-        optimal = solve_lazily(h, lazy, deadline)
-    values = (np.array(h.getSolution().col_value), h.getInfo().objective_function_value) if optimal else None
-    if lazy is not None:
-        lazy.release(h)
-    if closed_cols:
-        lower = [lp.col_lower_[i] for i in closed_cols]
-        h.changeColsBounds(len(closed_cols), np.array(closed_cols, dtype=np.int32), np.array(lower), np.array(old_upper))
-    h.changeColsIntegrality(n, integer_cols, np.full(n, highspy.HighsVarType.kInteger))
-    h.clearSolver()
+
+    def restore() -> None:
+        if lazy is not None:
+            lazy.release(h)
+        if closed_cols:
+            lower = [lp.col_lower_[i] for i in closed_cols]
+            h.changeColsBounds(len(closed_cols), np.array(closed_cols, dtype=np.int32), np.array(lower), np.array(old_upper))
+        h.changeColsIntegrality(n, integer_cols, np.full(n, highspy.HighsVarType.kInteger))
+        h.clearSolver()
+
+    try:
+        if lazy is None:
+            run_until(h, deadline)
+            optimal = h.getModelStatus() == highspy.HighsModelStatus.kOptimal
+            values = (np.array(h.getSolution().col_value), h.getInfo().objective_function_value) if optimal else None
+        else:
+            relaxed = solve_lazily(h, lazy, deadline)
+            values = (relaxed.col_value, relaxed.objective) if relaxed is not None else None
+    except HighsAbandoned:
+        raise  # the instance stays with HiGHS's thread: nothing may touch it
+    except BaseException:
+        restore()
+        raise
+    restore()
     return values
 
 
