@@ -69,12 +69,18 @@ def test_lazy_lp_reaches_the_lp_with_every_row(seed):
     assert not lazy.held.any() and not lazy.back.any()
 
 
-def test_a_broken_row_puts_back_its_whole_group_and_nothing_else():
-    lm = _model(1)
+def _held_lp(seed: int) -> tuple[LinearModel, highspy.Highs, LazyRows]:
+    """The LP of a small model solved once with every lazy row held."""
+    lm = _model(seed)
     h = _relaxed(lm)
     lazy = LazyRows(lm)
     lazy.hold(h)
     h.run()
+    return lm, h, lazy
+
+
+def test_a_broken_row_puts_back_its_whole_group_and_nothing_else():
+    lm, h, lazy = _held_lp(1)
     keys = lm.families["share_needs_open"].keys
     row_of = dict(zip(lazy.index.tolist(), range(len(lazy.index))))
     activity = np.asarray(h.getSolution().row_value)[lazy.index]
@@ -104,11 +110,7 @@ def test_a_lazy_lp_past_its_deadline_gives_no_optimum_and_leaves_the_model_whole
 def test_a_lazy_lp_cut_short_after_a_solve_returns_that_relaxation_and_a_valid_bound(monkeypatch):
     """The deadline comes after the first solve, with rows broken: the result is that solve's
     optimum (the LP with every lazy row held), flagged pending, its objective a lower bound."""
-    lm = _model(2)
-    held = _relaxed(lm)
-    every_row_free = LazyRows(lm)
-    every_row_free.hold(held)
-    held.run()
+    lm, held, _ = _held_lp(2)
     full = _relaxed(lm)
     full.run()
 
@@ -176,11 +178,7 @@ def test_clearing_price_with_too_little_capacity_is_the_dearest_site(monkeypatch
 
 
 def test_rows_added_at_a_site_whose_links_are_back_join_them_at_once():
-    lm = _model(1)
-    h = _relaxed(lm)
-    lazy = LazyRows(lm)
-    lazy.hold(h)
-    h.run()
+    lm, h, lazy = _held_lp(1)
     lazy.put_back(h, lazy.broken(np.asarray(h.getSolution().row_value)))
     keys = lm.families["share_needs_open"].keys
     back_site = next(keys[i][2] for i in np.flatnonzero(lazy.back))
