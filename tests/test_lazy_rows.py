@@ -16,7 +16,7 @@ import pytest
 
 from dcplace.models.synthetic import synthetic_scenario
 from dcplace.optimizer.model import candidates
-from dcplace.optimizer.model.families import REGISTRY, lp_lazy_families
+from dcplace.optimizer.model.families import REGISTRY
 from dcplace.optimizer.model.formulation import build_model
 from dcplace.optimizer.model.index import build_index
 from dcplace.optimizer.model.linear import LinearModel
@@ -140,8 +140,9 @@ def test_lazy_rows_of_a_multi_period_model_are_found_by_their_family():
 def test_only_rows_the_mip_implies_are_held_back():
     """A lazy family may not be relaxed by the diagnosis and must write rows (the registry
     refuses otherwise); tests/test_registry.py TIGHTENING shows each keeps the optimum."""
-    assert lp_lazy_families() == {"share_needs_open"}
-    for name in lp_lazy_families():
+    lazy = {name for name, fam in REGISTRY.items() if fam.lp_lazy}
+    assert lazy == {"share_needs_open"}
+    for name in lazy:
         assert REGISTRY[name].relax is None and REGISTRY[name].writes == "rows"
 
 

@@ -40,11 +40,6 @@ TRAINING_SITES = 4  # sites per training job by estimated cost per effective H10
 REGION_CHUNK = 2048  # regions priced at once (bounds the size of the dense blocks)
 
 
-def _unit_cost_usd_per_tok_s(ix: IndexSets) -> dict[str, np.ndarray]:
-    """Class -> per scenario site, the cheapest rack's annual cost per tok/s it serves (inf where none)."""
-    return {w: unit for w, (unit, _, _) in _cheapest_racks(ix).items()}
-
-
 def _cheapest_racks(ix: IndexSets) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Class -> per scenario site, the cheapest rack's annual cost per tok/s it serves, its
     facility kW per tok/s and its tok/s per rack (inf, inf, 0 where the site hosts none)."""
@@ -59,7 +54,8 @@ def _cheapest_racks(ix: IndexSets) -> dict[str, tuple[np.ndarray, np.ndarray, np
     return out
 
 
-def clearing_unit_cost(ix: IndexSets, margin: float = CLEARING_MARGIN) -> dict[str, np.ndarray]:
+def clearing_unit_cost(ix: IndexSets, margin: float = CLEARING_MARGIN,
+                       racks: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None) -> dict[str, np.ndarray]:
     """Class -> per scenario site, max(its cheapest cost per tok/s, the class's clearing price).
 
     The clearing price of class w is the cost per tok/s of the site at which the sites,
@@ -68,8 +64,9 @@ def clearing_unit_cost(ix: IndexSets, margin: float = CLEARING_MARGIN) -> dict[s
     (the median site's kW per tok/s), and a site holds min(its share of power_limit_kw /
     kW per tok/s, floor_racks x tok/s per rack) of w. Sites below the clearing price are
     the ones the LP fills; their capacity dual lifts them to it. An estimate: latency
-    budgets, training and the other families are left out."""
-    racks = _cheapest_racks(ix)
+    budgets, training and the other families are left out. `racks`: _cheapest_racks(ix), if
+    the caller has it."""
+    racks = _cheapest_racks(ix) if racks is None else racks
     power_kw = np.array([site.power_limit_kw for site in ix.scenario.sites], dtype=float)
     floor = np.array([site.floor_racks for site in ix.scenario.sites], dtype=float)
     needs_kw = {}
@@ -112,8 +109,10 @@ def candidate_mask(ix: IndexSets) -> dict[str, np.ndarray]:
     """Class -> regions x sites mask of the pairs a large model starts from."""
     per_pair_needed = math.ceil(1.0 / ix.scenario.policies.max_share_per_site - 1e-9) + 1
     cheapest = max(CHEAPEST, per_pair_needed)
-    unit = _unit_cost_usd_per_tok_s(ix)
-    cleared = clearing_unit_cost(ix)
+    racks = _cheapest_racks(ix)
+    unit = {w: cheapest for w, (cheapest, _, _) in racks.items()}  # per site, the cheapest rack's cost per tok/s
+    cleared = clearing_unit_cost(ix, racks=racks)
+    max_km = max(float(ix.distance_km.max()), 1.0)
     n_regions = len(ix.scenario.regions)
     out = {}
     for w, eligible in ix.eligible.items():
@@ -130,7 +129,7 @@ def candidate_mask(ix: IndexSets) -> dict[str, np.ndarray]:
             at_clearing = cleared[w][None, :] + delivery
             # sites at the clearing price tie (exactly, where transport is free): the nearest of them
             finite = at_clearing[np.isfinite(at_clearing)]
-            nudge = 1e-7 * (np.abs(finite).max() if finite.size else 1.0) / max(float(ix.distance_km.max()), 1.0)
+            nudge = 1e-7 * (np.abs(finite).max() if finite.size else 1.0) / max_km
             _keep_smallest(keep[rows], np.where(ok, at_clearing + nudge * ix.distance_km[rows], np.inf), CLEARED)
             _keep_smallest(keep[rows], np.where(ok, ix.distance_km[rows], np.inf), NEAREST)
         out[w] = keep & eligible

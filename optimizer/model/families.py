@@ -98,11 +98,6 @@ def family(name: str | None = None, *, checker: str, relax: Relax | None = None,
     return register
 
 
-def lp_lazy_families() -> frozenset[str]:
-    """The names of the families LP relaxations may hold back until broken (`lp_lazy`)."""
-    return frozenset(name for name, f in REGISTRY.items() if f.lp_lazy)
-
-
 def relaxable() -> dict[str, Relax]:
     """family name -> Relax, for every family the elastic diagnosis may relax."""
     return {name: f.relax for name, f in REGISTRY.items() if f.relax is not None}
@@ -162,4 +157,4 @@ def render_markdown() -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-__all__ = ["Family", "Relax", "REGISTRY", "family", "lp_lazy_families", "relaxable", "render_markdown", "ROWS", "BOUNDS"]
+__all__ = ["Family", "Relax", "REGISTRY", "family", "relaxable", "render_markdown", "ROWS", "BOUNDS"]
