@@ -146,6 +146,35 @@ def test_infeasible_scenario_is_still_diagnosed_within_its_limit(tmp_path):
     assert plan.diagnosis[0] == "max_sites 1 is exceeded by 1 site(s)"
 
 
+def test_a_run_without_deadline_waits_for_highs():
+    """run_until(h, inf) is the default of warmstart.solve_relaxation: it must wait for HiGHS
+    to finish. Event.wait(inf) raises OverflowError with HiGHS's thread already running, and
+    the caller's clean-up then changed the model under it (a segmentation fault)."""
+    import math
+
+    import highspy
+
+    from dcplace.optimizer.solvers.highs_model import run_until
+
+    class SlowHighs:
+        status = None
+
+        def getRunTime(self):
+            return 0.0
+
+        def setOptionValue(self, name, value):
+            assert name != "time_limit" or value == math.inf
+
+        def run(self):
+            time.sleep(0.5)
+            self.status = highspy.HighsModelStatus.kOptimal
+
+    h = SlowHighs()
+    started = time.perf_counter()
+    run_until(h, math.inf)
+    assert h.status == highspy.HighsModelStatus.kOptimal and time.perf_counter() - started >= 0.5
+
+
 def test_an_interrupt_at_one_deadline_does_not_stop_the_next_run():
     """HiGHS keeps the callbacks' interrupt flag between runs of an instance: the warm
     start's polish stopped at its deadline once stopped the search at its first check."""

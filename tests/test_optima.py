@@ -316,6 +316,26 @@ def test_the_rounded_start_builds_a_second_zone_only_where_it_pays(tmp_path, pri
     assert sorted(racks.values()) == [1, 1]  # 800 / (16 x 50) and 4,800 / (48 x 100)
 
 
+def test_the_lean_rounding_takes_the_least_power_in_any_zone(tmp_path):
+    """warmstart._inference_racks with `lean` (a site whose power the rounding broke): chat's
+    'server-air' rack (4 kW of IT) draws 6 kW of facility power in air (PUE 1.5) and 4.4 kW in
+    liquid (1.1), so 4 racks take 17.6 kW there, not 24 kW, though liquid's zone costs
+    $5,000/yr and air's nothing. Dollars are not kW: counting the zones' fixed costs, the lean
+    rounding chose the zone of least fixed cost (air) and broke the site again. The
+    cost-led rounding keeps to air here (energy at $10/MWh saves less than the zone costs)."""
+    from dcplace.optimizer.model.index import build_index
+    from dcplace.optimizer.solvers.warmstart import _inference_racks
+
+    path = make_scenario(tmp_path, sites=[site("hub", 0, 0, power_price_usd_per_mwh=10)],
+                         regions=[region("town", 0, 0.1, chat=3200)])
+    ix = build_index(load_scenario(path))
+    lean = _inference_racks(ix, "hub", {"chat": 3200.0}, set(), lean=True)
+    assert lean == {("hub", "server-air", "liquid", "chat"): 4}
+    assert sum(n * ix.inf_econ[key].facility_kw for key, n in lean.items()) == pytest.approx(4 * 4 * 1.1)
+    by_cost = _inference_racks(ix, "hub", {"chat": 3200.0}, set())
+    assert by_cost == {("hub", "server-air", "air", "chat"): 4}
+
+
 def test_the_rounded_start_takes_racks_away_where_rounding_up_breaks_a_floor(tmp_path):
     """One rack (800 tok/s) of floor at 'small', a hundred at 'big', 1,200 tok/s of demand.
     An LP point with 900 tok/s at 'small' rounds up to two racks there, over its floor, at
@@ -330,7 +350,7 @@ def test_the_rounded_start_takes_racks_away_where_rounding_up_breaks_a_floor(tmp
     from dcplace.optimizer.model.formulation import build_model
     from dcplace.optimizer.model.index import build_index
     from dcplace.optimizer.solvers.highs_model import to_highs
-    from dcplace.optimizer.solvers.warmstart import complete_start, round_lp, round_within_limits
+    from dcplace.optimizer.solvers.warmstart import complete_start, round_lp, round_within_limits, rounded_lp_start
 
     catalog = copy.deepcopy(TINY_CATALOG)
     catalog["throughput"] = [t for t in catalog["throughput"] if t["chip"] == "server"]
@@ -352,3 +372,7 @@ def test_the_rounded_start_takes_racks_away_where_rounding_up_breaks_a_floor(tmp
     per_site = {s: sum(done[racks.start + i] for i, key in enumerate(racks.keys) if key[0] == s) for s in ("small", "big")}
     assert per_site == {"small": pytest.approx(1.0), "big": pytest.approx(1.0)}
     assert done[lm.col("share", ("town", "chat", "small"))] <= 800 / 1200 + 1e-9
+    # rounded_lp_start completes the trimmed start itself, before any polish starts from it
+    how, plan = rounded_lp_start(to_highs(lm), lm, ix, 60.0, relaxation=(x, float(lm.objective() @ x)))
+    assert plan is not None and lm.is_feasible(plan), how
+    assert lm.objective() @ plan == pytest.approx(lm.objective() @ done)

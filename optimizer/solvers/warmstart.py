@@ -72,7 +72,11 @@ def _inference_racks(ix: IndexSets, s: str, load: dict[str, float], built: set[t
     for all (one zone per site was the rule before; on the default with the clock at 24 hours
     the optimum builds both at 12 of 31 sites, and choosing per class without the zones'
     costs built a zone per class and left the start 2 % above the optimum). `lean` (sites
-    whose power or floor the rounding broke) keeps to one zone and the least facility power."""
+    whose power or floor the rounding broke) takes each class's option of least facility power
+    in any of the site's zones, with no zone's fixed cost counted: those are dollars, and the
+    measure is then kW. (Counting them, and keeping to one zone, chose the zone of least fixed
+    cost: on 2,000 x 10,000 air racks for reasoning at 382 MW on a 200 MW site whose LP held
+    the same load in 196 MW of immersion racks.)"""
     if not load:
         return {}
     options = ix.group("inf_by_sw")
@@ -86,11 +90,10 @@ def _inference_racks(ix: IndexSets, s: str, load: dict[str, float], built: set[t
             if choices:
                 n, k = min(choices, key=lambda nk: nk[0] * measure(ix.inf_econ[s, nk[1], c, w]))
                 per_zone[c][w] = (n * measure(ix.inf_econ[s, k, c, w]), n, k)
-    sets = [(c,) for c in coolings] if lean else \
-        [tuple(c for i, c in enumerate(coolings) if mask >> i & 1) for mask in range(1, 1 << len(coolings))]
+    sets = [tuple(c for i, c in enumerate(coolings) if mask >> i & 1) for mask in range(1, 1 << len(coolings))]
     best_cost, best = math.inf, {}
     for chosen in sets:
-        cost = sum(0.0 if (s, c) in built else ix.cooling[c].zone_fixed_usd_per_year for c in chosen)
+        cost = 0.0 if lean else sum(0.0 if (s, c) in built else ix.cooling[c].zone_fixed_usd_per_year for c in chosen)
         racks = {}
         for w in load:
             offers = [(per_zone[c][w], c) for c in chosen if w in per_zone[c]]
@@ -512,13 +515,16 @@ def rounded_lp_start(h: highspy.Highs, lm: LinearModel, ix: IndexSets, time_limi
     with _headroom(h, lm, ix):
         second = (solve_relaxation(h, integer_cols, closed, deadline, lazy) or (first, lp_bound))[0]
     col_value = _with_values(second, round_within_limits(second, lm, ix))
-    if col_value is not None and ix.clock.backfill and not lm.is_feasible(col_value):
-        # Jobs kept in the troughs borrow GPUs of the chips they may use. The racks sized for tok/s
-        # may hold too few of them; adding the LP's lending racks at every site is safe but dear (on the
-        # default at 24 hours the plan cost $1,605.38 M with it always on, $1,602.78 M without), so it is
-        # the fallback when no LP completes the start.
+    if col_value is not None and not lm.is_feasible(col_value):
+        # The rounding sets the integer columns and only roughly the continuous ones (the clock's
+        # hourly serving, rentals; the shares of a site whose racks _trim took away): an LP over
+        # the rounded integers chooses them again, before the polish starts from the plan.
         completed = complete_start(h, lm, col_value, deadline)
-        if completed is None:
+        if completed is None and ix.clock.backfill:
+            # Jobs kept in the troughs borrow GPUs of the chips they may use. The racks sized for tok/s
+            # may hold too few of them; adding the LP's lending racks at every site is safe but dear (on the
+            # default at 24 hours the plan cost $1,605.38 M with it always on, $1,602.78 M without), so it is
+            # the fallback when no LP completes the start.
             col_value = _with_values(second, round_within_limits(second, lm, ix, lend_room=True))
             completed = complete_start(h, lm, col_value, deadline) if col_value is not None else None
         col_value = completed
@@ -528,6 +534,8 @@ def rounded_lp_start(h: highspy.Highs, lm: LinearModel, ix: IndexSets, time_limi
         polish_s = 0.0  # the restricted MIP would be nearly the whole MIP: leave the search to HiGHS
     # Good enough to stop polishing: within the asked gap of the LP bound (HiGHS will stop at its root).
     target = lp_bound + mip_gap * abs(lp_bound)
+    if start is not None and float(lm.objective() @ start) <= target:
+        polish_s = 0.0  # already within the gap: the restricted MIP could only confirm it
     try:
         polished = _restricted_mip(h, closed, col_value, time.perf_counter() + polish_s, target) if polish_s > 0.5 else None
     except HighsAbandoned as exc:

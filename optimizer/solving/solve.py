@@ -270,7 +270,13 @@ def _against_full_bound(result: RunResult, priced: PricedLP, mip_gap: float) -> 
     result = replace(result, solve_time_s=result.solve_time_s + priced.seconds - priced.build_s)
     objective = result.objective_usd_per_year
     if result.status not in HAS_PLAN or objective is None:
-        return result
+        # no plan: the record still states what is known of the full model (the candidate MIP's
+        # own bound, often HiGHS's 0 before its root, would state a bound of another model)
+        if result.status in ("infeasible", "unbounded"):
+            return result
+        return replace(result, best_bound_usd_per_year=priced.full_lp_bound, gap=None,
+                       termination=f"{result.termination}; bound: {priced.bound_kind}" if priced.full_lp_bound is not None
+                       else result.termination)
     if priced.full_lp_bound is None:
         return replace(result, best_bound_usd_per_year=None, gap=None, status="feasible",
                        termination=f"{result.termination}; no bound for the full model (pricing's LP did not finish)")
