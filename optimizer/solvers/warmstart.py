@@ -22,7 +22,9 @@ plan near it. Rounding the LP gives one in the time of two LP solves:
    brim), that site's racks are chosen again for the least facility power instead; where
    even that breaks it, inference racks are taken away there until it fits, and the LP that
    completes the start (complete_start) moves the load they served to sites with room;
-5. polish: when the kept sites are few (at most a quarter of the candidates), the MIP
+   (a start that breaks a row is completed so before step 5 starts from it);
+5. polish: when the kept sites are few (at most a quarter of the candidates) and the plan is
+   not already within the asked gap of the LP bound, the MIP
    restricted to them (every other site closed) is solved from the rounded plan for a
    short time (POLISH_SHARE of the time left, at most POLISH_MAX_S); it is much smaller
    than the whole MIP, and its plan replaces the rounded one. On the synthetic 50 x 200
