@@ -21,8 +21,8 @@ plan near it. Rounding the LP gives one in the time of two LP solves:
 4. where rounding up broke a site's power or floor (the LP fills cheap sites to the
    brim), that site's racks are chosen again for the least facility power instead; where
    even that breaks it, inference racks are taken away there until it fits, and the LP that
-   completes the start (complete_start) moves the load they served to sites with room;
-   (a start that breaks a row is completed so before step 5 starts from it);
+   completes the start (complete_start) moves the load they served to sites with room,
+   before step 5 starts from the plan;
 5. polish: when the kept sites are few (at most a quarter of the candidates) and the plan is
    not already within the asked gap of the LP bound, the MIP
    restricted to them (every other site closed) is solved from the rounded plan for a
