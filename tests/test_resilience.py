@@ -340,3 +340,37 @@ def test_an_lp_plan_is_read_with_its_fractional_racks_and_sites(tmp_path):
     assert lp.spare("chat") == {"a": 0.0}  # 400 tok/s built, 1,200 served: no spare
     rounded = state_from_columns(x, lm, ix)
     assert rounded.capacity == {} and rounded.open_sites == set()
+
+
+def test_hall_cuts_are_the_subset_rule_by_brute_force():
+    """model.failover.hall_cuts finds each region's cut by one matrix product per (site, class);
+    here every pair of regions is tested for reach[q] <= reach[r] with sets, as the docstring
+    states the rule, on a synthetic world with N-1 (the product must give the same cuts in the
+    same order: the model's rows follow it)."""
+    import numpy as np
+
+    from dcplace.models.synthetic import synthetic_scenario
+    from dcplace.optimizer.model.failover import hall_cuts
+    from dcplace.optimizer.solving.precheck import checked_index
+
+    scenario = synthetic_scenario(7, 40, 160, 2, box_deg=(25.0, 45.0))
+    scenario = scenario.model_copy(update={"policies": scenario.policies.model_copy(
+        update={"survive_site_loss": {"chat": 1.0, "reasoning": 0.8}})})
+    ix = checked_index(scenario)
+    site_ids = [s.id for s in scenario.sites]
+    has = set(ix.group("inf_by_sw"))
+    lost = set(ix.failover_lost)
+    expected, seen = [], set()
+    for (f, w), regions in sorted(ix.group("serve_by_sw").items()):
+        if w not in ("chat", "reasoning"):
+            continue
+        reach = {r: {site_ids[j] for j in np.flatnonzero(ix.failover[w][ix.region_pos[r]])
+                     if site_ids[j] != f and (site_ids[j], w) in has} for r in regions}
+        for r in regions:
+            inside = tuple(sorted(q for q in regions if reach[q] <= reach[r]))
+            if (f, w, inside) not in seen and any((f, q, w) not in lost for q in inside):
+                seen.add((f, w, inside))
+                expected.append((f, w, inside, tuple(sorted(reach[r]))))
+    assert len(expected) > 40
+    assert any(len(cut[2]) > 1 for cut in expected)  # some cuts hold several regions
+    assert hall_cuts(ix) == expected

@@ -53,13 +53,21 @@ def hall_cuts(ix: IndexSets) -> list[tuple[str, str, tuple[str, ...], tuple[str,
     out, seen = [], set()
     for f, w in sorted(key for key in by_sw if key[1] in alpha):
         regions = by_sw[f, w]
-        reach = {r: frozenset(site_ids[j] for j in np.flatnonzero(ix.failover[w][ix.region_pos[r]])
-                              if site_ids[j] != f and (site_ids[j], w) in has) for r in regions}
-        for r in regions:
-            inside = tuple(sorted(q for q in regions if reach[q] <= reach[r]))
+        # reach[i, j]: site cols[j] (not f, with racks for w) is a backup of regions[i]
+        reach = ix.failover[w][[ix.region_pos[r] for r in regions]]
+        reach &= np.array([(s, w) in has and s != f for s in site_ids])
+        cols = np.flatnonzero(reach.any(axis=0))
+        reach = reach[:, cols]
+        # outside[q, i] = |reach[q] minus reach[i]|: q is inside region i's cut when it is 0. One
+        # product instead of a subset test per pair of regions (those took 285 s at 500 x 3,000).
+        as_float = reach.astype(np.float32)  # counts up to the sites' number: exact in float32
+        inside_of = (as_float @ (1.0 - as_float).T) < 0.5
+        _, first = np.unique(inside_of.T, axis=0, return_index=True)  # regions whose cuts are alike, once
+        for i in sorted(first):
+            inside = tuple(sorted(regions[q] for q in np.flatnonzero(inside_of[:, i])))
             if (f, w, inside) not in seen and any((f, q, w) not in lost for q in inside):
                 seen.add((f, w, inside))
-                out.append((f, w, inside, tuple(sorted(reach[r]))))
+                out.append((f, w, inside, tuple(sorted(site_ids[j] for j in cols[reach[i]]))))
     for f, w, inside, sites in getattr(ix, "failover_cuts", []):
         if (f, w, inside) not in seen and any((f, q, w) not in lost for q in inside):
             seen.add((f, w, inside))
