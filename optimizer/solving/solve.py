@@ -193,9 +193,9 @@ def _solve(scenario: Scenario, options: SolveOptions, start, feed: ProgressFeed)
     if needs_n1(ix) and result.has_plan and x is not None:  # N-1: losses generated lazily (optimizer.solving.failover)
         reserve = min(POST_SOLVE_RESERVE_S, POST_SOLVE_RESERVE_SHARE * options.time_limit_s)
 
-        def solve_again(model: LinearModel, start_plan, final: bool = False):
+        def solve_again(model: LinearModel, start_plan, final: bool = False, keep_s: float = 0.0):
             feed.phase("build")
-            left = max((deadline - reserve - time.perf_counter()) * (1.0 if final else N1_ROUND_SHARE), 1e-3)
+            left = max((deadline - reserve - keep_s - time.perf_counter()) * (1.0 if final else N1_ROUND_SHARE), 1e-3)
             return run_backend(model, ix, replace(options, time_limit_s=left), incumbent=start_plan, progress=feed if feed else None)
 
         lm, result, x, failover = secure(ix, lm, result, x, build_model, solve_again, deadline - reserve, options.threads,
