@@ -179,6 +179,13 @@ class ClockSets:
     binding_hours: dict[tuple, list[int]] = field(default_factory=dict)  # (s, w) -> hours no other hour dominates
     site_options: dict[tuple, list[tuple[str, str]]] = field(default_factory=dict)  # (s, w) -> [(g, c)] it could serve w with
     share_h: list[tuple[str, str, str, int]] = field(default_factory=list)  # (r, w, s, h): routing per hour (clock.routing hour), else empty
+    # Read for every pair and hour while the model is built (120 M times at 500 x 3,000): kept as
+    # lookups, not searched for each time (hours.index and the day's sum took 200 of a 258 s build).
+    hour_pos: dict[int, int] = field(init=False, repr=False)  # represented hour -> its position in `hours`
+    _day_share: dict[tuple[str, str], float] = field(init=False, repr=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.hour_pos = {h: i for i, h in enumerate(self.hours)}
 
     @property
     def hourly_routing(self) -> bool:
@@ -186,7 +193,18 @@ class ClockSets:
         return bool(self.share_h)
 
     def p(self, r: str, w: str, h: int) -> float:
-        return float(self.load_share[r, w][self.hours.index(h)]) if (r, w) in self.load_share else 1.0
+        return float(self.load_share[r, w][self.hour_pos[h]]) if (r, w) in self.load_share else 1.0
+
+    def profile(self, r: str, w: str) -> np.ndarray:
+        """p[r,w,h] over `hours`, in their order (all 1 for a pair with no profile)."""
+        share = self.load_share.get((r, w))
+        return share if share is not None else np.ones(len(self.hours))
+
+    def day_share(self, r: str, w: str) -> float:
+        """sum_h w_h p[r,w,h]: the hours of the day at peak load that (r, w)'s day amounts to."""
+        if (r, w) not in self._day_share:
+            self._day_share[r, w] = sum(self.weight_h[h] * self.p(r, w, h) for h in self.hours)
+        return self._day_share[r, w]
 
     def days_per_year(self, scenario: Scenario) -> float:
         return scenario.economics.hours_per_year / HOURS_PER_DAY
@@ -404,8 +422,7 @@ def lent_kw_per_gpu(ix, s: str, g: str, w: str, pick=min) -> float:
 
 def day_weighted_load(ix, r: str, w: str) -> float:
     """Token-hours per day of (r, w) per unit share: demand x sum_h w_h p[r,w,h]."""
-    ck = ix.clock
-    return ix.demand(r, w) * sum(ck.weight_h[h] * ck.p(r, w, h) for h in ck.hours)
+    return ix.demand(r, w) * ix.clock.day_share(r, w)
 
 
 def clock_costs(lm: LinearModel, ix) -> None:
@@ -476,12 +493,17 @@ def _installed(lm: LinearModel, ix, s: str, g: str, w: str) -> list[tuple[int, f
     return out
 
 
-def _load_terms(lm: LinearModel, ix, by_sw: dict, s: str, w: str, h: int) -> list[tuple[int, float]]:
-    """The load the shares put on (s, w) at represented hour h: share[r,w,s] x demand[r,w] x p[r,w,h], with
-    routing per hour share_h[r,w,s,h] in place of share[r,w,s]."""
-    if ix.clock.hourly_routing:
-        return [(lm.col("share_h", (r, w, s, h)), ix.demand(r, w) * ix.clock.p(r, w, h)) for r in by_sw.get((s, w), [])]
-    return [(lm.col("share", (r, w, s)), ix.demand(r, w) * ix.clock.p(r, w, h)) for r in by_sw.get((s, w), [])]
+def _load_terms(lm: LinearModel, ix, by_sw: dict, s: str, w: str, hours: list[int]) -> dict[int, list[tuple[int, float]]]:
+    """represented hour h -> the load the shares put on (s, w) at h, for each h of `hours`: share[r,w,s] x
+    demand[r,w] x p[r,w,h], with routing per hour share_h[r,w,s,h] in place of share[r,w,s]. The columns and
+    the regions' loads are looked up once per (s, w), not once per hour."""
+    ck = ix.clock
+    regions = by_sw.get((s, w), [])
+    if ck.hourly_routing:
+        return {h: [(lm.col("share_h", (r, w, s, h)), ix.demand(r, w) * ck.p(r, w, h)) for r in regions] for h in hours}
+    cols = [lm.col("share", (r, w, s)) for r in regions]
+    load = np.array([ix.demand(r, w) * ck.profile(r, w) for r in regions]).reshape(len(regions), len(ck.hours))
+    return {h: list(zip(cols, load[:, ck.hour_pos[h]].tolist())) for h in hours}
 
 
 @family(checker="check_clock", section="clock", not_relaxed="a law of the model: the load is what the racks serve; "
@@ -502,8 +524,10 @@ def hourly_serving(lm: LinearModel, ix) -> None:
         lent.setdefault((s, w, h), []).append((lm.col("backfill", key), tok_s_per_gpu(ix, ck.group_chip[g], w)))
     for (s, w), racks in ix.group("inf_by_sw").items():
         capacity = [(lm.col("racks_inf", (s, k, c, w)), -ix.tok_s_per_rack[k, w]) for k, c in racks]
-        for h in ck.binding_hours.get((s, w), ck.hours):
-            lm.add_row("hourly_serving", (s, w, h), _load_terms(lm, ix, by_sw, s, w, h) + lent.get((s, w, h), []) + capacity, upper=0.0)
+        hours = ck.binding_hours.get((s, w), ck.hours)
+        load = _load_terms(lm, ix, by_sw, s, w, hours)
+        for h in hours:
+            lm.add_row("hourly_serving", (s, w, h), load[h] + lent.get((s, w, h), []) + capacity, upper=0.0)
 
 
 def _hour_demand_fields(ix, key, share: float) -> dict:
@@ -596,8 +620,11 @@ def busy_serves_load(lm: LinearModel, ix) -> None:
     for key in ck.busy:
         s, g, c, w, h = key
         busy.setdefault((s, w, h), []).append((lm.col("busy", key), -tok_s_per_gpu(ix, ck.group_chip[g], w)))
+    load: dict[tuple, dict] = {}
     for (s, w, h), cols in busy.items():
-        lm.add_row("busy_serves_load", (s, w, h), _load_terms(lm, ix, by_sw, s, w, h) + cols, upper=0.0)
+        if (s, w) not in load:
+            load[s, w] = _load_terms(lm, ix, by_sw, s, w, ck.hours)
+        lm.add_row("busy_serves_load", (s, w, h), load[s, w][h] + cols, upper=0.0)
 
 
 @family(checker="check_clock", section="clock", not_relaxed="a law of the model: a GPU is busy only if it is installed")
