@@ -376,3 +376,30 @@ def test_the_rounded_start_takes_racks_away_where_rounding_up_breaks_a_floor(tmp
     how, plan = rounded_lp_start(to_highs(lm), lm, ix, 60.0, relaxation=(x, float(lm.objective() @ x)))
     assert plan is not None and lm.is_feasible(plan), how
     assert lm.objective() @ plan == pytest.approx(lm.objective() @ done)
+
+
+@pytest.mark.parametrize("mip_gap, polished", [(0.0, True), (0.5, False)])
+def test_the_polish_runs_only_when_the_rounded_start_is_outside_the_gap(tmp_path, monkeypatch, mip_gap, polished):
+    """rounded_lp_start on eight sites of which the LP keeps one (a quarter or fewer: the polish
+    may run): at gap 0 the rounded start is above the LP bound and the restricted MIP polishes
+    it; at a 50 % gap the start is already within it and the polish is skipped."""
+    import numpy as np
+
+    from dcplace.optimizer.model.formulation import build_model
+    from dcplace.optimizer.model.index import build_index
+    from dcplace.optimizer.solvers import warmstart
+    from dcplace.optimizer.solvers.highs_model import to_highs
+
+    path = make_scenario(tmp_path, sites=[site(f"s{i}", 0, 0.01 * i, power_price_usd_per_mwh=50 + i) for i in range(8)],
+                         regions=[region("town", 0, 0.1, chat=1200)])
+    ix = build_index(load_scenario(path))
+    lm = build_model(ix)
+    calls = []
+    restricted_mip = warmstart._restricted_mip
+    monkeypatch.setattr(warmstart, "_restricted_mip", lambda *args: calls.append(args) or restricted_mip(*args))
+    how, plan = warmstart.rounded_lp_start(to_highs(lm), lm, ix, 30.0, mip_gap=mip_gap)
+    assert plan is not None and lm.is_feasible(plan), how
+    assert bool(calls) == polished, how
+    lp_bound = warmstart.solve_relaxation(to_highs(lm), lm.integer_columns(), [])[1]
+    assert float(lm.objective() @ plan) >= lp_bound * (1 - 1e-9)
+    assert polished or float(lm.objective() @ plan) <= lp_bound * (1 + mip_gap)

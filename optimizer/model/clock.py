@@ -181,8 +181,9 @@ class ClockSets:
     share_h: list[tuple[str, str, str, int]] = field(default_factory=list)  # (r, w, s, h): routing per hour (clock.routing hour), else empty
     # Read for every pair and hour while the model is built (120 M times at 500 x 3,000): kept as
     # lookups, not searched for each time (hours.index and the day's sum took 200 of a 258 s build).
-    hour_pos: dict[int, int] = field(init=False, repr=False)  # represented hour -> its position in `hours`
-    _day_share: dict[tuple[str, str], float] = field(init=False, repr=False, default_factory=dict)
+    # They follow hours, weight_h and load_share, which are fixed once build_clock has made the sets.
+    hour_pos: dict[int, int] = field(init=False, repr=False, compare=False)  # represented hour -> its position in `hours`
+    _day_share: dict[tuple[str, str], float] = field(init=False, repr=False, compare=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self.hour_pos = {h: i for i, h in enumerate(self.hours)}
@@ -196,7 +197,7 @@ class ClockSets:
         return float(self.load_share[r, w][self.hour_pos[h]]) if (r, w) in self.load_share else 1.0
 
     def profile(self, r: str, w: str) -> np.ndarray:
-        """p[r,w,h] over `hours`, in their order (all 1 for a pair with no profile)."""
+        """p[r,w,h] over `hours`, in their order (all 1 for a pair with no profile); read-only."""
         share = self.load_share.get((r, w))
         return share if share is not None else np.ones(len(self.hours))
 
@@ -233,6 +234,8 @@ def build_clock(ix) -> ClockSets:
         blocks = best_blocks(matrix, clock.hours)
         hours = [b[0] for b in blocks]
         share = {key: np.array([max(utc[key][h] for h in b) for b in blocks]) for key in keys}
+        for profile in share.values():
+            profile.setflags(write=False)  # ClockSets.profile hands these out
         served = float(matrix.sum())
         over = float(sum((matrix[b].max(axis=0) * len(b) - matrix[b].sum(axis=0)).sum() for b in blocks))
         sets = ClockSets(True, hours, {b[0]: float(len(b)) for b in blocks}, {b[0]: b for b in blocks}, share, offsets,

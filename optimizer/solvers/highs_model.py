@@ -188,9 +188,10 @@ def run_until(h: highspy.Highs, deadline: float, on_mip: Callable[[float, float]
     _abandoned[:] = [(a, t) for a, t in _abandoned if t.is_alive()]  # finished ones are freed
     worker = threading.Thread(target=target, name="highs-run", daemon=True)
     worker.start()
-    # no deadline waits for as long as HiGHS runs (Event.wait overflows on an infinite timeout,
-    # and it would do so with HiGHS's thread already running)
-    wait_s = max(deadline - time.perf_counter(), 0.0) + GRACE_S if math.isfinite(deadline) else None
+    # no deadline (or one beyond what Event.wait takes) waits for as long as HiGHS runs: Event.wait
+    # raises OverflowError above threading.TIMEOUT_MAX, and would do so with HiGHS's thread running
+    wait_s = max(deadline - time.perf_counter(), 0.0) + GRACE_S if math.isfinite(deadline) else math.inf
+    wait_s = None if wait_s > threading.TIMEOUT_MAX else wait_s
     if not done.wait(wait_s):
         if isinstance(h, QuietHighs):
             h.on_mip = None  # the caller has moved on: no more progress from this run

@@ -442,8 +442,12 @@ def complete_start(h: highspy.Highs, lm: LinearModel, x: np.ndarray, deadline: f
     h.changeColsBounds(n, integer_cols, fixed, fixed)
     try:
         relaxed = solve_relaxation(h, integer_cols, [], deadline, LazyRows(lm))
-    finally:
+    except HighsAbandoned:
+        raise  # the instance stays with HiGHS's thread: changing its bounds now would change the model under it
+    except BaseException:
         h.changeColsBounds(n, integer_cols, lower, upper)
+        raise
+    h.changeColsBounds(n, integer_cols, lower, upper)
     if relaxed is None or not lm.is_feasible(relaxed[0]):
         return None
     completed = relaxed[0]

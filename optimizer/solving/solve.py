@@ -270,8 +270,9 @@ def _against_full_bound(result: RunResult, priced: PricedLP, mip_gap: float) -> 
     result = replace(result, solve_time_s=result.solve_time_s + priced.seconds - priced.build_s)
     objective = result.objective_usd_per_year
     if result.status not in HAS_PLAN or objective is None:
-        # no plan: the record still states what is known of the full model (the candidate MIP's
-        # own bound, often HiGHS's 0 before its root, would state a bound of another model)
+        # no plan: the record states pricing's bound of the full model, not the candidate MIP's own
+        # (often HiGHS's 0 before its root). An infeasible or unbounded verdict is passed on as
+        # the candidate model's: the diagnosis that follows runs on that model.
         if result.status in ("infeasible", "unbounded"):
             return result
         return replace(result, best_bound_usd_per_year=priced.full_lp_bound, gap=None,
