@@ -374,3 +374,31 @@ def test_hall_cuts_are_the_subset_rule_by_brute_force():
     assert len(expected) > 40
     assert any(len(cut[2]) > 1 for cut in expected)  # some cuts hold several regions
     assert hall_cuts(ix) == expected
+
+
+def test_the_warm_start_keeps_every_site_the_lp_opens_when_the_kept_ones_cannot_survive(tmp_path):
+    """warmstart.rounded_lp_start with N-1: the LP opens 'c' by half, 'a' by 0.47 and 'b' by
+    0.03, so only 'c' is kept at first, and the LP over 'c' alone is infeasible (nothing
+    re-serves its loss). The warm start then keeps every site the LP opens at all and rounds a
+    secure plan over them (it had rounded the whole LP's point instead, which broke a site's
+    limits at 200 x 1,000 and left no plan)."""
+    import math
+
+    from dcplace.optimizer.model.formulation import build_model
+    from dcplace.optimizer.model.index import build_index
+    from dcplace.optimizer.solvers import warmstart
+    from dcplace.optimizer.solvers.highs_model import to_highs
+    from dcplace.optimizer.solvers.lazy_rows import LazyRows
+
+    path = make_scenario(tmp_path, sites=[site("a", 0, 0, power_price_usd_per_mwh=20), site("b", 0, 0.2, power_price_usd_per_mwh=200),
+                                          site("c", 0.2, 0, power_price_usd_per_mwh=200)],
+                         regions=[region("town", 0.1, 0.1, chat=4800, budget=50)], policies={"survive_site_loss": {"chat": 1.0}})
+    ix = build_index(load_scenario(path))
+    lm = build_model(ix)
+    integer = lm.integer_columns()
+    x, _ = warmstart.solve_relaxation(to_highs(lm), integer, [], math.inf, LazyRows(lm))
+    kept = warmstart._sites_to_keep(x, lm, ix)
+    closed = [lm.col("open", s) for s in ix.sites if s not in kept]
+    assert len(kept) < 3 and warmstart.solve_relaxation(to_highs(lm), integer, closed, math.inf, LazyRows(lm)) is None
+    how, plan = warmstart.rounded_lp_start(to_highs(lm), lm, ix, 30.0)
+    assert plan is not None and lm.is_feasible(plan) and "3 sites kept" in how, how

@@ -6,7 +6,8 @@ plan near it. Rounding the LP gives one in the time of two LP solves:
 
 0. solve the LP relaxation; keep the sites it opens by at least half, the sites its
    largest job placements use, and for any (region, class) left without a kept site the
-   site serving most of it; solve the LP again with every other site closed, so that
+   site serving most of it (and, should the LP over those be infeasible, every site it opens
+   at all); solve the LP again with every other site closed, so that
    demand concentrates on the kept sites instead of spreading thinly over many, and with
    each site's power and floor lowered by what rounding up can add (`_headroom`);
 1. every job goes to the (site, fabric, chip) option with the largest LP value, on the
@@ -58,6 +59,7 @@ from dcplace.optimizer.solvers.lazy_rows import LazyRows, solve_lazily
 
 
 KEEP_OPEN_AT = 0.5  # a site the LP opens at least this much is kept for the restricted re-solve
+OPEN_AT_ALL = 1e-6  # ... and, when the LP over those is infeasible, every site it opens more than this
 POLISH_SHARE = 0.2  # of the time left, for the restricted MIP
 POLISH_MAX_S = 60.0
 POLISH_MAX_KEPT_SHARE = 0.25  # polish only when the kept sites make a much smaller MIP
@@ -519,7 +521,15 @@ def rounded_lp_start(h: highspy.Highs, lm: LinearModel, ix: IndexSets, time_limi
     keep = _sites_to_keep(first, lm, ix)
     closed = [lm.col("open", s) for s in ix.sites if s not in keep]
     with _headroom(h, lm, ix):
-        second = (solve_relaxation(h, integer_cols, closed, deadline, lazy) or (first, lp_bound))[0]
+        second = solve_relaxation(h, integer_cols, closed, deadline, lazy)
+        if second is None and time.perf_counter() < deadline:
+            # No LP over the kept sites: with N-1 the spare that re-serves a lost site sits at sites
+            # the LP opens only a little (200 x 1,000: 10 sites open at half or more, 13 at all; the
+            # LP over the 10 is infeasible, and rounding the whole LP's point broke a site's limits).
+            keep |= {s for s in ix.sites if first[lm.col("open", s)] > OPEN_AT_ALL}
+            closed = [lm.col("open", s) for s in ix.sites if s not in keep]
+            second = solve_relaxation(h, integer_cols, closed, deadline, lazy)
+        second = (second or (first, lp_bound))[0]
     col_value = _with_values(second, round_within_limits(second, lm, ix))
     if col_value is not None and not lm.is_feasible(col_value):
         # The rounding sets the integer columns and only roughly the continuous ones (the clock's
