@@ -217,7 +217,7 @@ def _quiet_abandoned_runs() -> None:
     at 10 s). Its callbacks are switched off (a flag HiGHS reads before each call); its own
     time_limit, long past, stops it at its next check, or the process's exit does."""
     for h, worker in _abandoned:
-        if worker.is_alive():
+        if worker.is_alive() and isinstance(h, highspy.Highs):  # a stand-in (tests) has no callbacks to stop
             for kind in (highspy.cb.HighsCallbackType.kCallbackSimplexInterrupt, highspy.cb.HighsCallbackType.kCallbackIpmInterrupt,
                          highspy.cb.HighsCallbackType.kCallbackMipInterrupt, highspy.cb.HighsCallbackType.kCallbackMipImprovingSolution):
                 highspy.Highs.stopCallback(h, kind)  # the C++ method: flips HiGHS's flag, nothing more
