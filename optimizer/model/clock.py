@@ -487,12 +487,13 @@ def clock_emissions(lm: LinearModel, ix) -> list[tuple[int, float]]:
 # ------------------------------------------------------------------------ families
 
 
-def _installed(lm: LinearModel, ix, s: str, g: str, w: str) -> list[tuple[int, float]]:
-    """-GPUs installed in group g for class w at s (every cooling)."""
-    out = []
-    for (s2, g2, c, w2), configs in ix.clock.configs.items():
-        if (s2, g2, w2) == (s, g, w):
-            out += [(lm.col("racks_inf", (s, k, c, w)), -float(ix.racks[k].gpus_per_rack)) for k in configs]
+def _installed(lm: LinearModel, ix) -> dict[tuple[str, str, str], list[tuple[int, float]]]:
+    """(s, g, w) -> -GPUs installed in group g for class w at s (every cooling), in one pass over
+    the configs (a scan per (s, g, w, h) took 9.6 s of the default world's 24-hour build)."""
+    out: dict[tuple[str, str, str], list[tuple[int, float]]] = {}
+    for (s, g, c, w), configs in ix.clock.configs.items():
+        out.setdefault((s, g, w), []).extend(
+            (lm.col("racks_inf", (s, k, c, w)), -float(ix.racks[k].gpus_per_rack)) for k in configs)
     return out
 
 
@@ -653,8 +654,9 @@ def trough_fits_idle(lm: LinearModel, ix) -> None:
     for key in ix.clock.busy:  # under a carbon cap the dispatch's busy GPUs are not lent
         s, g, c, w, h = key
         busy.setdefault((s, g, w, h), []).append((lm.col("busy", key), 1.0))
+    installed = _installed(lm, ix)
     for (s, g, w, h), cols in lent.items():
-        lm.add_row("trough_fits_idle", (s, g, w, h), cols + busy.get((s, g, w, h), []) + _installed(lm, ix, s, g, w), upper=0.0)
+        lm.add_row("trough_fits_idle", (s, g, w, h), cols + busy.get((s, g, w, h), []) + installed.get((s, g, w), []), upper=0.0)
 
 
 def _job_fields(ix, j, _amount: float) -> dict:
