@@ -403,3 +403,58 @@ def test_the_polish_runs_only_when_the_rounded_start_is_outside_the_gap(tmp_path
     lp_bound = warmstart.solve_relaxation(to_highs(lm), lm.integer_columns(), [])[1]
     assert float(lm.objective() @ plan) >= lp_bound * (1 - 1e-9)
     assert polished or float(lm.objective() @ plan) <= lp_bound * (1 + mip_gap)
+
+
+def test_the_rack_neighbourhood_fills_whole_racks_across_open_sites(tmp_path):
+    """1,600 tok/s of chat (two 800 tok/s racks' worth) split 0.3 / 0.7 between two open sites
+    rounds up to one rack at 'cheap' and two at 'dear': three racks. Step 6 (_rack_rens) keeps
+    both sites and their zones; the LP over them sends the whole load to 'cheap' (2.0 racks), and
+    the MIP between floor and ceiling buys two racks there and none at 'dear'. That is the optimum
+    over the start's sites and zones, found here by brute force over every rack count 0-3 at each
+    site (each completed by the LP over its integers)."""
+    import copy
+    import itertools
+    import time
+
+    import numpy as np
+
+    from dcplace.optimizer.model.formulation import build_model
+    from dcplace.optimizer.model.index import build_index
+    from dcplace.optimizer.solvers.highs_model import to_highs
+    from dcplace.optimizer.solvers.warmstart import _rack_rens, complete_start, round_within_limits
+
+    catalog = copy.deepcopy(TINY_CATALOG)
+    catalog["throughput"] = [t for t in catalog["throughput"] if t["chip"] == "server"]
+    path = make_scenario(tmp_path, sites=[site("cheap", 0, 0, power_price_usd_per_mwh=50), site("dear", 0, 0.2)],
+                         regions=[region("town", 0, 0.1, chat=1600)], catalog=catalog)
+    ix = build_index(load_scenario(path))
+    lm = build_model(ix)
+    share = {s: lm.col("share", ("town", "chat", s)) for s in ("cheap", "dear")}
+    x = np.zeros(lm.n_cols)
+    x[share["cheap"]], x[share["dear"]] = 0.3, 0.7
+    rounded = round_within_limits(x, lm, ix)
+    x[list(rounded)] = list(rounded.values())
+    deadline = time.perf_counter() + 60
+    start = complete_start(to_highs(lm), lm, x, deadline)
+    racks = lm.blocks["racks_inf"]
+
+    def per_site(plan):
+        return {s: round(sum(plan[racks.start + i] for i, key in enumerate(racks.keys) if key[0] == s)) for s in share}
+
+    assert start is not None and per_site(start) == {"cheap": 1, "dear": 2}
+    better = _rack_rens(to_highs(lm), lm, start, deadline, deadline, -math.inf)
+    assert better is not None and lm.is_feasible(better)
+    assert per_site(better) == {"cheap": 2, "dear": 0}
+    assert better[share["cheap"]] == pytest.approx(1.0)
+    # brute force over the start's sites and zones: every count of the one rack option at each site
+    options = {s: [racks.start + i for i, key in enumerate(racks.keys) if key[0] == s and start[racks.start + i] > 0] for s in share}
+    assert all(len(cols) == 1 for cols in options.values())
+    costs = []
+    for n_cheap, n_dear in itertools.product(range(4), repeat=2):
+        trial = start.copy()
+        trial[options["cheap"][0]], trial[options["dear"][0]] = n_cheap, n_dear
+        done = complete_start(to_highs(lm), lm, trial, deadline)
+        if done is not None:
+            costs.append(float(lm.objective() @ done))
+    assert float(lm.objective() @ better) == pytest.approx(min(costs), rel=1e-9)
+    assert float(lm.objective() @ better) < float(lm.objective() @ start)
