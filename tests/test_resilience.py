@@ -342,15 +342,20 @@ def test_an_lp_plan_is_read_with_its_fractional_racks_and_sites(tmp_path):
     assert rounded.capacity == {} and rounded.open_sites == set()
 
 
-def test_hall_cuts_are_the_subset_rule_by_brute_force():
+@pytest.mark.parametrize("block", [2048, 7])
+def test_hall_cuts_are_the_subset_rule_by_brute_force(monkeypatch, block):
     """model.failover.hall_cuts finds each region's cut by one matrix product per (site, class);
     here every pair of regions is tested for reach[q] <= reach[r] with sets, as the docstring
     states the rule, on a synthetic world with N-1 (the product must give the same cuts in the
-    same order: the model's rows follow it)."""
+    same order: the model's rows follow it). With blocks of 7 regions the product is taken in
+    pieces and alike cuts are merged across them: the same cuts again."""
     import numpy as np
 
     from dcplace.models.synthetic import synthetic_scenario
+    from dcplace.optimizer.model import failover
     from dcplace.optimizer.model.failover import hall_cuts
+
+    monkeypatch.setattr(failover, "CUT_BLOCK", block)
     from dcplace.optimizer.solving.precheck import checked_index
 
     scenario = synthetic_scenario(7, 40, 160, 2, box_deg=(25.0, 45.0))
