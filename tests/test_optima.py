@@ -405,30 +405,45 @@ def test_the_polish_runs_only_when_the_rounded_start_is_outside_the_gap(tmp_path
     assert polished or float(lm.objective() @ plan) <= lp_bound * (1 + mip_gap)
 
 
+
+def _two_sites_for_racks(tmp_path, chat_tok_s: float = 1600):
+    """'cheap' and 'dear' (power at $50 and $100/MWh), one town with `chat_tok_s` of chat (1,600:
+    two 800 tok/s 'server-air' racks' worth); the one chip that serves it is 'server'."""
+    import copy
+
+    from dcplace.optimizer.model.formulation import build_model
+    from dcplace.optimizer.model.index import build_index
+
+    catalog = copy.deepcopy(TINY_CATALOG)
+    catalog["throughput"] = [t for t in catalog["throughput"] if t["chip"] == "server"]
+    path = make_scenario(tmp_path, sites=[site("cheap", 0, 0, power_price_usd_per_mwh=50), site("dear", 0, 0.2)],
+                         regions=[region("town", 0, 0.1, chat=chat_tok_s)], catalog=catalog)
+    ix = build_index(load_scenario(path))
+    return ix, build_model(ix)
+
+
+def _racks_per_site(lm, plan) -> dict[str, int]:
+    racks = lm.blocks["racks_inf"]
+    return {s: round(sum(plan[racks.start + i] for i, key in enumerate(racks.keys) if key[0] == s)) for s in ("cheap", "dear")}
+
+
 def test_the_rack_neighbourhood_fills_whole_racks_across_open_sites(tmp_path):
     """1,600 tok/s of chat (two 800 tok/s racks' worth) split 0.3 / 0.7 between two open sites
     rounds up to one rack at 'cheap' and two at 'dear': three racks. Step 6 (_rack_rens) keeps
     both sites and their zones; the LP over them sends the whole load to 'cheap' (2.0 racks), and
     the MIP between floor and ceiling buys two racks there and none at 'dear'. That is the optimum
     over the start's sites and zones, found here by brute force over every rack count 0-3 at each
-    site (each completed by the LP over its integers)."""
-    import copy
+    site (each completed by the LP over its integers). The HiGHS instance is handed back with the
+    model's bounds and integrality as they were."""
     import itertools
     import time
 
     import numpy as np
 
-    from dcplace.optimizer.model.formulation import build_model
-    from dcplace.optimizer.model.index import build_index
     from dcplace.optimizer.solvers.highs_model import to_highs
     from dcplace.optimizer.solvers.warmstart import _rack_rens, complete_start, round_within_limits
 
-    catalog = copy.deepcopy(TINY_CATALOG)
-    catalog["throughput"] = [t for t in catalog["throughput"] if t["chip"] == "server"]
-    path = make_scenario(tmp_path, sites=[site("cheap", 0, 0, power_price_usd_per_mwh=50), site("dear", 0, 0.2)],
-                         regions=[region("town", 0, 0.1, chat=1600)], catalog=catalog)
-    ix = build_index(load_scenario(path))
-    lm = build_model(ix)
+    ix, lm = _two_sites_for_racks(tmp_path)
     share = {s: lm.col("share", ("town", "chat", s)) for s in ("cheap", "dear")}
     x = np.zeros(lm.n_cols)
     x[share["cheap"]], x[share["dear"]] = 0.3, 0.7
@@ -436,17 +451,20 @@ def test_the_rack_neighbourhood_fills_whole_racks_across_open_sites(tmp_path):
     x[list(rounded)] = list(rounded.values())
     deadline = time.perf_counter() + 60
     start = complete_start(to_highs(lm), lm, x, deadline)
-    racks = lm.blocks["racks_inf"]
-
-    def per_site(plan):
-        return {s: round(sum(plan[racks.start + i] for i, key in enumerate(racks.keys) if key[0] == s)) for s in share}
-
-    assert start is not None and per_site(start) == {"cheap": 1, "dear": 2}
-    better = _rack_rens(to_highs(lm), lm, start, deadline, deadline, -math.inf)
+    assert start is not None and _racks_per_site(lm, start) == {"cheap": 1, "dear": 2}
+    h = to_highs(lm)
+    before = h.getLp()
+    model_before = (list(before.col_lower_), list(before.col_upper_), list(before.integrality_), list(before.row_lower_),
+                    list(before.row_upper_))
+    better = _rack_rens(h, lm, start, deadline, deadline, -math.inf)
+    after = h.getLp()
+    assert (list(after.col_lower_), list(after.col_upper_), list(after.integrality_), list(after.row_lower_),
+            list(after.row_upper_)) == model_before
     assert better is not None and lm.is_feasible(better)
-    assert per_site(better) == {"cheap": 2, "dear": 0}
+    assert _racks_per_site(lm, better) == {"cheap": 2, "dear": 0}
     assert better[share["cheap"]] == pytest.approx(1.0)
     # brute force over the start's sites and zones: every count of the one rack option at each site
+    racks = lm.blocks["racks_inf"]
     options = {s: [racks.start + i for i, key in enumerate(racks.keys) if key[0] == s and start[racks.start + i] > 0] for s in share}
     assert all(len(cols) == 1 for cols in options.values())
     costs = []
@@ -458,3 +476,37 @@ def test_the_rack_neighbourhood_fills_whole_racks_across_open_sites(tmp_path):
             costs.append(float(lm.objective() @ done))
     assert float(lm.objective() @ better) == pytest.approx(min(costs), rel=1e-9)
     assert float(lm.objective() @ better) < float(lm.objective() @ start)
+
+
+def test_step_6_runs_outside_the_gap_and_an_abandoned_run_keeps_the_cheaper_plan(tmp_path, monkeypatch):
+    """rounded_lp_start at gap 0 on the two sites with 1,200 tok/s: the LP buys 1.5 racks, the
+    rounded plan two, above the LP bound, so step 6 runs on it. When step 6's MIP, which starts from
+    nothing, is abandoned at its deadline holding a dearer plan (one rack more), the
+    HighsAbandoned raised carries the plan step 6 was given, not the dearer one."""
+    import numpy as np
+
+    from dcplace.optimizer.solvers import warmstart
+    from dcplace.optimizer.solvers.highs_model import HighsAbandoned, to_highs
+
+    ix, lm = _two_sites_for_racks(tmp_path, chat_tok_s=1200)
+    given = []
+    rack_rens = warmstart._rack_rens
+    monkeypatch.setattr(warmstart, "_rack_rens", lambda h, lm_, plan, *rest: given.append(plan.copy()) or rack_rens(h, lm_, plan, *rest))
+    how, plan = warmstart.rounded_lp_start(to_highs(lm), lm, ix, 30.0, mip_gap=0.0)
+    assert len(given) == 1 and plan is not None and lm.is_feasible(plan), how
+    assert float(lm.objective() @ plan) <= float(lm.objective() @ given[0])
+
+    racks = lm.blocks["racks_inf"]
+    dearer = given[0].copy()
+    dearer[racks.start + int(np.flatnonzero(dearer[racks.start:racks.start + len(racks.keys)])[0])] += 1
+    assert lm.is_feasible(dearer) and lm.objective() @ dearer > lm.objective() @ given[0]
+
+    def abandoned(h, closed_cols, start, deadline, target):
+        raise HighsAbandoned((dearer, float(lm.objective() @ dearer), -math.inf), 1.0)
+
+    monkeypatch.setattr(warmstart, "_restricted_mip", abandoned)
+    given.clear()
+    with pytest.raises(HighsAbandoned) as caught:
+        warmstart.rounded_lp_start(to_highs(lm), lm, ix, 30.0, mip_gap=0.0)
+    assert len(given) == 1
+    assert np.array_equal(caught.value.best[0], given[0])

@@ -381,6 +381,33 @@ def test_hall_cuts_are_the_subset_rule_by_brute_force(monkeypatch, block):
     assert hall_cuts(ix) == expected
 
 
+
+@pytest.mark.parametrize("block", [1, 3, 8, 9, 2048])
+def test_distinct_cuts_in_blocks_are_the_whole_product(monkeypatch, block):
+    """failover._distinct_cuts, its product taken CUT_BLOCK regions at a time and its cuts kept as
+    bits, gives what one whole product gives: for the first region of each distinct cut, in
+    region order, the regions inside it (q inside i's cut when reach[q] <= reach[i]), on random
+    reach matrices with repeated rows, no backups at all, and region counts not a multiple of 8;
+    and nothing for no regions."""
+    import numpy as np
+
+    from dcplace.optimizer.model import failover
+
+    monkeypatch.setattr(failover, "CUT_BLOCK", block)
+    rng = np.random.default_rng(3)
+    for n_regions, n_sites in [(0, 4), (1, 3), (5, 0), (13, 4), (29, 6), (64, 5)]:
+        reach = rng.random((n_regions, n_sites)) < 0.4
+        if n_regions > 4:
+            reach[n_regions // 2] = reach[1]  # a repeated region: the same cut, kept once
+        whole = [(i, np.flatnonzero([(reach[q] <= reach[i]).all() for q in range(n_regions)]))
+                 for i in range(n_regions)]
+        expected, seen = [], set()
+        for i, members in whole:
+            if tuple(members) not in seen:
+                seen.add(tuple(members))
+                expected.append((i, members.tolist()))
+        assert [(i, members.tolist()) for i, members in failover._distinct_cuts(reach)] == expected
+
 def test_the_warm_start_keeps_every_site_the_lp_opens_when_the_kept_ones_cannot_survive(tmp_path):
     """warmstart.rounded_lp_start with N-1: the LP opens 'c' by half, 'a' by 0.47 and 'b' by
     0.03, so only 'c' is kept at first, and the LP over 'c' alone is infeasible (nothing

@@ -489,7 +489,7 @@ def clock_emissions(lm: LinearModel, ix) -> list[tuple[int, float]]:
 
 def _installed(lm: LinearModel, ix) -> dict[tuple[str, str, str], list[tuple[int, float]]]:
     """(s, g, w) -> -GPUs installed in group g for class w at s (every cooling), in one pass over
-    the configs (a scan per (s, g, w, h) took 9.6 s of the default world's 24-hour build)."""
+    the configs (a scan per (s, g, w, h) took 4.2 s of the default world's 4.7 s 24-hour build)."""
     out: dict[tuple[str, str, str], list[tuple[int, float]]] = {}
     for (s, g, c, w), configs in ix.clock.configs.items():
         out.setdefault((s, g, w), []).extend(

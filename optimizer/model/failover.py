@@ -82,6 +82,8 @@ def _distinct_cuts(reach: np.ndarray) -> list[tuple[int, np.ndarray]]:
     as_float = reach.astype(np.float32)  # counts up to the sites' number: exact in float32
     outside = 1.0 - as_float
     n = len(reach)
+    if not n:
+        return []
     firsts, packed = [], []
     for lo in range(0, n, CUT_BLOCK):
         inside_of = (as_float @ outside[lo:lo + CUT_BLOCK].T) < 0.5  # column k: the cut of region lo + k
