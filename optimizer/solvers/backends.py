@@ -272,7 +272,8 @@ def run_highs(lm: LinearModel, options, ix: IndexSets | None = None, relaxation:
         except HighsAbandoned as exc:
             # the instance stays with its thread; the search goes on in a fresh one, from the best plan seen
             if deadline - time.perf_counter() < 2 * GRACE_S:
-                warm_start = "none: HiGHS did not stop at the warm start's deadline"
+                warm_start = ("its best plan so far, kept: HiGHS did not stop at the warm start's deadline" if exc.best is not None
+                              else "none: HiGHS did not stop at the warm start's deadline")
                 return abandoned(exc, "warm start")
             relaxation_bound = getattr(h, "relaxation_bound", -math.inf)
             h = to_highs(lm, options.threads)

@@ -71,7 +71,7 @@ POLISH_SHARE = 0.2  # of the time left, for the restricted MIP
 POLISH_MAX_S = 60.0
 POLISH_MAX_KEPT_SHARE = 0.25  # polish only when the kept sites make a much smaller MIP
 POLISH_GAP = 1e-3
-RENS_SHARE = 0.5  # of the time left, for the rack neighbourhood search of step 6
+RENS_SHARE = 0.8  # of the time left, at most, for step 6: it stops once within POLISH_GAP of its own bound
 RACKS = "racks_inf"  # the block whose counts step 6 chooses again
 HEADROOM_FLOOR = 0.5  # the rounding LP never lowers a site's power or floor below this share
 
