@@ -424,7 +424,7 @@ def solve_relaxation(h: highspy.Highs, integer_cols: np.ndarray, closed_cols: li
         h.changeColsIntegrality(n, integer_cols, np.full(n, highspy.HighsVarType.kInteger))
         h.clearSolver()
 
-    try:
+    with _restoring(restore):
         if lazy is None:
             run_until(h, deadline)
             optimal = h.getModelStatus() == highspy.HighsModelStatus.kOptimal
@@ -432,13 +432,22 @@ def solve_relaxation(h: highspy.Highs, integer_cols: np.ndarray, closed_cols: li
         else:
             relaxed = solve_lazily(h, lazy, deadline)
             values = (relaxed.col_value, relaxed.objective) if relaxed is not None else None
+    return values
+
+
+@contextmanager
+def _restoring(restore):
+    """Run the block, then `restore()` the HiGHS instance, whether the block ends or raises;
+    but not after HighsAbandoned: the instance then stays with HiGHS's thread, and nothing may
+    touch it (changing its bounds would change the model under the run)."""
+    try:
+        yield
     except HighsAbandoned:
-        raise  # the instance stays with HiGHS's thread: nothing may touch it
+        raise
     except BaseException:
         restore()
         raise
     restore()
-    return values
 
 
 def complete_start(h: highspy.Highs, lm: LinearModel, x: np.ndarray, deadline: float) -> np.ndarray | None:
@@ -451,14 +460,8 @@ def complete_start(h: highspy.Highs, lm: LinearModel, x: np.ndarray, deadline: f
     lower, upper = (bounds[integer_cols] for bounds in lm.bounds())
     fixed = np.clip(np.round(x[integer_cols]), lower, upper)
     h.changeColsBounds(n, integer_cols, fixed, fixed)
-    try:
+    with _restoring(lambda: h.changeColsBounds(n, integer_cols, lower, upper)):
         relaxed = solve_relaxation(h, integer_cols, [], deadline, LazyRows(lm))
-    except HighsAbandoned:
-        raise  # the instance stays with HiGHS's thread: changing its bounds now would change the model under it
-    except BaseException:
-        h.changeColsBounds(n, integer_cols, lower, upper)
-        raise
-    h.changeColsBounds(n, integer_cols, lower, upper)
     if relaxed is None or not lm.is_feasible(relaxed[0]):
         return None
     completed = relaxed[0]
@@ -617,7 +620,7 @@ def _rack_rens(h: highspy.Highs, lm: LinearModel, plan: np.ndarray, deadline: fl
         h.changeColsBounds(len(rack_cols), rack_cols, lower[rack_cols], upper[rack_cols])
         h.changeColsBounds(len(other), other, lower[other], upper[other])
 
-    try:
+    with _restoring(restore):
         relaxed = solve_relaxation(h, integer_cols, [], deadline, LazyRows(lm))
         found = None
         if relaxed is not None:
@@ -626,12 +629,6 @@ def _rack_rens(h: highspy.Highs, lm: LinearModel, plan: np.ndarray, deadline: fl
             high = np.clip(np.ceil(sized - 1e-6), low, upper[rack_cols])
             h.changeColsBounds(len(rack_cols), rack_cols, low, high)
             found = _restricted_mip(h, [], None, deadline, objective_target)
-    except HighsAbandoned:
-        raise  # the instance stays with HiGHS's thread: nothing may touch it
-    except BaseException:
-        restore()
-        raise
-    restore()
     if found is None:
         return None
     x = found[0]
