@@ -510,3 +510,32 @@ def test_step_6_runs_outside_the_gap_and_an_abandoned_run_keeps_the_cheaper_plan
         warmstart.rounded_lp_start(to_highs(lm), lm, ix, 30.0, mip_gap=0.0)
     assert len(given) == 1
     assert np.array_equal(caught.value.best[0], given[0])
+
+
+def test_a_warm_start_within_the_gap_of_the_lp_bound_ends_the_solve(tmp_path, monkeypatch):
+    """backends.run_highs: when the warm start's plan is within the asked gap of the LP relaxation
+    the warm start solved (a bound of this very model), the search is skipped: the plan is that
+    start, proven within the gap against that LP's value. At gap 0 the same scenario is searched."""
+    from dcplace.optimizer.model.formulation import build_model
+    from dcplace.optimizer.model.index import build_index
+    from dcplace.optimizer.solvers import backends
+    from dcplace.optimizer.solvers.highs_model import to_highs
+    from dcplace.optimizer.solvers.warmstart import solve_relaxation
+
+    monkeypatch.setattr(backends, "WARM_START_MIN_COLUMNS", 0)  # this model is small enough to skip it otherwise
+    path = make_scenario(
+        tmp_path,
+        sites=[site("a", 0, 0), site("b", 0, 1, power_price_usd_per_mwh=30), site("c", 0, 2, fixed_cost_usd_per_year=50)],
+        regions=[region("town", 0, 0.5, chat=2000), region("city", 0, 1.2, chat=900), region("ville", 0, 2.1, chat=450)],
+        jobs=[job("pretrain", 96), job("tune", 20)],
+    )
+    scenario = load_scenario(path)
+    lm = build_model(build_index(scenario))
+    lp_bound = solve_relaxation(to_highs(lm), lm.integer_columns(), [])[1]
+    loose = solve(scenario, SolveOptions(mip_gap=0.5, time_limit_s=60))
+    assert loose.solve.termination.startswith("the warm start is within the gap of the LP relaxation's bound; search skipped")
+    assert loose.solve.status == "optimal" and loose.solve.best_bound_usd_per_year == pytest.approx(lp_bound, rel=1e-9)
+    assert lp_bound <= loose.objective_usd_per_year <= lp_bound / (1 - 0.5)
+    exact = solve(scenario, EXACT)
+    assert not exact.solve.termination.startswith("the warm start is within the gap")
+    assert exact.objective_usd_per_year <= loose.objective_usd_per_year + 1e-6

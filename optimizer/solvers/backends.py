@@ -302,6 +302,14 @@ def run_highs(lm: LinearModel, options, ix: IndexSets | None = None, relaxation:
     if start is not None and good_enough_usd is not None and lm.objective() @ start <= good_enough_usd and lm.is_feasible(start):
         return result("feasible", "warm start within the gap of the caller's bound; search skipped", start,
                       float(lm.objective() @ start))
+    lp_bound = getattr(h, "relaxation_bound", -math.inf)
+    if start is not None and good_enough_usd is None and np.isfinite(lp_bound) and lm.is_feasible(start) \
+            and relative_gap(float(lm.objective() @ start), lp_bound) <= options.mip_gap:
+        # The warm start's LP relaxation bounds this very model, so the start is already proven within
+        # the gap: the search would begin by solving that LP again (85 s of a 124 s solve on 200 x 1,000
+        # with the clock, which then ran on to its 300 s limit without a better plan).
+        return result("optimal", "the warm start is within the gap of the LP relaxation's bound; search skipped", start,
+                      float(lm.objective() @ start), lp_bound)
     if warm_start == "none: the LP relaxation did not finish in time":
         # The search would begin with that same LP: it cannot reach a plan in the time left,
         # and HiGHS's presolve of a model this large overran the limit by minutes when tried.
