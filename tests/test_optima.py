@@ -201,17 +201,20 @@ def test_dominated_fabric_is_dropped_without_changing_the_optimum(tmp_path):
     assert solve(with_dear, EXACT).objective_usd_per_year == pytest.approx(solve(alone, EXACT).objective_usd_per_year, rel=1e-12)
 
 
-def test_warm_start_does_not_change_the_optimum(tmp_path, monkeypatch):
-    from dcplace.optimizer.solvers import backends
-
-    monkeypatch.setattr(backends, "WARM_START_MIN_COLUMNS", 0)  # this model is small enough to skip it otherwise
-    path = make_scenario(
+def _three_sites_two_jobs(tmp_path):
+    """Three sites, three towns, two training jobs: a model the warm start rounds with a gap."""
+    return load_scenario(make_scenario(
         tmp_path,
         sites=[site("a", 0, 0), site("b", 0, 1, power_price_usd_per_mwh=30), site("c", 0, 2, fixed_cost_usd_per_year=50)],
         regions=[region("town", 0, 0.5, chat=2000), region("city", 0, 1.2, chat=900), region("ville", 0, 2.1, chat=450)],
         jobs=[job("pretrain", 96), job("tune", 20)],
-    )
-    scenario = load_scenario(path)
+    ))
+
+def test_warm_start_does_not_change_the_optimum(tmp_path, monkeypatch):
+    from dcplace.optimizer.solvers import backends
+
+    monkeypatch.setattr(backends, "WARM_START_MIN_COLUMNS", 0)  # this model is small enough to skip it otherwise
+    scenario = _three_sites_two_jobs(tmp_path)
     warm = solve(scenario, EXACT)
     cold = solve(scenario, SolveOptions(mip_gap=0.0, time_limit_s=60, warm_start=False))
     assert warm.solve.warm_start.startswith("rounded LP relaxation") and warm.solve.warm_start.endswith("held back")
@@ -523,13 +526,7 @@ def test_a_warm_start_within_the_gap_of_the_lp_bound_ends_the_solve(tmp_path, mo
     from dcplace.optimizer.solvers.warmstart import solve_relaxation
 
     monkeypatch.setattr(backends, "WARM_START_MIN_COLUMNS", 0)  # this model is small enough to skip it otherwise
-    path = make_scenario(
-        tmp_path,
-        sites=[site("a", 0, 0), site("b", 0, 1, power_price_usd_per_mwh=30), site("c", 0, 2, fixed_cost_usd_per_year=50)],
-        regions=[region("town", 0, 0.5, chat=2000), region("city", 0, 1.2, chat=900), region("ville", 0, 2.1, chat=450)],
-        jobs=[job("pretrain", 96), job("tune", 20)],
-    )
-    scenario = load_scenario(path)
+    scenario = _three_sites_two_jobs(tmp_path)
     lm = build_model(build_index(scenario))
     lp_bound = solve_relaxation(to_highs(lm), lm.integer_columns(), [])[1]
     loose = solve(scenario, SolveOptions(mip_gap=0.5, time_limit_s=60))
