@@ -567,8 +567,7 @@ def rounded_lp_start(h: highspy.Highs, lm: LinearModel, ix: IndexSets, time_limi
     try:
         polished = _restricted_mip(h, closed, col_value, time.perf_counter() + polish_s, target) if polish_s > 0.5 else None
     except HighsAbandoned as exc:
-        if exc.best is None and col_value is not None:  # the rounded plan is still a plan
-            exc.best = (col_value, float(lm.objective() @ col_value), math.nan)
+        _keep_cheaper(exc, lm, col_value)
         raise
     if polished is not None:
         col_value, objective = polished
@@ -582,16 +581,24 @@ def rounded_lp_start(h: highspy.Highs, lm: LinearModel, ix: IndexSets, time_limi
         try:
             better = _rack_rens(h, lm, col_value, time.perf_counter() + rens_s, deadline, target) if rens_s > 0.5 else None
         except HighsAbandoned as exc:
-            # step 6's MIP starts from nothing: its incumbent may cost more than the plan it was to improve
-            best = None if exc.best is None else np.asarray(exc.best[0], dtype=float)
-            if best is None or best.shape != col_value.shape or not lm.is_feasible(best) \
-                    or float(lm.objective() @ best) > float(lm.objective() @ col_value):
-                exc.best = (col_value, float(lm.objective() @ col_value), math.nan)
+            _keep_cheaper(exc, lm, col_value)
             raise
         if better is not None and float(lm.objective() @ better) < float(lm.objective() @ col_value):
             how = f"{how}; inference racks chosen again around the LP over its sites and zones (${float(lm.objective() @ better):,.0f}/yr)"
             col_value = better
     return how, col_value
+
+
+def _keep_cheaper(exc: HighsAbandoned, lm: LinearModel, plan: np.ndarray | None) -> None:
+    """A MIP of steps 5-6 was abandoned at its deadline: the plan it set out from (`plan`, if any)
+    goes with the exception unless HiGHS's incumbent is a plan that costs no more. Step 6's MIP
+    starts from nothing, so its incumbent may cost more than the plan it was to improve; the
+    polish's may be missing."""
+    if plan is None:
+        return
+    best = None if exc.best is None else np.asarray(exc.best[0], dtype=float)
+    if best is None or best.shape != plan.shape or not lm.is_feasible(best) or float(lm.objective() @ best) > float(lm.objective() @ plan):
+        exc.best = (plan, float(lm.objective() @ plan), math.nan)
 
 
 def _rack_rens(h: highspy.Highs, lm: LinearModel, plan: np.ndarray, deadline: float, complete_by: float,
