@@ -210,6 +210,7 @@ def _three_sites_two_jobs(tmp_path):
         jobs=[job("pretrain", 96), job("tune", 20)],
     ))
 
+
 def test_warm_start_does_not_change_the_optimum(tmp_path, monkeypatch):
     from dcplace.optimizer.solvers import backends
 
