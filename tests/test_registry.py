@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import highspy
 import pytest
 
 from helpers import TINY_CATALOG, job, make_scenario, region, site
@@ -28,6 +29,7 @@ from dcplace.optimizer.check_schedule import ScheduleChecker
 from dcplace.optimizer.model import formulation
 from dcplace.optimizer.model.families import BOUNDS, REGISTRY, ROWS, family, render_markdown
 from dcplace.optimizer.model.index import build_index
+from dcplace.optimizer.solvers.highs_model import to_highs
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "formulation.md"
 OPTIONS = SolveOptions(mip_gap=0.0, time_limit_s=60)
@@ -181,6 +183,8 @@ TIGHTENING = {  # implied in the MIP by the families named; kept for the LP boun
     "share_needs_open": (two_towns, ("inference_capacity", "density_needs_zone", "zone_needs_open", "site_power")),
     "zone_needs_open": (with_job, ("density_needs_zone", "site_power")),
     "failover_aggregate": (lambda p: two_backups(p), ("failover_reserve", "failover_capacity")),
+    # a cheapest plan closes a site it puts no rack in (optimizer.model.formulation.OPTIMALITY_ROWS)
+    "open_site_has_zone": (with_job, ("density_needs_zone", "inference_capacity", "training_capacity")),
 }
 
 
@@ -277,6 +281,61 @@ def test_tightening_families_keep_the_optimum(name, tmp_path, monkeypatch):
     assert loose.objective_usd_per_year == pytest.approx(full.objective_usd_per_year, rel=1e-9)
     folder = write_plan_folder(loose, load_scenario(path), tmp_path / "loose")
     assert violations(folder, REGISTRY[name].checker) == []
+
+
+def lp_value(path: Path, without: tuple[str, ...] = ()) -> float:
+    lm = formulation.build_model(build_index(load_scenario(path)), without=without)
+    h = to_highs(lm)
+    cols = lm.integer_columns()
+    h.changeColsIntegrality(len(cols), cols, [highspy.HighsVarType.kContinuous] * len(cols))
+    h.run()
+    assert h.getModelStatus() == highspy.HighsModelStatus.kOptimal
+    return h.getInfo().objective_function_value
+
+
+def test_open_site_has_zone_closes_the_zone_gap_by_hand(tmp_path):
+    """One liquid-only site, one town of 800 tok/s: one server-air rack (16 GPUs x 50 tok/s). Its zone costs
+    $5,000 a year and holds M = 100 racks (the floor; power allows 10,000 / (4 x 1.1) = 2,272). The LP without
+    the row builds 1/100 of the zone; with it the open site (open >= share / max_share = 1) pays the whole
+    zone: $5,000 x 99/100 = $4,950 more, and the LP is the MIP's optimum."""
+    path = make_scenario(tmp_path / "in", sites=[site("hub", 0, 0, cooling_allowed="liquid")], regions=[region("town", 0, 0.1)],
+                         policies={"max_share_per_site": 1.0})
+    with_row, without_row = lp_value(path), lp_value(path, without=("open_site_has_zone",))
+    assert with_row - without_row == pytest.approx(4950.0, rel=1e-9)
+    assert solve(load_scenario(path), OPTIONS).objective_usd_per_year == pytest.approx(with_row, rel=1e-9)
+
+
+@pytest.mark.parametrize("policies", [{"forced_sites": ["east"]}, {"min_sites": 2}], ids=["forced", "min_sites"])
+def test_open_site_has_zone_spares_a_site_the_policies_open_idle(policies, tmp_path, monkeypatch):
+    """A forced site, or one min_sites opens, may stay idle: the row would make it pay a liquid zone for nothing
+    (east has no air), so it is not written there and the optimum is the one without the family."""
+    path = two_towns(tmp_path / "in", sites=[site("west", 0, 0), site("east", 0, 10, cooling_allowed="liquid")],
+                     regions=[region("wtown", 0, 0.1, budget=5)], policies=policies)
+    lm = formulation.build_model(build_index(load_scenario(path)))
+    assert "east" not in lm.families.get("open_site_has_zone", RowlessFamily()).rows()
+    full = solve(load_scenario(path), OPTIONS)
+    assert {s.id for s in full.sites if s.open} == {"west", "east"}
+    assert not next(s for s in full.sites if s.id == "east").zones
+    monkeypatch.setattr("dcplace.optimizer.solving.solve.build_model",
+                        lambda ix: formulation.build_model(ix, without=("open_site_has_zone",)))
+    assert solve(load_scenario(path), OPTIONS).objective_usd_per_year == pytest.approx(full.objective_usd_per_year, rel=1e-9)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_open_site_has_zone_keeps_every_cases_optimum(name, tmp_path, monkeypatch):
+    """The row is no law of the model: on every family's case (N-1, standby, the clock's backfill and rentals,
+    single-purpose sites, self-build, the policies) the optimum with it is the optimum without it."""
+    path = CASES[name](tmp_path / "in")
+    full = solve(load_scenario(path), OPTIONS)
+    monkeypatch.setattr("dcplace.optimizer.solving.solve.build_model",
+                        lambda ix: formulation.build_model(ix, without=("open_site_has_zone",)))
+    loose = solve(load_scenario(path), OPTIONS)
+    assert loose.objective_usd_per_year == pytest.approx(full.objective_usd_per_year, rel=1e-9)
+
+
+class RowlessFamily:
+    def rows(self) -> dict:
+        return {}
 
 
 @pytest.mark.parametrize("name", sorted(BOUND_ONLY))

@@ -202,6 +202,33 @@ def zone_needs_open(lm: LinearModel, ix: IndexSets) -> None:
         lm.add_row("zone_needs_open", (s, c), [(lm.col("zone", (s, c)), 1.0), (lm.col("open", s), -1.0)], upper=0.0)
 
 
+@family(checker="check_power_and_space", not_relaxed="holds for a cheapest plan, limits nothing a user sets: an "
+        "open site without a zone holds no rack, and closing it saves its fixed cost; it only tightens the LP relaxation")
+def open_site_has_zone(lm: LinearModel, ix: IndexSets) -> None:
+    """sum_c zone[s,c] - open[s] >= 0   for every site with a zone option, unless forced open or min_sites > 0.
+
+    Not a law of every plan but of a cheapest one. A site open with no zone holds no rack
+    (density_needs_zone), so it serves nothing, lends nothing, trains nothing and backs up
+    nothing; closing it keeps every other row and saves fixed_cost_usd_per_year >= 0. So
+    some optimum meets the row, and the optimum's cost is unchanged. What it buys is the LP
+    bound: there a few racks pay a few hundredths of a zone (density_needs_zone's M is the
+    most racks the site holds) while the site is open almost whole, so zones are nearly
+    free; with the row, every open site pays at least one zone. The exceptions are where
+    an idle open site can be asked for: a forced site, min_sites, and multi-period plans,
+    whose halls are built ahead; those, and studies that hold a given plan's decisions fixed,
+    build without it (OPTIMALITY_ROWS).
+    """
+    if ix.scenario.policies.min_sites > 0:
+        return
+    forced = set(ix.scenario.policies.forced_sites)
+    zones: dict[str, list[int]] = {}
+    for s, c in ix.zones:
+        zones.setdefault(s, []).append(lm.col("zone", (s, c)))
+    for s in sorted(zones):
+        if s not in forced:
+            lm.add_row("open_site_has_zone", s, [(col, 1.0) for col in zones[s]] + [(lm.col("open", s), -1.0)], lower=0.0)
+
+
 def _site_racks(lm: LinearModel, ix: IndexSets, s: str, weight) -> list[tuple[int, float]]:
     inf = [(lm.col("racks_inf", key), weight(key)) for key in ix.group("inf_by_site").get(s, [])]
     return inf + [(lm.col("racks_trn", key), weight(key)) for key in ix.group("trn_by_site").get(s, [])]
@@ -389,6 +416,12 @@ import dcplace.optimizer.model.periods  # noqa: E402,F401 - registers the famili
 FAMILIES = tuple(f.builder for f in REGISTRY.values() if f.section != "periods")  # build_model's families, in build order
 
 
+# families that hold for some cheapest plan of one period, not for every plan: a model whose plan is not
+# free to be a cheapest one (a multi-period model, a plan's decisions held fixed or judged as they are,
+# near-optimal alternatives) is built without them
+OPTIMALITY_ROWS = ("open_site_has_zone",)
+
+
 def build_model(ix: IndexSets, without: tuple[str, ...] | frozenset = ()) -> LinearModel:
     """The full MIP over the sparse index sets of `ix`: every registered family, in order.
     `without` leaves families out by name (tests/test_registry.py shows what each one holds)."""
@@ -405,4 +438,4 @@ def build_model(ix: IndexSets, without: tuple[str, ...] | frozenset = ()) -> Lin
     return lm
 
 
-__all__ = ["build_model", "FAMILIES"]
+__all__ = ["build_model", "FAMILIES", "OPTIMALITY_ROWS"]

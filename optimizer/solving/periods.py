@@ -24,7 +24,7 @@ from dcplace.models.errors import InputProblem
 from dcplace.models.periods import period_scenarios
 from dcplace.models.plan import HAS_PLAN, Plan, SolveRecord
 from dcplace.models.schedule import BuildLine, HallLine, PeriodLine, Schedule
-from dcplace.optimizer.model.formulation import build_model
+from dcplace.optimizer.model.formulation import OPTIMALITY_ROWS, build_model
 from dcplace.optimizer.model.periods import (CAPEX_CATEGORIES, PeriodModel, annuities, build_period_sets, build_periods_model,
                                              start_from_periods, zone_it_kw)
 from dcplace.optimizer.solvers.backends import run_backend
@@ -84,7 +84,7 @@ def solve_periods(scenario: Scenario, options: SolveOptions | None = None, progr
         periods, singles, ixs = period_indexes(scenario, options)
         feed.phase("build")
         ps = build_period_sets(tuple(periods), singles, ixs, scenario.economics.discount_rate)
-        pm = build_periods_model(ps, build_model, without)
+        pm = build_periods_model(ps, lambda ix: build_model(ix, without=OPTIMALITY_ROWS), without)
         build_time = time.perf_counter() - started
         reserve = min(POST_SOLVE_RESERVE_S, POST_SOLVE_RESERVE_SHARE * options.time_limit_s)
         feed.phase("warm start")

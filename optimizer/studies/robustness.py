@@ -48,7 +48,7 @@ from dcplace.models import Scenario
 from dcplace.models.provenance import input_provenance
 from dcplace.models.plan import HAS_PLAN, Plan, read_plan
 from dcplace.models.sweep import Member, Sweep, load_member
-from dcplace.optimizer.model.formulation import build_model
+from dcplace.optimizer.model.formulation import OPTIMALITY_ROWS, build_model
 from dcplace.optimizer.solving.precheck import checked_index
 from dcplace.optimizer.studies.batch import Progress, run_batch, start_columns
 from dcplace.optimizer.studies.explain import analysis_folder, plan_and_scenario, stamp, write_json
@@ -220,7 +220,7 @@ def _plan_cost_in(plan: Plan, base: Path, member: Member, max_full_pairs: int) -
     """The recommended plan's annual cost under the member's inputs (None: it breaks a limit there)."""
     scenario = load_member(str(base), member)
     ix = checked_index(scenario, max_full_pairs)
-    lm = build_model(ix)
+    lm = build_model(ix, without=OPTIMALITY_ROWS)  # the plan as it is, idle open sites and all
     x = start_columns(plan, lm, ix)
     if x is None or not lm.is_feasible(x):
         return None
