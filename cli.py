@@ -278,7 +278,7 @@ def print_plan(plan: Plan, out_dir: Path | None = None) -> None:
             f"Serving pairs: {s.pairs['pairs_in_model']:,} of {s.pairs['pairs_eligible']:,} eligible in the model after "
             f"{s.pairs['pricing_rounds']} pricing rounds; "
             + (f"the gap is against {bound_kind} ({money(s.pairs['full_lp_bound_usd_per_year'])}/yr)."
-               if s.pairs["full_lp_bound_usd_per_year"] is not None else "pricing's LP did not finish: no bound for the full model.")
+               if s.pairs["full_lp_bound_usd_per_year"] is not None else f"{bound_kind}.")
         )
     # Numbers never wrap or shrink to '…'; text columns fold (a name is shown whole, over
     # several lines, never cut); what still does not fit is left out by priority.

@@ -15,6 +15,8 @@ import highspy
 import numpy as np
 import pytest
 
+from dcplace.models import load_scenario
+from dcplace.models.files import default_scenario_path
 from dcplace.models.synthetic import synthetic_scenario
 from dcplace.optimizer import SolveOptions, solve
 from dcplace.optimizer.model.formulation import build_model
@@ -36,6 +38,24 @@ def few_candidates(monkeypatch):
 
 def _scenario(seed: int):
     return synthetic_scenario(seed, n_sites=12, n_regions=60, n_jobs=1, box_deg=(25.0, 45.0))
+
+
+CLOCKS = ("day", "interruptible job", "carbon cap")
+
+
+def _clocked(seed: int, variant: str = "day"):
+    """The 24-hour clock, routed by the day, with the shipped daily profiles (docs/clock.md): plain, with one
+    interruptible job (backfill columns in the hourly rows), or under a carbon cap that binds (busy_serves_load
+    rows: the dispatch is a variable)."""
+    base = synthetic_scenario(seed, n_sites=12, n_regions=60, n_jobs=2, box_deg=(25.0, 45.0))
+    update = {"profiles": load_scenario(default_scenario_path()).profiles, "clock": base.clock.model_copy(update={"hours": 24})}
+    if variant == "interruptible job":
+        job = base.jobs[1]
+        update["jobs"] = (base.jobs[0], job.model_copy(update={"interruptible": True, "gpu_hours_per_day": 0.3 * 24 * job.gpus_h100_equiv,
+                                                               "min_fabric_tier": 0, "eligible_chips": ()}))
+    elif variant == "carbon cap":  # seed 1's LP emits more than 70,000 t a year without a cap
+        update["policies"] = base.policies.model_copy(update={"carbon_cap_t_per_year": 70_000.0})
+    return base.model_copy(update=update)
 
 
 def _lp(lm):
@@ -92,6 +112,74 @@ def test_first_round_bound_is_below_the_full_lp_and_lifted_duals_stay_optimal(se
     priced = price_pairs(ix, lm, lifted, z, in_model_mask(ix))
     assert priced.n_added > 0
     assert priced.lagrangian_bound <= z_full * (1 + 1e-9) and z_full <= z * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("variant", CLOCKS)
+def test_priced_clock_lp_reaches_the_full_clock_lp(variant, few_candidates):
+    """With the clock on, a share enters an hourly_serving row per kept hour (and busy_serves_load under a carbon cap,
+    busy_energy_split for its energy): pricing with those rows' duals reaches the full model's LP, and the bound of
+    its first round, on lifted duals that stay optimal, is below it."""
+    full = build_index(_clocked(1, variant))
+    assert len(full.serve) == full.eligible_pairs() and full.clock.on and len(full.clock.hours) == 24
+    assert bool(full.clock.busy) == (variant == "carbon cap") and bool(full.clock.backfill) == (variant == "interruptible job")
+    z_full = _lp(build_model(full)).getInfo().objective_function_value
+
+    ix = build_index(_clocked(1, variant), max_full_pairs=0)
+    assert 0 < len(ix.serve) < ix.eligible_pairs()
+    lm = build_model(ix)
+    # the entries pricing gives a share column are the builders' own, row for row (a priced-in pair gets these)
+    serving, demand_rows, links = pairs.ServingRows(ix, lm), lm.families["demand_met"].rows(), lm.families["share_needs_open"].rows()
+    start, index, value = lm.matrix()
+    for (r, w, s), j in zip(ix.serve, range(lm.blocks["share"].start, lm.blocks["share"].stop)):
+        built = dict(zip(index[start[j]:start[j + 1]].tolist(), value[start[j]:start[j + 1]].tolist()))
+        priced_entries = dict([(demand_rows[r, w], 1.0), (links[r, w, s], 1.0)] + serving.entries(r, w, s))
+        assert built.keys() == priced_entries.keys()
+        assert np.allclose([built[i] for i in built], [priced_entries[i] for i in built], rtol=1e-12)
+    h = _lp(lm)
+    solution = h.getSolution()
+    x, row_dual, z = np.asarray(solution.col_value), np.asarray(solution.row_dual), h.getInfo().objective_function_value
+    lifted = lifted_capacity_duals(ix, lm, x, row_dual, np.asarray(solution.col_dual))
+    assert np.any(lifted < row_dual - 1e-9), "some unused hourly row should be lifted"
+    assert np.allclose(lm.row_activity(x)[np.flatnonzero(lifted != row_dual)], 0.0, atol=1e-6)
+    first = price_pairs(ix, lm, lifted, z, in_model_mask(ix))
+    assert first.n_added > 0 and first.lagrangian_bound <= z_full * (1 + 1e-9) < z
+
+    lm, priced = solve_priced_lp(ix, build_model, time.perf_counter() + 120, threads=1, bound_tolerance=0.0)
+    assert priced.converged and priced.pairs_in_model < priced.pairs_eligible and priced.rounds >= 2
+    assert priced.objective == pytest.approx(z_full, rel=1e-7)
+    assert priced.full_lp_bound <= z_full * (1 + 1e-9) and priced.bound_kind == pairs.FULL_LP
+    assert float(lm.objective() @ priced.x) == pytest.approx(priced.objective, rel=1e-9)
+
+
+def test_clock_candidate_plan_is_checked_and_no_capacity_cost_bound_is_stated(tmp_path, few_candidates):
+    """The clock's capacity rows are hourly: pricing every demand at its peak would overstate the capacity-cost
+    bound, so none is stated; the plan of the candidate path passes the independent checker (hourly rows
+    included) and costs no less than the full model's optimum."""
+    assert pairs.capacity_cost_bound(build_index(_clocked(2))) is None
+    z_full = _lp(build_model(build_index(_clocked(2)))).getInfo().objective_function_value
+    options = dict(mip_gap=0.005, time_limit_s=120)
+    exact = solve(_clocked(2), SolveOptions(**options))
+    plan, report = solve_to_folder(_clocked(2), tmp_path / "priced", SolveOptions(**options, max_full_pairs=0))
+    assert report.ok, report.violations
+    assert plan.solve.pairs["pairs_in_model"] < plan.solve.pairs["pairs_eligible"]
+    assert plan.solve.pairs["bound_kind"] in (pairs.FULL_LP, pairs.LAGRANGIAN) and plan.solve.pairs["bound_kind"] in plan.solve.termination
+    assert plan.objective_usd_per_year >= exact.solve.best_bound_usd_per_year * (1 - 1e-9)  # a subset of the columns
+    assert plan.solve.best_bound_usd_per_year <= z_full * (1 + 1e-9)  # a bound of the full model's LP
+
+
+def test_no_lagrangian_bound_is_stated_when_shares_enter_rows_pricing_does_not_price(few_candidates):
+    """N-1's failover rows hold share columns too, and pricing's reduced costs leave their duals out: its
+    Lagrangian bound would not be a bound, so none is stated (the capacity-cost bound, whose other rows' duals are
+    0, still holds: below the LP of the N-1 model built whole, which is itself below that model's optimum)."""
+    base = _scenario(1)
+    scenario = base.model_copy(update={"policies": base.policies.model_copy(update={"survive_site_loss": {"chat": 1.0}})})
+    ix = build_index(scenario, max_full_pairs=0)
+    lm, priced = solve_priced_lp(ix, build_model, time.perf_counter() + 120, threads=1, bound_tolerance=0.0)
+    assert pairs.ServingRows(ix, lm).unpriced and priced.x is not None
+    assert not priced.converged and priced.bound_kind == pairs.CAPACITY_COST
+    z_full = _lp(build_model(build_index(scenario))).getInfo().objective_function_value
+    assert priced.full_lp_bound == pytest.approx(pairs.capacity_cost_bound(ix)) and priced.full_lp_bound <= z_full
+    assert not pairs.ServingRows(build_index(base, max_full_pairs=0), build_model(build_index(base, max_full_pairs=0))).unpriced
 
 
 @pytest.mark.parametrize("seed", [1, 2])

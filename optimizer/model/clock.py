@@ -423,6 +423,12 @@ def lent_kw_per_gpu(ix, s: str, g: str, w: str, pick=min) -> float:
     return pick(busy_kw_per_gpu(ix, s, g, c) for g2, c in ix.clock.site_options.get((s, w), []) if g2 == g)
 
 
+def hourly_load(ix, r: str, w: str) -> np.ndarray:
+    """tok/s of (r, w) at each represented hour per unit share: demand x p[r,w,h] over `hours`, in their order
+    (a share's coefficient in hourly_serving and busy_serves_load; optimizer.solvers.pairs prices with it)."""
+    return ix.demand(r, w) * ix.clock.profile(r, w)
+
+
 def day_weighted_load(ix, r: str, w: str) -> float:
     """Token-hours per day of (r, w) per unit share: demand x sum_h w_h p[r,w,h]."""
     return ix.demand(r, w) * ix.clock.day_share(r, w)
@@ -506,7 +512,7 @@ def _load_terms(lm: LinearModel, ix, by_sw: dict, s: str, w: str, hours: list[in
     if ck.hourly_routing:
         return {h: [(lm.col("share_h", (r, w, s, h)), ix.demand(r, w) * ck.p(r, w, h)) for r in regions] for h in hours}
     cols = [lm.col("share", (r, w, s)) for r in regions]
-    load = np.array([ix.demand(r, w) * ck.profile(r, w) for r in regions]).reshape(len(regions), len(ck.hours))
+    load = np.array([hourly_load(ix, r, w) for r in regions]).reshape(len(regions), len(ck.hours))
     return {h: list(zip(cols, load[:, ck.hour_pos[h]].tolist())) for h in hours}
 
 

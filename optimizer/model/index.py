@@ -444,9 +444,9 @@ def build_index(scenario: Scenario, max_full_pairs: int = MAX_FULL_PAIRS, prunin
     ix.place_all = list(ix.place)
     _training_racks(ix)
 
-    # The candidate path prices pairs with the duals of inference_capacity, which the clock
-    # replaces by hourly rows (optimizer.model.clock): with the clock on, every pair is built.
-    if ix.eligible_pairs() <= max_full_pairs or scenario.clock.on:
+    # The candidate path prices pairs with the duals of the capacity rows (optimizer.solvers.pairs.ServingRows);
+    # routing per hour has a share per hour and pair, which it does not price: every pair is built.
+    if ix.eligible_pairs() <= max_full_pairs or (scenario.clock.on and scenario.clock.routing == "hour"):
         ix.serve = _serve_list(ix, ix.eligible)
     else:  # the large-scale path: candidates now, the rest priced in by optimizer.solvers.pairs
         ix.serve = _serve_list(ix, candidate_mask(ix))
@@ -457,8 +457,8 @@ def build_index(scenario: Scenario, max_full_pairs: int = MAX_FULL_PAIRS, prunin
 
 
 def _refuse_hourly_routing_beyond(ix: IndexSets, max_full_pairs: int) -> None:
-    """Routing per hour has a share column per eligible pair and represented hour (no
-    candidate pricing with hourly rows yet): beyond 24 x max_full_pairs of them, the size of
+    """Routing per hour has a share column per eligible pair and represented hour (pricing
+    covers routing by the day only): beyond 24 x max_full_pairs of them, the size of
     a 24-hour model over max_full_pairs pairs, the scenario is refused by name instead of
     running the machine out of memory (at 500 x 3,000, 24 hours: 57 M columns)."""
     clock = ix.scenario.clock

@@ -17,7 +17,9 @@ it. So when a scenario has more than index.MAX_FULL_PAIRS eligible pairs:
        rc[r,w,s] = cost[r,w,s] - pi[r,w] - demand[r,w] * mu[s,w]
 
    where pi is the dual of demand_met[r,w], mu that of inference_capacity[s,w] (the new
-   linking row share <= max_share * open[s] enters with dual 0). Pairs with rc < 0 join
+   linking row share <= max_share * open[s] enters with dual 0); with the clock on, the
+   last term is the pair's load at each represented hour times that hour's capacity duals,
+   less its day's load times busy_energy_split's (ServingRows). Pairs with rc < 0 join
    the model and the LP is solved again (column generation);
 3. each round also gives a valid lower bound on the LP relaxation of the *full* model,
    because the shares of one (region, class) sum to 1 (Lagrangian bound):
@@ -58,6 +60,7 @@ import highspy
 import numpy as np
 
 from dcplace.optimizer.model.candidates import REGION_CHUNK, _demand, _keep_smallest, _pair_cost_matrix, candidate_placements, placement_unit_cost
+from dcplace.optimizer.model.clock import day_weighted_load, hourly_load
 from dcplace.optimizer.model.costs import transport_usd_per_year
 from dcplace.optimizer.solvers.highs_model import HighsAbandoned, to_highs
 from dcplace.optimizer.solvers.lazy_rows import LazyRows, solve_lazily
@@ -74,7 +77,12 @@ ADD_SITES_PER_JOB = 4  # priced-out sites added per training job and pass (Place
 FULL_LP = "the full model's LP bound"  # pricing converged: the LP relaxation of the full model itself
 LAGRANGIAN = "a Lagrangian bound of the full model's LP (pricing stopped early)"
 CAPACITY_COST = "a capacity-cost Lagrangian bound of the full model (stronger than pricing's, or no LP finished)"
-NO_BOUND = "no bound: no LP finished, and the capacity-cost bound does not hold with cloud regions to rent"
+NO_BOUND = ("no bound of the full model: pricing gave none (no LP finished, or N-1 rows hold the shares) and no "
+            "capacity-cost bound holds (the clock on, cloud regions to rent, or it exceeded the LP)")
+# the rows a share column may enter for pricing's reduced costs to be exact (ServingRows); a model whose shares
+# enter any other row (N-1's failover rows) is still priced for its columns, but states no Lagrangian bound
+PRICED_FAMILIES = frozenset({"demand_met", "share_needs_open", "inference_capacity", "hourly_serving", "busy_serves_load",
+                             "busy_energy_split"})
 FRESH_LP_SHARE = 0.05  # pairs added in a round, as a share of those in the LP, above which it is solved afresh
 BOUND_TOLERANCE = 1e-4  # stop pricing once the LP is this close (relative) to the full model's bound...
 GAP_SHARE = 0.1  # ...or within this share of the asked MIP gap (more rounds could raise the bound by no more)
@@ -112,29 +120,131 @@ def in_model_mask(ix: IndexSets) -> dict[str, np.ndarray]:
     return out
 
 
-def lifted_capacity_duals(ix: IndexSets, lm: LinearModel, x: np.ndarray, row_dual: np.ndarray, col_dual: np.ndarray) -> np.ndarray:
-    """Row duals with mu[s,w] of every unused capacity row lowered as far as its racks allow.
+class ServingRows:
+    """The capacity rows a share column enters besides demand_met and its own link row: what
+    pricing multiplies by their duals, and what a priced-in column is given.
 
-    Where a site serves nothing of class w and installs no rack for it, the row
-    inference_capacity[s,w] reads 0 <= 0 and the simplex may return any mu in
-    [-(cheapest rack's reduced cost per tok/s), 0], often 0: pricing would then see free
-    capacity everywhere and pull in pairs that the next LP throws away. Lowering mu to
-    -min_k rc_k(without mu) / tok_s[k] keeps every rack column's reduced cost >= 0, raises
-    those of the share columns, and leaves the dual objective (mu * 0) and complementary
-    slackness as they were: the duals stay optimal, and now price a new pair at what racks
-    there would cost.
+    Without the clock: inference_capacity[s,w], coefficient demand[r,w] (one "hour").
+    With the clock, routed by the day (optimizer.model.clock): hourly_serving[s,w,h] for each
+    hour kept at (s,w), and busy_serves_load[s,w,h] under a carbon cap, coefficient
+    demand[r,w] x p[r,w,h] (clock.hourly_load); busy_energy_split[s,w], coefficient
+    -demand[r,w] x sum_h w_h p[r,w,h] (clock.day_weighted_load). These rows exist for every
+    (s,w) with racks whether or not a pair of it is in the model, and the hours kept at (s,w)
+    are chosen over every eligible pair (clock._undominated_hours), so a pair priced in finds
+    every capacity row the full model gives it. Routing per hour builds every pair
+    (index.build_index). Rows of any other family that hold shares (N-1's failover rows) are
+    not priced and a priced-in pair gets no entry in them: the LP is then that of a relaxation,
+    and `unpriced` names them so that no Lagrangian bound is claimed.
+
+    For class w, with H the represented hours, L[r,h] a unit share's load and MU[h,s] the
+    capacity rows' duals summed per (s,h), a pair's entries times the duals are
+
+        a'y = L[r,:] @ MU[:,s] - day[r] * nu[s]        (nu: busy_energy_split's dual)
     """
-    lifted = row_dual.copy()
-    rows = lm.families["inference_capacity"].rows()
-    for (s, w), racks in ix.group("inf_by_sw").items():
-        row = rows[s, w]
-        cols = [lm.col("racks_inf", (s, k, c, w)) for k, c in racks]
-        if np.any(x[cols] > 1e-9):
-            continue
-        tok = np.array([ix.tok_s_per_rack[k, w] for k, _ in racks])
-        without_mu = col_dual[cols] - tok * row_dual[row]  # a rack's coefficient in the row is -tok
-        lifted[row] = min(row_dual[row], float(np.max(-without_mu / tok)))
-    return lifted
+
+    def __init__(self, ix: IndexSets, lm: LinearModel):
+        self.ix = ix
+        self.clock = ix.clock is not None and ix.clock.on
+        if self.clock:
+            if ix.clock.hourly_routing:
+                raise ValueError("pairs are not priced with routing per hour: every pair is built")
+            self.hours = list(ix.clock.hours)
+            self.hourly = [lm.families[name].rows() for name in ("hourly_serving", "busy_serves_load") if name in lm.families]
+            self.split = lm.families["busy_energy_split"].rows() if "busy_energy_split" in lm.families else {}
+        else:
+            self.hours = [0]
+            self.hourly = [{(s, w, 0): row for (s, w), row in lm.families["inference_capacity"].rows().items()}]
+            self.split = {}
+        self._loads: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self.unpriced = _families_holding_shares(lm) - PRICED_FAMILIES  # rows whose duals pricing leaves out
+
+    def loads(self, w: str) -> tuple[np.ndarray, np.ndarray]:
+        """(L regions x hours, day regions): a unit share's tok/s at each hour and its tok/s-hours a day."""
+        if w not in self._loads:
+            ix, demand = self.ix, _demand(self.ix, w)
+            if not self.clock:
+                self._loads[w] = (demand[:, None], np.zeros(len(demand)))
+            else:
+                ids = [r.id for r in ix.scenario.regions]
+                hourly = np.array([hourly_load(ix, r, w) if demand[i] > 0 else np.zeros(len(self.hours)) for i, r in enumerate(ids)])
+                day = np.array([day_weighted_load(ix, r, w) if demand[i] > 0 else 0.0 for i, r in enumerate(ids)])
+                self._loads[w] = (hourly.reshape(len(ids), len(self.hours)), day)
+        return self._loads[w]
+
+    def duals(self, w: str, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(MU hours x sites, nu sites): the capacity rows' duals of class w (0 where a row is absent)."""
+        ix = self.ix
+        hour_pos = {h: i for i, h in enumerate(self.hours)}
+        mu = np.zeros((len(self.hours), len(ix.scenario.sites)))
+        for rows in self.hourly:
+            for (s, ww, h), row in rows.items():
+                if ww == w:
+                    mu[hour_pos[h], ix.site_pos[s]] += y[row]
+        nu = np.zeros(len(ix.scenario.sites))
+        for (s, ww), row in self.split.items():
+            if ww == w:
+                nu[ix.site_pos[s]] = y[row]
+        return mu, nu
+
+    def entries(self, r: str, w: str, s: str) -> list[tuple[int, float]]:
+        """(row, coefficient) of share[r,w,s] in the capacity rows."""
+        hourly, day = self.loads(w)
+        i = self.ix.region_pos[r]
+        out = [(rows[s, w, h], float(hourly[i, a])) for rows in self.hourly for a, h in enumerate(self.hours) if (s, w, h) in rows]
+        if (s, w) in self.split:
+            out.append((self.split[s, w], -float(day[i])))
+        return out
+
+    def lift(self, lm: LinearModel, x: np.ndarray, row_dual: np.ndarray, col_dual: np.ndarray) -> np.ndarray:
+        """Row duals with an unused (s,w)'s capacity row lowered as far as its racks allow.
+
+        Where a site serves nothing of class w and installs no rack for it, its capacity rows
+        read 0 <= 0 and the simplex may return any dual in a range, often 0: pricing would then
+        see free capacity everywhere and pull in pairs that the next LP throws away. Lowering
+        one such row's dual by delta = min_k rc_k / tok_s[k,w] (rc_k: a rack's reduced cost,
+        tok_s its coefficient in the row) keeps every rack column's reduced cost >= 0, raises
+        those of the share columns, and leaves the dual objective (delta x 0) and complementary
+        slackness as they were: the duals stay optimal, and now price a new pair at what racks
+        there would cost. With the clock the row lowered is hourly_serving at the hour the
+        eligible pairs of (s,w) load most, where a pair's peak is likeliest.
+        """
+        ix = self.ix
+        lifted = row_dual.copy()
+        serving = self.hourly[0]
+        peak_hour: dict[str, np.ndarray] = {}
+        for (s, w), racks in ix.group("inf_by_sw").items():
+            cols = [lm.col("racks_inf", (s, k, c, w)) for k, c in racks]
+            if np.any(x[cols] > 1e-9):
+                continue
+            hours = [h for h in self.hours if (s, w, h) in serving]
+            if not hours:
+                continue
+            if len(hours) == 1:
+                h = hours[0]
+            else:
+                if w not in peak_hour:  # sites x hours: the load every eligible pair of (s, w) would bring
+                    hourly, _ = self.loads(w)
+                    peak_hour[w] = ix.eligible[w].T.astype(np.float64) @ hourly
+                at = peak_hour[w][ix.site_pos[s]]
+                h = max(hours, key=lambda hh: at[self.hours.index(hh)])
+            tok = np.array([ix.tok_s_per_rack[k, w] for k, _ in racks])
+            delta = float(np.min(col_dual[cols] / tok))
+            if delta > 0:
+                lifted[serving[s, w, h]] -= delta
+        return lifted
+
+
+def _families_holding_shares(lm: LinearModel) -> set[str]:
+    """The row families with an entry in a share column of `lm`."""
+    share = lm.blocks["share"]
+    start, index, _ = lm.matrix()
+    rows = np.unique(index[start[share.start]:start[share.stop]])
+    return {name for name, fam in lm.families.items() if np.isin(np.fromiter(fam.rows().values(), dtype=np.int64), rows).any()}
+
+
+def lifted_capacity_duals(ix: IndexSets, lm: LinearModel, x: np.ndarray, row_dual: np.ndarray, col_dual: np.ndarray) -> np.ndarray:
+    """ServingRows.lift: the LP's row duals with every unused capacity row's lowered as far as its racks allow."""
+    return ServingRows(ix, lm).lift(lm, x, row_dual, col_dual)
 
 
 def _pair_cost_chunks(ix: IndexSets, w: str, demand: np.ndarray):
@@ -149,12 +259,12 @@ def _pair_cost_chunks(ix: IndexSets, w: str, demand: np.ndarray):
 
 
 def price_pairs(ix: IndexSets, lm: LinearModel, row_dual: np.ndarray, lp_objective: float,
-                in_model: dict[str, np.ndarray], add_per_round: int = ADD_PER_ROUND) -> Pricing:
+                in_model: dict[str, np.ndarray], add_per_round: int = ADD_PER_ROUND, serving: ServingRows | None = None) -> Pricing:
     """Price every eligible pair not in `in_model` with the LP duals of `lm`'s rows (see
-    the module docstring)."""
+    the module docstring; the capacity rows' part is ServingRows')."""
+    serving = serving or ServingRows(ix, lm)
     demand_rows = lm.families["demand_met"].rows()
-    capacity_rows = lm.families["inference_capacity"].rows()
-    n_regions, n_sites = len(ix.scenario.regions), len(ix.scenario.sites)
+    n_regions = len(ix.scenario.regions)
     tolerance = 1e-9 * max(1.0, abs(lp_objective))
     bound = lp_objective
     result = Pricing(lagrangian_bound=bound)
@@ -163,27 +273,26 @@ def price_pairs(ix: IndexSets, lm: LinearModel, row_dual: np.ndarray, lp_objecti
         for (r, ww), row in demand_rows.items():
             if ww == w:
                 pi[ix.region_pos[r]] = row_dual[row]
-        mu = np.zeros(n_sites)
-        for (s, ww), row in capacity_rows.items():
-            if ww == w:
-                mu[ix.site_pos[s]] = row_dual[row]
+        mu, nu = serving.duals(w, row_dual)
+        hourly, day = serving.loads(w)
         demand = _demand(ix, w)
         added = np.zeros_like(eligible)
         for rows, cost in _pair_cost_chunks(ix, w, demand):
-            rc = cost - pi[rows][:, None] - demand[rows][:, None] * mu[None, :]
+            rc = cost - pi[rows][:, None] - hourly[rows] @ mu + day[rows][:, None] * nu[None, :]
             rc = np.where(eligible[rows] & ~in_model[w][rows], rc, np.inf)
             best = rc.min(axis=1)
             bound += float(np.minimum(best[np.isfinite(best)], 0.0).sum())
             _keep_smallest(added[rows], np.where(rc < -tolerance, rc, np.inf), add_per_round)
         result.added[w] = added
         result.n_added += int(added.sum())
-    result.lagrangian_bound = bound
+    # with rows pricing leaves out (serving.unpriced) the reduced costs miss their duals: no bound
+    result.lagrangian_bound = -math.inf if serving.unpriced else bound
     return result
 
 
 def capacity_cost_bound(ix: IndexSets) -> float | None:
     """A valid lower bound on the full model's LP relaxation that needs no LP (None where the
-    argument below does not hold: with cloud regions to rent from): the Lagrangian
+    argument below does not hold: with the clock on, or cloud regions to rent from): the Lagrangian
     bound of the duals
 
         mu[s,w]   = -min_k cost[s,k,c,w] / tok_s[k,w]        (inference_capacity)
@@ -204,8 +313,12 @@ def capacity_cost_bound(ix: IndexSets) -> float | None:
     0 here) and rent_trn[j,q] enters job_placed_once at the rental price, so their reduced
     costs -pi[r,w] and price - lambda[j] can be negative and the sum above overstates the
     bound (a cloud region at $0.001 a GPU-hour: $27,054 against an optimum of $280.32).
+
+    Not with the clock: its capacity rows are hourly (hourly_serving), where a share's
+    coefficient is demand x p[r,w,h] <= demand, so pricing every demand at its peak overstates
+    the bound too, and an interruptible job may leave job_placed_once at 0.
     """
-    if ix.clock is not None and (ix.clock.rent_serve or ix.clock.rent_train):
+    if ix.clock is not None and (ix.clock.on or ix.clock.rent_serve or ix.clock.rent_train):
         return None
     n_sites = len(ix.scenario.sites)
     unit = {w: np.full(n_sites, np.inf) for w in ix.workloads}  # -mu
@@ -380,6 +493,7 @@ def solve_priced_lp(ix: IndexSets, build, deadline: float, threads: int, bound_t
     floor = -math.inf if floor_bound is None else floor_bound
     build_s = 0.0
     rounds = 0
+    best = -math.inf  # the best bound of any round: each round's duals give one of the full model's LP
     cap = ix.scenario.policies.max_share_per_site
     region_ids = [r.id for r in ix.scenario.regions]
     site_ids = [site.id for site in ix.scenario.sites]
@@ -397,7 +511,7 @@ def solve_priced_lp(ix: IndexSets, build, deadline: float, threads: int, bound_t
         share = lm.blocks["share"]
         column_of = {pair: share.start + i for i, pair in enumerate(ix.serve)}  # pair -> column in h
         demand_rows = lm.families["demand_met"].rows()
-        capacity_rows = lm.families["inference_capacity"].rows()
+        serving = ServingRows(ix, lm)
         last = None  # (x, objective, duals, pairs pricing) of this pass's last LP that reached its optimum
         infeasible = False
         while True:
@@ -417,19 +531,23 @@ def solve_priced_lp(ix: IndexSets, build, deadline: float, threads: int, bound_t
                 # a bound of the full model above the LP of a restriction of it: the bound is wrong, not the LP
                 log.warning("the capacity-cost bound $%.6g exceeds the candidate LP $%.6g; it is not stated", floor, objective)
                 floor, floor_bound = -math.inf, None
-            duals = lifted_capacity_duals(ix, lm, x, relaxed.row_dual, relaxed.col_dual)
-            priced = price_pairs(ix, lm, duals, objective, in_model)
-            last = (x, objective, duals, priced, relaxed.pending)
+            duals = serving.lift(lm, x, relaxed.row_dual, relaxed.col_dual)
+            priced = price_pairs(ix, lm, duals, objective, in_model, serving=serving)
+            placements = pricer.price(lm, duals, objective) if pricer else PlacementPricing(bound_term=0.0)
+            # Lagrangian bounds do not rise round by round (with the clock they swing by 5 %): keep the best
+            best = max(best, priced.lagrangian_bound + placements.bound_term)
+            last = (x, objective, duals, priced, placements, relaxed.pending)
             log.info("pricing round %d: %d pairs, LP %.1f s (%d iterations, %d of %d held link rows put back%s), $%.6g, "
-                     "bound $%.6g, %d pairs price out (%.1f s in all)", rounds, len(column_of), time.perf_counter() - lp_started,
-                     relaxed.iterations, lazy.restored, len(lazy.index), ", some still broken" if relaxed.pending else "",
-                     objective, priced.lagrangian_bound, priced.n_added, time.perf_counter() - started)
-            close = objective - max(priced.lagrangian_bound, floor) <= bound_tolerance * abs(objective)
+                     "bound $%.6g (best $%.6g), %d pairs price out (%.1f s in all)", rounds, len(column_of),
+                     time.perf_counter() - lp_started, relaxed.iterations, lazy.restored, len(lazy.index),
+                     ", some still broken" if relaxed.pending else "", objective, priced.lagrangian_bound + placements.bound_term,
+                     best, priced.n_added, time.perf_counter() - started)
+            close = objective - max(best, floor) <= bound_tolerance * abs(objective)
             if priced.n_added == 0 or close or relaxed.pending or time.perf_counter() >= deadline:
                 break  # (pending: the deadline came while link rows were broken)
             new = [(region_ids[i], w, site_ids[j]) for w, mask in priced.added.items() for i, j in zip(*np.nonzero(mask))]
             in_lp = len(column_of)
-            _add_pairs(h, ix, new, column_of, demand_rows, capacity_rows, lm.col, cap, lazy)
+            _add_pairs(h, ix, new, column_of, demand_rows, serving, lm.col, cap, lazy)
             if len(new) > FRESH_LP_SHARE * in_lp:
                 # From scratch, presolve on: with the link rows held back a fresh LP is quick (4.6 s at
                 # 500 x 3,000 after round 1 added 11,430 pairs to 65,768), where primal simplex from the
@@ -460,9 +578,8 @@ def solve_priced_lp(ix: IndexSets, build, deadline: float, threads: int, bound_t
             log.info("pricing: the LP with the priced-in placements did not finish; the last pass's LP stands")
             ix.restrict_training(done.placements_in_model)
             break
-        x, objective, duals, priced, pending = last
-        placements = pricer.price(lm, duals, objective) if pricer else PlacementPricing(bound_term=0.0)
-        lagrangian = priced.lagrangian_bound + placements.bound_term
+        x, objective, duals, priced, placements, pending = last
+        lagrangian = best
         log.info("placements: %d in the model, %d price out, bound term $%.6g, bound $%.6g", len(ix.place),
                  len(placements.added), placements.bound_term, lagrangian)
         values = {pair: (x[j] if j < len(x) else 0.0) for pair, j in column_of.items()}
@@ -485,29 +602,39 @@ def solve_priced_lp(ix: IndexSets, build, deadline: float, threads: int, bound_t
     final_share = final.blocks["share"]
     x_final[final_share.start:final_share.stop] = [values[pair] for pair in ix.serve]
     x_final[final_share.stop:] = x[share.stop: share.stop + final.n_cols - final_share.stop]
-    converged = priced.n_added == 0 and not placements.added and not pending  # pending: the LP of a relaxation
+    # the full LP is proven when nothing prices out, or when a round's bound reached this LP (bound <= full LP <=
+    # this restricted LP); not when the LP was that of a relaxation (pending: link rows left broken)
+    reached = objective - lagrangian <= 1e-9 * max(1.0, abs(objective))
+    converged = ((priced.n_added == 0 and not placements.added) or reached) and not pending and math.isfinite(lagrangian)
     if converged:
         bound, kind = lagrangian, FULL_LP
+    elif math.isfinite(lagrangian) and lagrangian >= floor:
+        bound, kind = lagrangian, LAGRANGIAN
+    elif floor_bound is not None:
+        bound, kind = floor_bound, CAPACITY_COST
     else:
-        bound, kind = (lagrangian, LAGRANGIAN) if lagrangian >= floor else (floor_bound, CAPACITY_COST)
+        bound, kind = None, NO_BOUND
     return final, PricedLP(
-        x=x_final, objective=objective, full_lp_bound=min(bound, objective), converged=converged, rounds=rounds,
+        x=x_final, objective=objective, full_lp_bound=None if bound is None else min(bound, objective), converged=converged, rounds=rounds,
         pairs_in_model=len(ix.serve), pairs_eligible=ix.eligible_pairs(), seconds=time.perf_counter() - started,
         build_s=build_s, placements_in_model=len(ix.place), placements_eligible=len(ix.place_all), bound_kind=kind,
     )
 
 
-def _add_pairs(h: highspy.Highs, ix: IndexSets, pairs: list, column_of: dict, demand_rows: dict, capacity_rows: dict,
+def _add_pairs(h: highspy.Highs, ix: IndexSets, pairs: list, column_of: dict, demand_rows: dict, serving: ServingRows,
                col, cap: float, lazy: LazyRows) -> None:
-    """Append share columns for `pairs` to the LP in `h`, with their linking rows (held by `lazy`)."""
+    """Append share columns for `pairs` to the LP in `h` (cost, demand_met and the capacity rows'
+    entries as in the formulation), with their linking rows (held by `lazy`)."""
     economics = ix.scenario.economics
     n = len(pairs)
     first = h.getNumCol()
     cost = np.array([transport_usd_per_year(ix.demand(r, w), ix.km(r, s), economics, ix.pair_cost.get((r, w, s), 0.0))
                      for r, w, s in pairs])
-    index = np.array([[demand_rows[r, w], capacity_rows[s, w]] for r, w, s in pairs], dtype=np.int32).ravel()
-    value = np.array([[1.0, ix.demand(r, w)] for r, w, s in pairs]).ravel()
-    h.addCols(n, cost, np.zeros(n), np.full(n, cap), 2 * n, np.arange(0, 2 * n, 2, dtype=np.int32), index, value)
+    entries = [[(demand_rows[r, w], 1.0)] + serving.entries(r, w, s) for r, w, s in pairs]
+    start = np.cumsum([0] + [len(e) for e in entries[:-1]]).astype(np.int32)
+    index = np.array([row for e in entries for row, _ in e], dtype=np.int32)
+    value = np.array([coef for e in entries for _, coef in e])
+    h.addCols(n, cost, np.zeros(n), np.full(n, cap), len(index), start, index, value)
     link_index = np.array([[first + i, col("open", s)] for i, (r, w, s) in enumerate(pairs)], dtype=np.int32).ravel()
     link_value = np.tile([1.0, -cap], n)
     first_row = h.getNumRow()

@@ -181,7 +181,7 @@ def _solve(scenario: Scenario, options: SolveOptions, start, feed: ProgressFeed)
                              solve_time_s=0.0, options=asdict(options), model=lm.size())
         raise NoPlanFound(scenario, plan_record(scenario, options, record, None, []))
     relaxation = (priced.x, priced.objective) if priced and priced.x is not None else None
-    good_enough = priced.full_lp_bound * (1 + options.mip_gap) if relaxation else None
+    good_enough = priced.full_lp_bound * (1 + options.mip_gap) if relaxation and priced.full_lp_bound is not None else None
     # the back-end stops a little early: extraction and the plan record come after it
     remaining_s = max(remaining_s - min(POST_SOLVE_RESERVE_S, POST_SOLVE_RESERVE_SHARE * options.time_limit_s), 1e-3)
     incumbent = start(lm, ix) if start is not None else None
@@ -280,7 +280,7 @@ def _against_full_bound(result: RunResult, priced: PricedLP, mip_gap: float) -> 
                        else result.termination)
     if priced.full_lp_bound is None:
         return replace(result, best_bound_usd_per_year=None, gap=None, status="feasible",
-                       termination=f"{result.termination}; no bound for the full model (pricing's LP did not finish)")
+                       termination=f"{result.termination}; {priced.bound_kind}")
     bound = priced.full_lp_bound
     gap = max(0.0, objective - bound) / max(abs(objective), 1e-9)
     return replace(result, best_bound_usd_per_year=bound, gap=gap, status="optimal" if gap <= mip_gap + 1e-12 else "feasible",
