@@ -105,6 +105,13 @@ class ElasticResult:
         return (f" (the least found by the time limit; at least {share_pct:.2f} % of it is proven needed: "
                 "more time gives the exact amount)")
 
+    def combined_note(self) -> str:
+        """Where the search stopped short of proof with several limits moved: the amounts are one
+        combination found by the time limit, not the least any limit needs."""
+        if self.proven or len(self.moved) < 2:
+            return ""
+        return " (one combination found by the time limit with other limits moved too, not proven least: more time gives the exact amounts)"
+
 
 def _solve_elastic(ix: IndexSets, deadline: float, only: set | None = None) -> ElasticResult | None:
     """The elastic model's solution by `deadline` (a time.perf_counter() instant); None if
@@ -150,6 +157,7 @@ def elastic_findings(ix: IndexSets, time_limit_s: float, deadline: float | None 
     moved = result.moved
     lines = [relax[f].describe(ix, key, amount) for f, key, amount, _ in moved]
     limits = [(f, key, t) for f, key, _, t in moved if relax[f].weight == 1.0]
+    lines = [line + result.combined_note() for line in lines]
     if len(moved) == 1 or not limits:
         return [lines[0] + result.bound_note()] if len(moved) == 1 else lines
     alone = []
