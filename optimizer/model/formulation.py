@@ -418,7 +418,7 @@ FAMILIES = tuple(f.builder for f in REGISTRY.values() if f.section != "periods")
 
 # families that hold for some cheapest plan of one period, not for every plan: a model whose plan is not
 # free to be a cheapest one (a multi-period model, a plan's decisions held fixed or judged as they are,
-# near-optimal alternatives) is built without them
+# near-optimal alternatives, the elastic diagnosis, whose objective is the moves) is built without them
 OPTIMALITY_ROWS = ("open_site_has_zone",)
 
 

@@ -35,7 +35,7 @@ import highspy
 import numpy as np
 
 from dcplace.optimizer.model.families import relaxable
-from dcplace.optimizer.model.formulation import build_model
+from dcplace.optimizer.model.formulation import OPTIMALITY_ROWS, build_model
 from dcplace.optimizer.model.index import IndexSets
 from dcplace.optimizer.model.linear import LinearModel
 from dcplace.optimizer.solvers.highs_model import HighsAbandoned, run_until, to_highs
@@ -60,7 +60,8 @@ def elastic_model(ix: IndexSets, only: set | None = None) -> tuple[LinearModel, 
     # racks are bounded by what a site's power and floor admit (the tightest big-M); in
     # elastic mode those limits may move, so the bounds widen to what any slack could need
     roomy = max((site.floor_racks for site in ix.sites.values()), default=0) * 10 + 1000
-    lm = build_model(dataclasses.replace(ix, rack_limit={key: roomy for key in ix.rack_limit}))
+    # the objective is the moves, not cost: a row that only holds for a cheapest plan tightens nothing here
+    lm = build_model(dataclasses.replace(ix, rack_limit={key: roomy for key in ix.rack_limit}), without=OPTIMALITY_ROWS)
     lower, upper = lm.row_bounds()
     chosen = []
     for family, relax in relaxable().items():
