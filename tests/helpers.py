@@ -10,6 +10,7 @@ import csv
 from pathlib import Path
 from typing import Any
 
+import highspy
 import yaml
 
 TINY_CATALOG: dict[str, list[dict[str, Any]]] = {
@@ -144,3 +145,15 @@ def europe_scenario(folder: Path, n_sites: int = 6) -> Path:
     sites = [site(c, lat, lon, country=cc, name=f"{c.upper()} campus") for c, lat, lon, cc in cities[:n_sites]]
     regions = [region(f"r{c}", lat + 0.3, lon + 0.3, chat=800, budget=12, country=cc) for c, lat, lon, cc in cities]
     return make_scenario(folder, sites, regions, name="europe")
+
+
+def solved_lp(lm) -> highspy.Highs:
+    """The LP relaxation of the LinearModel `lm` (every integer column made continuous), solved to its optimum."""
+    from dcplace.optimizer.solvers.highs_model import to_highs
+
+    h = to_highs(lm)
+    cols = lm.integer_columns()
+    h.changeColsIntegrality(len(cols), cols, [highspy.HighsVarType.kContinuous] * len(cols))
+    h.run()
+    assert h.getModelStatus() == highspy.HighsModelStatus.kOptimal
+    return h

@@ -11,17 +11,16 @@ from __future__ import annotations
 
 import time
 
-import highspy
 import numpy as np
 import pytest
 
+from helpers import solved_lp
 from dcplace.models import load_scenario
 from dcplace.models.files import default_scenario_path
 from dcplace.models.synthetic import synthetic_scenario
 from dcplace.optimizer import SolveOptions, solve
 from dcplace.optimizer.model.formulation import build_model
 from dcplace.optimizer.model.index import build_index
-from dcplace.optimizer.solvers.highs_model import to_highs
 from dcplace.optimizer.model import candidates
 from dcplace.optimizer.solvers import pairs
 from dcplace.optimizer.solvers.pairs import PlacementPricer, in_model_mask, lifted_capacity_duals, price_pairs, solve_priced_lp
@@ -58,20 +57,11 @@ def _clocked(seed: int, variant: str = "day"):
     return base.model_copy(update=update)
 
 
-def _lp(lm):
-    h = to_highs(lm)
-    cols = lm.integer_columns()
-    h.changeColsIntegrality(len(cols), cols, [highspy.HighsVarType.kContinuous] * len(cols))
-    h.run()
-    assert h.getModelStatus() == highspy.HighsModelStatus.kOptimal
-    return h
-
-
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_priced_lp_reaches_the_full_lp_relaxation(seed, few_candidates):
     full = build_index(_scenario(seed))
     assert len(full.serve) == full.eligible_pairs()
-    z_full = _lp(build_model(full)).getInfo().objective_function_value
+    z_full = solved_lp(build_model(full)).getInfo().objective_function_value
 
     ix = build_index(_scenario(seed), max_full_pairs=0)
     assert 0 < len(ix.serve) < ix.eligible_pairs()
@@ -86,10 +76,10 @@ def test_priced_lp_reaches_the_full_lp_relaxation(seed, few_candidates):
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_first_round_bound_is_below_the_full_lp_and_lifted_duals_stay_optimal(seed, few_candidates):
-    z_full = _lp(build_model(build_index(_scenario(seed)))).getInfo().objective_function_value
+    z_full = solved_lp(build_model(build_index(_scenario(seed)))).getInfo().objective_function_value
     ix = build_index(_scenario(seed), max_full_pairs=0)
     lm = build_model(ix)
-    h = _lp(lm)
+    h = solved_lp(lm)
     solution = h.getSolution()
     x, row_dual = np.asarray(solution.col_value), np.asarray(solution.row_dual)
     lifted = lifted_capacity_duals(ix, lm, x, row_dual, np.asarray(solution.col_dual))
@@ -122,7 +112,7 @@ def test_priced_clock_lp_reaches_the_full_clock_lp(variant, few_candidates):
     full = build_index(_clocked(1, variant))
     assert len(full.serve) == full.eligible_pairs() and full.clock.on and len(full.clock.hours) == 24
     assert bool(full.clock.busy) == (variant == "carbon cap") and bool(full.clock.backfill) == (variant == "interruptible job")
-    z_full = _lp(build_model(full)).getInfo().objective_function_value
+    z_full = solved_lp(build_model(full)).getInfo().objective_function_value
 
     ix = build_index(_clocked(1, variant), max_full_pairs=0)
     assert 0 < len(ix.serve) < ix.eligible_pairs()
@@ -135,7 +125,7 @@ def test_priced_clock_lp_reaches_the_full_clock_lp(variant, few_candidates):
         priced_entries = dict([(demand_rows[r, w], 1.0), (links[r, w, s], 1.0)] + serving.entries(r, w, s))
         assert built.keys() == priced_entries.keys()
         assert np.allclose([built[i] for i in built], [priced_entries[i] for i in built], rtol=1e-12)
-    h = _lp(lm)
+    h = solved_lp(lm)
     solution = h.getSolution()
     x, row_dual, z = np.asarray(solution.col_value), np.asarray(solution.row_dual), h.getInfo().objective_function_value
     lifted = lifted_capacity_duals(ix, lm, x, row_dual, np.asarray(solution.col_dual))
@@ -156,7 +146,7 @@ def test_clock_candidate_plan_is_checked_and_no_capacity_cost_bound_is_stated(tm
     bound, so none is stated; the plan of the candidate path passes the independent checker (hourly rows
     included) and costs no less than the full model's optimum."""
     assert pairs.capacity_cost_bound(build_index(_clocked(2))) is None
-    z_full = _lp(build_model(build_index(_clocked(2)))).getInfo().objective_function_value
+    z_full = solved_lp(build_model(build_index(_clocked(2)))).getInfo().objective_function_value
     options = dict(mip_gap=0.005, time_limit_s=120)
     exact = solve(_clocked(2), SolveOptions(**options))
     plan, report = solve_to_folder(_clocked(2), tmp_path / "priced", SolveOptions(**options, max_full_pairs=0))
@@ -177,7 +167,7 @@ def test_no_lagrangian_bound_is_stated_when_shares_enter_rows_pricing_does_not_p
     lm, priced = solve_priced_lp(ix, build_model, time.perf_counter() + 120, threads=1, bound_tolerance=0.0)
     assert pairs.ServingRows(ix, lm).unpriced and priced.x is not None
     assert not priced.converged and priced.bound_kind == pairs.CAPACITY_COST
-    z_full = _lp(build_model(build_index(scenario))).getInfo().objective_function_value
+    z_full = solved_lp(build_model(build_index(scenario))).getInfo().objective_function_value
     assert priced.full_lp_bound == pytest.approx(pairs.capacity_cost_bound(ix)) and priced.full_lp_bound <= z_full
     assert not pairs.ServingRows(build_index(base, max_full_pairs=0), build_model(build_index(base, max_full_pairs=0))).unpriced
 
@@ -219,7 +209,7 @@ def _jobs_scenario(seed: int):
 def test_priced_placements_reach_the_full_lp_relaxation(seed, few_candidates, worst_placements):
     full = build_index(_jobs_scenario(seed))
     assert not full.training_restricted()
-    z_full = _lp(build_model(full)).getInfo().objective_function_value
+    z_full = solved_lp(build_model(full)).getInfo().objective_function_value
 
     ix = build_index(_jobs_scenario(seed), max_full_pairs=0)
     assert not ix.training_restricted()  # solve_priced_lp restricts the placements, not the index
@@ -227,7 +217,7 @@ def test_priced_placements_reach_the_full_lp_relaxation(seed, few_candidates, wo
     assert len(ix.place) == len(ix.jobs) < len(ix.place_all) and len(ix.trn_racks) < len(ix.trn_racks_all)
     # the first restricted LP: its placement-priced bound is below the full LP, and pricing has work to do
     lm = build_model(ix)
-    h = _lp(lm)
+    h = solved_lp(lm)
     solution = h.getSolution()
     x, z = np.asarray(solution.col_value), h.getInfo().objective_function_value
     lifted = lifted_capacity_duals(ix, lm, x, np.asarray(solution.row_dual), np.asarray(solution.col_dual))
@@ -264,7 +254,7 @@ def test_candidate_placements_keep_every_option_at_the_cheapest_sites():
 def test_capacity_cost_bound_is_below_the_full_lp(seed):
     """The bound stated when no LP finishes: below the full model's LP relaxation, and not vacuous."""
     full = build_index(_jobs_scenario(seed))
-    z_full = _lp(build_model(full)).getInfo().objective_function_value
+    z_full = solved_lp(build_model(full)).getInfo().objective_function_value
     ix = build_index(_jobs_scenario(seed), max_full_pairs=0)
     ix.restrict_training(candidates.candidate_placements(ix))
     bound = pairs.capacity_cost_bound(ix)
@@ -285,7 +275,7 @@ def test_no_capacity_cost_bound_is_stated_with_cloud_regions_and_pricing_stays_b
     scenario = base.model_copy(update={"cloud_regions": (cloud,)})
     full = build_index(scenario)
     assert full.clock.rent_serve and pairs.capacity_cost_bound(full) is None
-    z_full = _lp(build_model(full)).getInfo().objective_function_value
+    z_full = solved_lp(build_model(full)).getInfo().objective_function_value
     ix = build_index(scenario, max_full_pairs=0)
     lm, priced = solve_priced_lp(ix, build_model, time.perf_counter() + 120, threads=1)
     assert priced.full_lp_bound is not None and priced.full_lp_bound <= z_full * (1 + 1e-9)
@@ -298,7 +288,7 @@ def test_candidate_placements_that_cannot_hold_the_jobs_give_way_to_every_placem
     reaches the full model's."""
     scenario = _jobs_scenario(2)
     full = build_index(scenario)
-    z_full = _lp(build_model(full)).getInfo().objective_function_value
+    z_full = solved_lp(build_model(full)).getInfo().objective_function_value
     site = full.place_all[0][1]
     monkeypatch.setattr(pairs, "candidate_placements", lambda ix: {p for p in ix.place_all if p[1] == site and p[0] == ix.place_all[0][0]})
     ix = build_index(scenario, max_full_pairs=0)

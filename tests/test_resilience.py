@@ -354,9 +354,9 @@ def test_hall_cuts_are_the_subset_rule_by_brute_force(monkeypatch, block):
     from dcplace.models.synthetic import synthetic_scenario
     from dcplace.optimizer.model import failover
     from dcplace.optimizer.model.failover import hall_cuts
+    from dcplace.optimizer.solving.precheck import checked_index
 
     monkeypatch.setattr(failover, "CUT_BLOCK", block)
-    from dcplace.optimizer.solving.precheck import checked_index
 
     scenario = synthetic_scenario(7, 40, 160, 2, box_deg=(25.0, 45.0))
     scenario = scenario.model_copy(update={"policies": scenario.policies.model_copy(
@@ -379,7 +379,6 @@ def test_hall_cuts_are_the_subset_rule_by_brute_force(monkeypatch, block):
     assert len(expected) > 40
     assert any(len(cut[2]) > 1 for cut in expected)  # some cuts hold several regions
     assert hall_cuts(ix) == expected
-
 
 
 @pytest.mark.parametrize("block", [1, 3, 8, 9, 2048])
@@ -407,6 +406,7 @@ def test_distinct_cuts_in_blocks_are_the_whole_product(monkeypatch, block):
                 seen.add(tuple(members))
                 expected.append((i, members.tolist()))
         assert [(i, members.tolist()) for i, members in failover._distinct_cuts(reach)] == expected
+
 
 def test_the_warm_start_keeps_every_site_the_lp_opens_when_the_kept_ones_cannot_survive(tmp_path):
     """warmstart.rounded_lp_start with N-1: the LP opens 'c' by half, 'a' by 0.47 and 'b' by

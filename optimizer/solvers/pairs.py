@@ -155,6 +155,7 @@ class ServingRows:
             self.hours = [0]
             self.hourly = [{(s, w, 0): row for (s, w), row in lm.families["inference_capacity"].rows().items()}]
             self.split = {}
+        self.hour_pos = {h: i for i, h in enumerate(self.hours)}
         self._loads: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self.unpriced = _families_holding_shares(lm) - PRICED_FAMILIES  # rows whose duals pricing leaves out
 
@@ -174,12 +175,11 @@ class ServingRows:
     def duals(self, w: str, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(MU hours x sites, nu sites): the capacity rows' duals of class w (0 where a row is absent)."""
         ix = self.ix
-        hour_pos = {h: i for i, h in enumerate(self.hours)}
         mu = np.zeros((len(self.hours), len(ix.scenario.sites)))
         for rows in self.hourly:
             for (s, ww, h), row in rows.items():
                 if ww == w:
-                    mu[hour_pos[h], ix.site_pos[s]] += y[row]
+                    mu[self.hour_pos[h], ix.site_pos[s]] += y[row]
         nu = np.zeros(len(ix.scenario.sites))
         for (s, ww), row in self.split.items():
             if ww == w:
@@ -226,7 +226,7 @@ class ServingRows:
                     hourly, _ = self.loads(w)
                     peak_hour[w] = ix.eligible[w].T.astype(np.float64) @ hourly
                 at = peak_hour[w][ix.site_pos[s]]
-                h = max(hours, key=lambda hh: at[self.hours.index(hh)])
+                h = max(hours, key=lambda hh: at[self.hour_pos[hh]])
             tok = np.array([ix.tok_s_per_rack[k, w] for k, _ in racks])
             delta = float(np.min(col_dual[cols] / tok))
             if delta > 0:
@@ -512,7 +512,7 @@ def solve_priced_lp(ix: IndexSets, build, deadline: float, threads: int, bound_t
         column_of = {pair: share.start + i for i, pair in enumerate(ix.serve)}  # pair -> column in h
         demand_rows = lm.families["demand_met"].rows()
         serving = ServingRows(ix, lm)
-        last = None  # (x, objective, duals, pairs pricing) of this pass's last LP that reached its optimum
+        last = None  # (x, objective, duals, pairs pricing, placements pricing, pending) of this pass's last LP that reached its optimum
         infeasible = False
         while True:
             lp_started = time.perf_counter()
