@@ -13,7 +13,9 @@ folder; each feature is a scenario that extends it:
 - `N-1`: `survive_site_loss` for chat and reasoning at their default failover budgets
   (2 x the serving budget; docs/resilience.md);
 - `periods`: the default's three two-year periods (data/default/years.yaml's demand and
-  power factors, without its site-specific power steps).
+  power factors, without its site-specific power steps). Above --max-full-pairs each period is
+  priced and planned alone, the plans bought forward are the start, and the bound is the sum of
+  the periods' own bounds (optimizer/solving/periods.py, docs/periods.md).
 
 Every run is `dcplace solve` as a library call (solve_to_folder / solve_schedule_to_folder,
 so the independent checker passes judgement on each folder), in a child process of its own so
@@ -42,12 +44,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.results import replace_section  # noqa: E402
 from benchmarks.run import N_JOBS, SEED, _machine  # noqa: E402
 from dcplace.optimizer.solvers.pairs import CAPACITY_COST, FULL_LP, LAGRANGIAN  # noqa: E402
+from dcplace.optimizer.solving.periods import PERIOD_SUM  # noqa: E402
 from dcplace.reports.style import money  # noqa: E402
 
 SECTION = "features-at-scale"
 FEATURES = ("base", "clock 24 h", "N-1", "periods")
 DEFAULT_SCALES = ((200, 1000), (500, 3000))
-BOUND_TAGS = {FULL_LP: " (full LP)", LAGRANGIAN: " (Lagrangian)", CAPACITY_COST: " (capacity-cost)"}  # pairs.bound_kind
+BOUND_TAGS = {FULL_LP: " (full LP)", LAGRANGIAN: " (Lagrangian)", CAPACITY_COST: " (capacity-cost)",
+              PERIOD_SUM: " (periods' sum)"}  # pairs.bound_kind
 CHILD_GRACE_S = 900  # a run's process is stopped this long after its time limit (model builds are not deadline-bound)
 
 
@@ -95,7 +99,7 @@ def one_run(n_sites: int, n_regions: int, feature: str, limit_s: float) -> dict:
             schedule, plans, report = solve_schedule_to_folder(scenario, tmp / "out", options)
             s = schedule.solve
             row.update(objective=schedule.npv_usd, objective_unit="NPV", bound=s.best_bound_usd_per_year, gap=s.gap,
-                       status=s.status, model=s.model, checked=report.ok)
+                       status=s.status, model=s.model, pairs=s.pairs, checked=report.ok)
         else:
             plan, report = solve_to_folder(scenario, tmp / "out", options)
             s = plan.solve

@@ -302,17 +302,18 @@ def test_candidate_placements_that_cannot_hold_the_jobs_give_way_to_every_placem
 
 @pytest.mark.parametrize("full_bound, kind", [(5.0e9, pairs.LAGRANGIAN), (None, pairs.NO_BOUND)])
 def test_a_candidate_solve_without_a_plan_states_the_full_models_bound(full_bound, kind):
-    """solve._against_full_bound with no plan: the record carries pricing's bound of the full
+    """solve.against_full_bound with no plan: the record carries pricing's bound of the full
     model (or none), never the candidate MIP's own (HiGHS's 0 before its root, seen at 2,000 x
     10,000); an infeasible verdict is passed on untouched."""
     from dcplace.optimizer.solvers.backends import RunResult
-    from dcplace.optimizer.solving.solve import _against_full_bound
+    from dcplace.optimizer.solving.solve import against_full_bound
 
     priced = pairs.PricedLP(x=None, objective=None, full_lp_bound=full_bound, converged=False, rounds=3,
                             pairs_in_model=10, pairs_eligible=100, seconds=5.0, build_s=1.0, bound_kind=kind)
     none = RunResult(solver="highs", solver_version="1", status="no_solution", termination="time limit", best_bound_usd_per_year=0.0)
-    stated = _against_full_bound(none, priced, 0.005)
+    stated = against_full_bound(none, priced, 0.005)
     assert stated.status == "no_solution" and stated.best_bound_usd_per_year == full_bound and stated.gap is None
     assert (kind in stated.termination) == (full_bound is not None)
     infeasible = RunResult(solver="highs", solver_version="1", status="infeasible", termination="infeasible")
-    assert _against_full_bound(infeasible, priced, 0.005).best_bound_usd_per_year is None
+    assert against_full_bound(infeasible, priced, 0.005).best_bound_usd_per_year is None
+

@@ -331,24 +331,85 @@ def test_bad_power_steps_name_the_row_and_field(tmp_path):
     assert "row 2" in str(err.value) and "power_steps_mw" in str(err.value) and "YEAR:MW" in str(err.value)
 
 
-def test_periods_with_more_pairs_than_a_model_holds_in_full_are_refused_by_name(tmp_path):
-    """Every pair of every period is in a multi-period model (no candidate pricing across
-    periods): beyond --max-full-pairs the solve says so before building it, and the CLI exits
-    with the input-error code and no traceback."""
+@pytest.fixture
+def few_candidates(monkeypatch):
+    """Start each (region, class) from 2 sites so that a period has pairs to price."""
+    from dcplace.optimizer.model import candidates
+
+    monkeypatch.setattr(candidates, "CHEAPEST", 1)
+    monkeypatch.setattr(candidates, "NEAREST", 1)
+    monkeypatch.setattr(candidates, "CLEARED", 0)
+
+
+FOUR_SITES = dict(sites=[site("a", 0, 0, power_price_usd_per_mwh=90), site("b", 0, 0.05, power_price_usd_per_mwh=20),
+                         site("c", 0, 0.1, power_price_usd_per_mwh=60), site("d", 0, 0.15, power_price_usd_per_mwh=120)],
+                  regions=[region("town", 0, 0.01)])
+
+
+def test_periods_with_more_pairs_than_a_model_holds_in_full_are_priced_period_by_period(tmp_path, few_candidates):
+    """Beyond --max-full-pairs each period is priced and planned alone (its plan the start, the
+    sum of the periods' bounds the bound): four sites on a line, one town, the cheap power at 'b'
+    that pricing must find. The schedule is the full model's optimum, its bound is at most that
+    optimum, and the CLI writes and checks it."""
     from typer.testing import CliRunner
 
     from dcplace.cli import app
-    from dcplace.models import ScenarioError
+    from dcplace.optimizer.solving.periods import PERIOD_SUM
 
-    path = years(tmp_path / "in", sites=[site("west", 0, 0), site("east", 0, 0.05)], regions=[region("town", 0, 0.01)])
-    with pytest.raises(ScenarioError) as err:
-        solve_periods(load_scenario(path), SolveOptions(max_full_pairs=1))
-    text = str(err.value)
-    assert "period 2026 has 2 eligible (region, class, site) serving pairs, above the 1" in text
-    assert "period 2028 has 2" in text and "--max-full-pairs" in text
+    path = years(tmp_path / "in", **copy.deepcopy(FOUR_SITES))
+    full, _ = solve_periods(load_scenario(path), OPTIONS)
+    assert not full.solve.pairs
+    priced, _ = solve_periods(load_scenario(path), SolveOptions(mip_gap=0.0, time_limit_s=60, max_full_pairs=1))
+    pairs = priced.solve.pairs
+    assert pairs["bound_kind"] == PERIOD_SUM and pairs["pairs_in_model"] < pairs["pairs_eligible"]
+    assert priced.npv_usd == pytest.approx(full.npv_usd, rel=1e-9)
+    assert priced.solve.best_bound_usd_per_year <= full.npv_usd * (1 + 1e-9)
+    assert priced.solve.gap == pytest.approx(1 - priced.solve.best_bound_usd_per_year / priced.npv_usd, abs=1e-12)
     result = CliRunner().invoke(app, ["solve", str(path), "--max-full-pairs", "1", "-o", str(tmp_path / "out")])
-    assert result.exit_code == 2 and "Traceback" not in result.output and "serving pairs" in result.output
-    assert not (tmp_path / "out").exists()
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "out" / "schedule.json").is_file() and "Traceback" not in result.output
+
+
+def test_the_periods_sum_bound_holds_on_a_synthetic_world(tmp_path, few_candidates):
+    """The 12 x 60 synthetic world over the default's three periods, from candidate pairs: the
+    schedule passes the independent checker, costs no less than the full model's bound, and its
+    bound (the periods' sum) is no more than the full model's best schedule."""
+    from dcplace.models.synthetic import synthetic_scenario
+    from dcplace.optimizer.solving.periods import PERIOD_SUM
+    from dcplace.optimizer.solving.pipeline import solve_schedule_to_folder
+
+    scenario = synthetic_scenario(2, n_sites=12, n_regions=60, n_jobs=1, box_deg=(25.0, 45.0))
+    scenario = scenario.model_copy(update={"periods": load_scenario("years").periods})
+    options = dict(mip_gap=0.002, time_limit_s=120, threads=1)
+    full, _ = solve_periods(scenario, SolveOptions(**options))
+    priced, _, report = solve_schedule_to_folder(scenario, tmp_path / "priced", SolveOptions(**options, max_full_pairs=0))
+    assert report.ok
+    assert priced.solve.pairs["bound_kind"] == PERIOD_SUM
+    assert priced.npv_usd >= full.solve.best_bound_usd_per_year * (1 - 1e-9)
+    assert priced.solve.best_bound_usd_per_year <= full.npv_usd * (1 + 1e-9)
+
+
+def test_a_capex_that_rises_between_periods_voids_the_periods_sum_bound(tmp_path, few_candidates, monkeypatch):
+    """The periods' sum bounds the schedule only if no asset bought earlier is cheaper a year than
+    the same asset bought in a later period it still serves. No input can break that today (the
+    discount rate is the horizon's, and the catalog's prices are every period's), so the guard is
+    shown on annuities patched to rise with the period: no bound is claimed, the reason is named,
+    and the schedule is still made."""
+    from dcplace.optimizer.model import periods as periods_model
+    from dcplace.optimizer.model.periods import build_period_sets, capex_rise
+    from dcplace.optimizer.solving.periods import period_indexes
+
+    scenario = load_scenario(years(tmp_path / "in", catalog=catalog(chip_life=5), **copy.deepcopy(FOUR_SITES)))
+    found, singles, ixs = period_indexes(scenario, OPTIONS)
+    assert capex_rise(build_period_sets(tuple(found), singles, ixs, scenario.economics.discount_rate)) is None
+    flat = periods_model.annuities
+    monkeypatch.setattr(periods_model, "annuities", lambda ps, t, key, categories: {
+        c: usd * (1 + t) for c, usd in flat(ps, t, key, categories).items()})
+    why = capex_rise(build_period_sets(tuple(found), singles, ixs, scenario.economics.discount_rate))
+    assert why is not None and "bought in 2026" in why and "2028" in why
+    schedule, _ = solve_periods(scenario, SolveOptions(mip_gap=0.0, time_limit_s=60, max_full_pairs=1))
+    assert schedule.solve.best_bound_usd_per_year is None and schedule.solve.gap is None
+    assert "bought in 2026" in schedule.solve.pairs["bound_kind"] and schedule.npv_usd > 0
 
 
 # ------------------------------------------------------------- batch, compare, pareto, CLI

@@ -262,6 +262,30 @@ def annuities(ps: PeriodSets, t: int, key: tuple, categories: tuple[str, ...]) -
     return {c: econ.cost_usd_per_year.get(c, 0.0) for c in categories} if econ else {}
 
 
+def capex_rise(ps: PeriodSets) -> str | None:
+    """None when no asset bought in a period is cheaper a year than the same asset bought in a
+    later period it still serves; else the first such asset, in words. When none is, the sum
+    over periods of W_t times a lower bound of period t's single-year model bounds the multi-period
+    optimum (optimizer.solving.periods, PERIOD_SUM): give rack_stock[t,s,k,c] the Lagrange
+    multiplier W_t a_t[s,k,c] (a_t: the annuity per rack in period t's economics, chips and
+    cooling capex) and fabric_stock its fabric annuity alike; a build bought in b then has reduced
+    cost a_b sum_{t served} W_t - sum_{t served} W_t a_t >= 0, the racks in use of period t carry
+    exactly the capex of period t's own model, and the other ties (opens and zones persist, halls)
+    only add cost, so the relaxation with those multipliers is the sum of the periods' own models."""
+    for block, keys, categories, life in (("racks", ps.rack_keys, ("chips", "cooling_capex"), ps.rack_life),
+                                           ("fabric", ps.fabric_keys, ("fabric",), ps.fabric_life)):
+        bought: dict[tuple, list[tuple[int, float]]] = {}
+        for t, key in keys:
+            bought.setdefault(key, []).append((t, sum(annuities(ps, t, key, categories).values())))
+        for key, prices in bought.items():
+            for b, early in prices:
+                for t, late in prices:
+                    if b < t and ps.serves(b, t, life(b, key)) and early < late * (1 - 1e-9):
+                        return (f"{block} {key} bought in {ps.years[b]} cost ${early:,.0f} a year, less than bought in "
+                                f"{ps.years[t]} (${late:,.0f}), and still serve {ps.years[t]}")
+    return None
+
+
 def build_periods_model(ps: PeriodSets, build_model, without: tuple[str, ...] | frozenset = ()) -> PeriodModel:
     """The multi-period MIP over `ps` (module docstring); `build_model(ix)` builds each period's model."""
     lm = LinearModel("periods")
@@ -344,4 +368,4 @@ def start_from_periods(pm: PeriodModel, xs: list[np.ndarray | None]) -> np.ndarr
     return x
 
 
-__all__ = ["start_from_periods", "PeriodModel", "PeriodSets", "build_period_sets", "build_periods_model", "CAPEX_CATEGORIES"]
+__all__ = ["capex_rise", "start_from_periods", "PeriodModel", "PeriodSets", "build_period_sets", "build_periods_model", "CAPEX_CATEGORIES"]

@@ -13,6 +13,7 @@ stated against the solver's bound of the whole multi-period model.
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import asdict, replace
 from datetime import datetime, timezone
@@ -25,18 +26,28 @@ from dcplace.models.periods import period_scenarios
 from dcplace.models.plan import HAS_PLAN, Plan, SolveRecord
 from dcplace.models.schedule import BuildLine, HallLine, PeriodLine, Schedule
 from dcplace.optimizer.model.formulation import OPTIMALITY_ROWS, build_model
+from dcplace.optimizer.model.index import IndexSets
+from dcplace.optimizer.model.linear import LinearModel
 from dcplace.optimizer.model.periods import (CAPEX_CATEGORIES, PeriodModel, annuities, build_period_sets, build_periods_model,
-                                             start_from_periods, zone_it_kw)
+                                             capex_rise, start_from_periods, zone_it_kw)
 from dcplace.optimizer.solvers.backends import run_backend
+from dcplace.optimizer.solvers.pairs import BOUND_TOLERANCE, GAP_SHARE, NO_BOUND, PricedLP, in_model_mask, solve_priced_lp
 from dcplace.optimizer.solving.extract import extract
 from dcplace.optimizer.solving.precheck import checked_index
 from dcplace.optimizer.solving.progress import ProgressCallback, as_feed
-from dcplace.optimizer.solving.solve import (POST_SOLVE_RESERVE_S, POST_SOLVE_RESERVE_SHARE, InfeasibleScenario, NoPlanFound,
-                                             SolveOptions, plan_record, solve)
+from dcplace.optimizer.solving.solve import (POST_SOLVE_RESERVE_S, POST_SOLVE_RESERVE_SHARE, InfeasibleScenario,
+                                             NoPlanFound, SolveOptions, against_full_bound, plan_record, solve)
+
+log = logging.getLogger(__name__)
 
 START_SHARE = 0.4  # of the time limit, at most, for each period's own plan: the first incumbent (start_from_periods)
 START_GAP = 0.01  # the gap each period's own plan is solved to
-ALL_PAIRS = 10**12  # a multi-period model is built over every eligible pair (no candidate pricing across periods yet)
+# at scale each period is priced and planned alone (_price_each_period) in this share of the time limit, at most
+# (its plans, bought forward, are the start the multi-period search has seldom improved on in the rest) ...
+PERIODS_PRICING_SHARE = 0.75
+PERIOD_PRICING_SHARE = 0.65  # ... and of a period's own time, pricing its pairs takes at most this share; its plan the rest
+PERIOD_SUM = ("the sum over periods of each period's own bound, the ties between periods relaxed (a Lagrangian bound "
+              "of the multi-period model, optimizer.model.periods.capex_rise)")
 
 
 def _in_period(problem: InputProblem, year: int) -> InputProblem:
@@ -44,27 +55,20 @@ def _in_period(problem: InputProblem, year: int) -> InputProblem:
 
 
 def period_indexes(scenario: Scenario, options: SolveOptions):
-    """(periods, single-year scenarios, index sets), with every period's precheck problems at once."""
+    """(periods, single-year scenarios, index sets), with every period's precheck problems at once.
+    A period with more than options.max_full_pairs eligible serving pairs starts from candidate
+    pairs, as a single-year solve does; solve_periods then prices each period alone
+    (_price_each_period) and builds the multi-period model over the pairs they brought in."""
     pairs = period_scenarios(scenario)
     ixs, problems = [], []
     for period, single in pairs:
         try:
             # rack dominance compares one period's economics; a rack bought now serves later periods too
-            ixs.append(checked_index(single, ALL_PAIRS, replace(options.pruning, dominated_racks=False)))
+            ixs.append(checked_index(single, options.max_full_pairs, replace(options.pruning, dominated_racks=False)))
         except ScenarioError as exc:
             problems += [_in_period(p, period.year) for p in exc.problems]
     if problems:
         raise ScenarioError(problems)
-    too_many = [(period.year, ix.eligible_pairs()) for (period, _), ix in zip(pairs, ixs) if ix.eligible_pairs() > options.max_full_pairs]
-    if too_many:
-        # every pair of every period would be a column and two rows: at 500 x 3,000 that is 2.4 M pairs a period
-        raise ScenarioError([InputProblem(
-            scenario.source_path or scenario.name, None, "periods",
-            f"period {year} has {n:,} eligible (region, class, site) serving pairs, above the {options.max_full_pairs:,} "
-            "a model holds in full (--max-full-pairs); a multi-period model holds every pair of every period, because "
-            "candidate pricing does not yet reach across periods (docs/periods.md).",
-            "raise --max-full-pairs to build it anyway, solve the periods one at a time (each single-year solve prices "
-            "its pairs in), or narrow the regions' rtt budgets.") for year, n in too_many])
     return [p for p, _ in pairs], [s for _, s in pairs], ixs
 
 
@@ -82,20 +86,45 @@ def solve_periods(scenario: Scenario, options: SolveOptions | None = None, progr
         deadline = started + options.time_limit_s
         feed.phase("index")
         periods, singles, ixs = period_indexes(scenario, options)
-        feed.phase("build")
-        ps = build_period_sets(tuple(periods), singles, ixs, scenario.economics.discount_rate)
-        pm = build_periods_model(ps, lambda ix: build_model(ix, without=OPTIMALITY_ROWS), without)
-        build_time = time.perf_counter() - started
+        index_s = time.perf_counter() - started
+
+        def build(ixs):
+            ps = build_period_sets(tuple(periods), singles, ixs, scenario.economics.discount_rate)
+            return build_periods_model(ps, lambda ix: build_model(ix, without=OPTIMALITY_ROWS), without)
+
+        priced = None
+        if any(len(ix.serve) < ix.eligible_pairs() for ix in ixs):
+            # too many pairs to build: each period priced alone, its plan the start, the bound their sum
+            feed.phase("pricing")
+            pricing_began = time.perf_counter()
+            # the zones an earlier period may build join the later periods' indexes before they are priced
+            build_period_sets(tuple(periods), singles, ixs, scenario.economics.discount_rate)
+            singles_x, lps = _price_each_period(singles, ixs, options, started + PERIODS_PRICING_SHARE * options.time_limit_s)
+            pm = build(ixs)
+            priced = _period_sum_bound(pm, lps, time.perf_counter() - pricing_began)
+            if feed:
+                feed.fix_bound(priced.full_lp_bound)  # the candidate MIP's own bound proves nothing about the full model
+            build_time = index_s + priced.build_s
+            feed.phase("warm start")
+            start_began = time.perf_counter()  # each period's plan was made in pricing's time
+            start = start_from_periods(pm, [None if x is None else _on_columns(lm, x, pm.models[t])
+                                            for t, (lm, x) in enumerate(singles_x)])
+        else:
+            feed.phase("build")
+            pm = build(ixs)
+            build_time = time.perf_counter() - started
+            feed.phase("warm start")
+            start_began = time.perf_counter()
+            start = start_from_periods(pm, _period_plans(pm, options, started + START_SHARE * options.time_limit_s))
         reserve = min(POST_SOLVE_RESERVE_S, POST_SOLVE_RESERVE_SHARE * options.time_limit_s)
-        feed.phase("warm start")
-        start_began = time.perf_counter()
-        start = start_from_periods(pm, _period_plans(pm, options, started + START_SHARE * options.time_limit_s))
         start_s = time.perf_counter() - start_began
         feed.phase("search")
         remaining = max(deadline - time.perf_counter() - reserve, 1e-3)
         result, x = run_backend(pm.lm, None, replace(options, time_limit_s=remaining), incumbent=start,
                                 progress=feed if feed else None)
         result = replace(result, solve_time_s=result.solve_time_s + start_s)  # the periods' own plans are part of the solve
+        if priced is not None:
+            result = against_full_bound(result, priced, options.mip_gap)
         if start is None:
             result = replace(result, warm_start="none: a period had no plan of its own in the time for the start")
         elif result.warm_start.startswith("the caller's start plan"):  # in the schedule's words and units
@@ -104,7 +133,8 @@ def solve_periods(scenario: Scenario, options: SolveOptions | None = None, progr
                              f"${float(pm.lm.objective() @ start):,.0f}), {how}")
         else:
             result = replace(result, warm_start=f"each period's own plan was not a feasible start ({result.warm_start})")
-        record = dict(result.record(), build_time_s=build_time, options=asdict(options), model=pm.lm.size())
+        record = dict(result.record(), build_time_s=build_time, options=asdict(options), model=pm.lm.size(),
+                      pairs=priced.record() if priced else {})
         if result.status in ("infeasible", "unbounded"):
             raise _infeasible(scenario, singles, options, record, deadline)
         if result.status not in HAS_PLAN or x is None:
@@ -114,6 +144,96 @@ def solve_periods(scenario: Scenario, options: SolveOptions | None = None, progr
     finally:
         if owned:
             feed.close()
+
+
+def _price_each_period(singles: list[Scenario], ixs: list[IndexSets], options: SolveOptions, until: float
+                       ) -> tuple[list[tuple[LinearModel, np.ndarray | None]], list[PricedLP]]:
+    """Each period's single-year scenario as a single-year solve takes it (its own index, rack
+    dominance on, pairs priced in: optimizer.solvers.pairs) and solved at a loose gap, in an equal
+    share of the time to `until`: (its model and plan, or None) and its priced LP, per period.
+    Dominance is sound here: the bound is of the period's single-year model, whose optimum it keeps.
+    A period's plan keeps open the sites and zones the period before opened (they persist in the
+    multi-period model: reusing them is what a start should do; its pricing and bound are of the
+    model without that). `ixs[t]`, the multi-period model's index of the period, takes the pairs
+    its pricing brought in (training placements all stay: they are not priced across periods)."""
+    out, priced = [], []
+    kept: dict[str, set] = {"open": set(), "zone": set()}
+    for t, (single, ix) in enumerate(zip(singles, ixs)):
+        share = max(until - time.perf_counter(), 0.0) / (len(ixs) - t)
+        began = time.perf_counter()
+        own = checked_index(single, options.max_full_pairs, options.pruning)
+        lm, lp = solve_priced_lp(own, build_model, began + PERIOD_PRICING_SHARE * share, options.threads,
+                                 max(BOUND_TOLERANCE, GAP_SHARE * options.mip_gap))
+        for name, keys in kept.items():
+            block = lm.blocks[name]
+            for key in keys & block.pos.keys():
+                i = block.pos[key]
+                block.lower[i] = min(1.0, block.upper[i])
+        left = max(began + share - time.perf_counter(), 1e-3)
+        relaxation = (lp.x, lp.objective) if lp.x is not None else None
+        result, x = run_backend(lm, own, replace(options, time_limit_s=left, mip_gap=max(options.mip_gap, START_GAP)), relaxation)
+        x = x if result.status in HAS_PLAN else None
+        log.info("period %d: %d pairs priced in %.1f s, its own plan %s after %.1f s (%s)", t, len(own.serve), lp.seconds,
+                 result.status, time.perf_counter() - began, result.warm_start)
+        out.append((lm, x))
+        priced.append(lp)
+        if x is not None:
+            kept = {name: {key for key, i in lm.blocks[name].pos.items() if x[lm.blocks[name].start + i] > 0.5} for name in kept}
+        mine = in_model_mask(own)
+        ix.restrict_serve({w: mask | mine[w] if w in mine else mask for w, mask in in_model_mask(ix).items()})
+    return out, priced
+
+
+def _on_columns(source: LinearModel, x: np.ndarray, target: LinearModel) -> np.ndarray:
+    """A plan's column values on another model of the same period, column by (block, key); the
+    target's columns the source lacks are 0 (placements and racks a priced model left out)."""
+    out = np.zeros(target.n_cols)
+    for name, block in source.blocks.items():
+        into = target.blocks.get(name)
+        if into is None:
+            continue
+        for key, i in block.pos.items():
+            j = into.pos.get(key)
+            if j is not None:
+                out[into.start + j] = x[block.start + i]
+    return out
+
+
+def _period_sum_bound(pm: PeriodModel, priced: list[PricedLP], seconds: float) -> PricedLP:
+    """The bound of the whole multi-period model from each period's own (capex_rise's docstring
+    has the argument): sum_t W_t x bound_t. It needs every period's bound, prices that never rise
+    for an asset still alive (capex_rise), and the capex of the multi-period model's builds to be
+    exactly the capex its periods' own models put on their racks (checked column by column)."""
+    ps = pm.sets
+    why = capex_rise(ps) or _capex_elsewhere(pm)
+    bounds = [lp.full_lp_bound for lp in priced]
+    if why is None and any(b is None for b in bounds):
+        why = "a period's own pricing gave no bound"
+    bound = None if why else sum(ps.weight(t) * b for t, b in enumerate(bounds))
+    return PricedLP(x=None, objective=None, full_lp_bound=bound, converged=False, rounds=sum(lp.rounds for lp in priced),
+                    pairs_in_model=sum(len(ix.serve) for ix in ps.ixs), pairs_eligible=sum(ix.eligible_pairs() for ix in ps.ixs),
+                    seconds=seconds, build_s=sum(lp.build_s for lp in priced),
+                    placements_in_model=sum(len(ix.place) for ix in ps.ixs), placements_eligible=sum(len(ix.place_all) for ix in ps.ixs),
+                    bound_kind=PERIOD_SUM if why is None else f"{NO_BOUND}; the periods' sum does not bound it: {why}")
+
+
+def _capex_elsewhere(pm: PeriodModel) -> str | None:
+    """None when, in every period's own model, capex (CAPEX_CATEGORIES) sits only on racks and equals
+    the annuity the multi-period model charges their builds; else the first column where it does not."""
+    ps = pm.sets
+    for t, model in enumerate(pm.models):
+        for category, terms in model.costs.items():
+            if category not in CAPEX_CATEGORIES:
+                continue
+            for j, usd in terms.items():
+                block = next((b for b in ("racks_inf", "racks_trn") if b in model.blocks and model.blocks[b].start <= j < model.blocks[b].stop), None)
+                if block is None:
+                    return f"{category} on {model.column_name(j)} in {ps.years[t]}"
+                key = model.blocks[block].keys[j - model.blocks[block].start]
+                charged = annuities(ps, t, key if category == "fabric" else key[:3], (category,)).get(category, 0.0)
+                if abs(charged - usd) > 1e-6 * max(1.0, abs(usd)):
+                    return f"{category} of {model.column_name(j)} in {ps.years[t]}: ${usd:,.2f} on the rack, ${charged:,.2f} on its build"
+    return None
 
 
 def _period_plans(pm: PeriodModel, options: SolveOptions, until: float) -> list[np.ndarray | None]:

@@ -205,7 +205,7 @@ def _solve(scenario: Scenario, options: SolveOptions, start, feed: ProgressFeed)
                              f"every single-site loss could be re-routed ({failover['scenarios_generated']} generated)")
             x = None
     if len(ix.serve) < ix.eligible_pairs():
-        result = _against_full_bound(result, priced, options.mip_gap)
+        result = against_full_bound(result, priced, options.mip_gap)
     record_args = dict(result.record(), build_time_s=build_time, options=asdict(options), model=lm.size(),
                        pairs=priced.record() if priced else {}, failover=failover)
     if result.status in ("infeasible", "unbounded"):
@@ -262,7 +262,7 @@ def _against_dispatch(record: dict, plan_objective: float, mip_gap: float) -> di
     return update
 
 
-def _against_full_bound(result: RunResult, priced: PricedLP, mip_gap: float) -> RunResult:
+def against_full_bound(result: RunResult, priced: PricedLP, mip_gap: float) -> RunResult:
     """A MIP over candidate pairs and placements proves nothing about the full model by its own
     bound; the bound pricing states for the full model does (its LP bound, a Lagrangian bound
     of it when pricing stopped early, or the capacity-cost bound when no LP finished:
