@@ -643,4 +643,3 @@ def _add_pairs(h: highspy.Highs, ix: IndexSets, pairs: list, column_of: dict, de
     lazy.add_held(h, "share_needs_open", pairs, np.arange(first_row, first_row + n), np.full(n, -np.inf), np.zeros(n))
     for i, pair in enumerate(pairs):
         column_of[pair] = first + i
-
