@@ -348,9 +348,8 @@ FOUR_SITES = dict(sites=[site("a", 0, 0, power_price_usd_per_mwh=90), site("b", 
 
 def test_periods_with_more_pairs_than_a_model_holds_in_full_are_priced_period_by_period(tmp_path, few_candidates):
     """Beyond --max-full-pairs each period is priced and planned alone (its plan the start, the
-    sum of the periods' bounds the bound): four sites on a line, one town, the cheap power at 'b'
-    that pricing must find. The schedule is the full model's optimum, its bound is at most that
-    optimum, and the CLI writes and checks it."""
+    sum of the periods' bounds the bound): four sites on a line, one town. The schedule is the
+    full model's optimum, its bound is at most that optimum, and the CLI writes and checks it."""
     from typer.testing import CliRunner
 
     from dcplace.cli import app
@@ -375,16 +374,19 @@ def test_the_periods_sum_bound_holds_on_a_synthetic_world(tmp_path, few_candidat
     schedule passes the independent checker, costs no less than the full model's bound, and its
     bound (the periods' sum) is no more than the full model's best schedule."""
     from dcplace.models.synthetic import synthetic_scenario
-    from dcplace.optimizer.solving.periods import PERIOD_SUM
+    from dcplace.optimizer.solving.periods import PERIOD_SUM, period_indexes
     from dcplace.optimizer.solving.pipeline import solve_schedule_to_folder
 
     scenario = synthetic_scenario(2, n_sites=12, n_regions=60, n_jobs=1, box_deg=(25.0, 45.0))
     scenario = scenario.model_copy(update={"periods": load_scenario("years").periods})
     options = dict(mip_gap=0.002, time_limit_s=120, threads=1)
     full, _ = solve_periods(scenario, SolveOptions(**options))
+    _, _, candidates = period_indexes(scenario, SolveOptions(max_full_pairs=0))
     priced, _, report = solve_schedule_to_folder(scenario, tmp_path / "priced", SolveOptions(**options, max_full_pairs=0))
     assert report.ok
     assert priced.solve.pairs["bound_kind"] == PERIOD_SUM
+    assert priced.solve.pairs["pairs_in_model"] > sum(len(ix.serve) for ix in candidates)  # pricing brought pairs in
+    assert priced.solve.best_bound_usd_per_year > 0.8 * full.solve.best_bound_usd_per_year
     assert priced.npv_usd >= full.solve.best_bound_usd_per_year * (1 - 1e-9)
     assert priced.solve.best_bound_usd_per_year <= full.npv_usd * (1 + 1e-9)
 
@@ -402,14 +404,35 @@ def test_a_capex_that_rises_between_periods_voids_the_periods_sum_bound(tmp_path
     scenario = load_scenario(years(tmp_path / "in", catalog=catalog(chip_life=5), **copy.deepcopy(FOUR_SITES)))
     found, singles, ixs = period_indexes(scenario, OPTIONS)
     assert capex_rise(build_period_sets(tuple(found), singles, ixs, scenario.economics.discount_rate)) is None
+    from dcplace.optimizer.solving import periods as periods_solving
+
     flat = periods_model.annuities
-    monkeypatch.setattr(periods_model, "annuities", lambda ps, t, key, categories: {
-        c: usd * (1 + t) for c, usd in flat(ps, t, key, categories).items()})
+
+    def rising(ps, t, key, categories):
+        return {c: usd * (1 + t) for c, usd in flat(ps, t, key, categories).items()}
+    for module in (periods_model, periods_solving):  # the model's build costs and the schedule's accounting alike
+        monkeypatch.setattr(module, "annuities", rising)
     why = capex_rise(build_period_sets(tuple(found), singles, ixs, scenario.economics.discount_rate))
     assert why is not None and "bought in 2026" in why and "2028" in why
     schedule, _ = solve_periods(scenario, SolveOptions(mip_gap=0.0, time_limit_s=60, max_full_pairs=1))
     assert schedule.solve.best_bound_usd_per_year is None and schedule.solve.gap is None
     assert "bought in 2026" in schedule.solve.pairs["bound_kind"] and schedule.npv_usd > 0
+
+
+def test_the_periods_sum_bound_is_not_claimed_when_its_capex_is_not_the_builds(tmp_path, few_candidates, monkeypatch):
+    """The other two guards: capex on a rack that differs from what the multi-period model charges
+    its build (the schedule's annuities patched, the model's not), and the stock ties left out."""
+    from dcplace.optimizer.solving import periods as periods_solving
+
+    scenario = load_scenario(years(tmp_path / "in", catalog=catalog(chip_life=5), **copy.deepcopy(FOUR_SITES)))
+    options = SolveOptions(mip_gap=0.0, time_limit_s=60, max_full_pairs=1)
+    schedule, _ = solve_periods(scenario, options, without=("rack_stock",))
+    assert schedule.solve.best_bound_usd_per_year is None and "rack_stock left out" in schedule.solve.pairs["bound_kind"]
+    flat = periods_solving.annuities
+    monkeypatch.setattr(periods_solving, "annuities", lambda ps, t, key, categories: {
+        c: 2 * usd for c, usd in flat(ps, t, key, categories).items()})
+    schedule, _ = solve_periods(scenario, options)
+    assert schedule.solve.best_bound_usd_per_year is None and "on its build" in schedule.solve.pairs["bound_kind"]
 
 
 # ------------------------------------------------------------- batch, compare, pareto, CLI

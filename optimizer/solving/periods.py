@@ -8,7 +8,9 @@ each period's plan and the build schedule with its net present value (docs/perio
 The NPV the schedule reports is recomputed from the period plans (each period's annual cost
 less its capex annuities, times the period's discount weight) plus the builds' annuities
 and the one-time hall costs, which is what the independent checker recomputes; the gap is
-stated against the solver's bound of the whole multi-period model.
+stated against the solver's bound of the whole multi-period model, or, when a period has more
+eligible pairs than the model holds in full, against the sum of the periods' own bounds
+(_price_each_period, _period_sum_bound).
 """
 
 from __future__ import annotations
@@ -97,11 +99,10 @@ def solve_periods(scenario: Scenario, options: SolveOptions | None = None, progr
             # too many pairs to build: each period priced alone, its plan the start, the bound their sum
             feed.phase("pricing")
             pricing_began = time.perf_counter()
-            # the zones an earlier period may build join the later periods' indexes before they are priced
-            build_period_sets(tuple(periods), singles, ixs, scenario.economics.discount_rate)
             singles_x, lps = _price_each_period(singles, ixs, options, started + PERIODS_PRICING_SHARE * options.time_limit_s)
+            pricing_s = time.perf_counter() - pricing_began
             pm = build(ixs)
-            priced = _period_sum_bound(pm, lps, time.perf_counter() - pricing_began)
+            priced = _period_sum_bound(pm, lps, pricing_s, time.perf_counter() - pricing_began - pricing_s, without)
             if feed:
                 feed.fix_bound(priced.full_lp_bound)  # the candidate MIP's own bound proves nothing about the full model
             build_time = index_s + priced.build_s
@@ -169,12 +170,15 @@ def _price_each_period(singles: list[Scenario], ixs: list[IndexSets], options: S
             for key in keys & block.pos.keys():
                 i = block.pos[key]
                 block.lower[i] = min(1.0, block.upper[i])
-        left = max(began + share - time.perf_counter(), 1e-3)
-        relaxation = (lp.x, lp.objective) if lp.x is not None else None
-        result, x = run_backend(lm, own, replace(options, time_limit_s=left, mip_gap=max(options.mip_gap, START_GAP)), relaxation)
-        x = x if result.status in HAS_PLAN else None
-        log.info("period %d: %d pairs priced in %.1f s, its own plan %s after %.1f s (%s)", t, len(own.serve), lp.seconds,
-                 result.status, time.perf_counter() - began, result.warm_start)
+        x = None
+        if all(plan is not None for _, plan in out):  # a start needs every period's plan: after a miss, price only
+            left = max(began + share - time.perf_counter(), 1e-3)
+            relaxation = (lp.x, lp.objective) if lp.x is not None else None
+            result, x = run_backend(lm, own, replace(options, time_limit_s=left, mip_gap=max(options.mip_gap, START_GAP)),
+                                    relaxation)
+            x = x if result.status in HAS_PLAN else None
+            log.info("period %d: %d pairs priced in %.1f s, its own plan %s after %.1f s (%s)", t, len(own.serve), lp.seconds,
+                     result.status, time.perf_counter() - began, result.warm_start)
         out.append((lm, x))
         priced.append(lp)
         if x is not None:
@@ -199,20 +203,25 @@ def _on_columns(source: LinearModel, x: np.ndarray, target: LinearModel) -> np.n
     return out
 
 
-def _period_sum_bound(pm: PeriodModel, priced: list[PricedLP], seconds: float) -> PricedLP:
+def _period_sum_bound(pm: PeriodModel, priced: list[PricedLP], seconds: float, build_s: float,
+                      without: tuple[str, ...] = ()) -> PricedLP:
     """The bound of the whole multi-period model from each period's own (capex_rise's docstring
-    has the argument): sum_t W_t x bound_t. It needs every period's bound, prices that never rise
-    for an asset still alive (capex_rise), and the capex of the multi-period model's builds to be
-    exactly the capex its periods' own models put on their racks (checked column by column)."""
+    has the argument): sum_t W_t x bound_t. It needs every period's bound, the stock ties that
+    carry the capex (not left out by `without`), prices that never rise for an asset still alive
+    (capex_rise), and the capex of the multi-period model's builds to be exactly the capex its
+    periods' own models put on their racks (checked column by column). `seconds` is the time the
+    periods' pricing and plans took, `build_s` that of the multi-period model's build."""
     ps = pm.sets
-    why = capex_rise(ps) or _capex_elsewhere(pm)
+    dropped = sorted({"rack_stock", "fabric_stock"} & set(without))
+    why = (f"{', '.join(dropped)} left out" if dropped else None) or capex_rise(ps) or _capex_elsewhere(pm)
     bounds = [lp.full_lp_bound for lp in priced]
     if why is None and any(b is None for b in bounds):
         why = "a period's own pricing gave no bound"
     bound = None if why else sum(ps.weight(t) * b for t, b in enumerate(bounds))
-    return PricedLP(x=None, objective=None, full_lp_bound=bound, converged=False, rounds=sum(lp.rounds for lp in priced),
+    return PricedLP(x=None, objective=None, full_lp_bound=bound, converged=all(lp.converged for lp in priced),
+                    rounds=sum(lp.rounds for lp in priced),
                     pairs_in_model=sum(len(ix.serve) for ix in ps.ixs), pairs_eligible=sum(ix.eligible_pairs() for ix in ps.ixs),
-                    seconds=seconds, build_s=sum(lp.build_s for lp in priced),
+                    seconds=seconds + build_s, build_s=build_s + sum(lp.build_s for lp in priced),
                     placements_in_model=sum(len(ix.place) for ix in ps.ixs), placements_eligible=sum(len(ix.place_all) for ix in ps.ixs),
                     bound_kind=PERIOD_SUM if why is None else f"{NO_BOUND}; the periods' sum does not bound it: {why}")
 
