@@ -231,14 +231,13 @@ def _capex_elsewhere(pm: PeriodModel) -> str | None:
     the annuity the multi-period model charges their builds; else the first column where it does not."""
     ps = pm.sets
     for t, model in enumerate(pm.models):
-        for category, terms in model.costs.items():
-            if category not in CAPEX_CATEGORIES:
-                continue
-            for j, usd in terms.items():
-                block = next((b for b in ("racks_inf", "racks_trn") if b in model.blocks and model.blocks[b].start <= j < model.blocks[b].stop), None)
-                if block is None:
+        rack_key = {block.start + i: key for name in ("racks_inf", "racks_trn") if (block := model.blocks.get(name))
+                    for i, key in enumerate(block.keys)}
+        for category in CAPEX_CATEGORIES:
+            for j, usd in model.costs.get(category, {}).items():
+                key = rack_key.get(j)
+                if key is None:
                     return f"{category} on {model.column_name(j)} in {ps.years[t]}"
-                key = model.blocks[block].keys[j - model.blocks[block].start]
                 charged = annuities(ps, t, key if category == "fabric" else key[:3], (category,)).get(category, 0.0)
                 if abs(charged - usd) > 1e-6 * max(1.0, abs(usd)):
                     return f"{category} of {model.column_name(j)} in {ps.years[t]}: ${usd:,.2f} on the rack, ${charged:,.2f} on its build"
