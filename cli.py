@@ -5,6 +5,7 @@ is listed, naming file, row and field); 3 the scenario is infeasible (the diagno
 which limits must move); 4 the time limit ended before any plan was found; 5 a batch finished with members that
 failed (bad input, error, crash, no plan in time; re-run the same command to retry them);
 6 an internal error (a bug: one line names it and where its full traceback was saved).
+Ctrl-C ends with 130; SIGTERM removes the run's staging folders and ends by the signal.
 
 Every text that comes from the user (names of sites, regions, jobs, scenarios, plans and
 batch members, file paths, messages quoting them) is printed as text, never as rich markup
@@ -19,6 +20,7 @@ import functools
 import os
 import platform
 import re
+import signal
 import sys
 import tempfile
 import time
@@ -1116,7 +1118,60 @@ def _options(
     """Placement engine for AI infrastructure."""
 
 
+class _PipeSafe:
+    """A text stream that keeps going when its reader has gone (`dcplace validate ... | head -1`):
+    further output is dropped, so the command ends with its own exit code (2 for bad input)
+    instead of click's 1, which this CLI uses for a plan that failed its check."""
+
+    def __init__(self, stream):
+        self._stream = stream
+        self._gone = False
+
+    def _closed_pipe(self) -> None:
+        self._gone = True
+        with contextlib.suppress(OSError, ValueError):  # so that the interpreter's last flush does not fail either
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(devnull, self._stream.fileno())
+            finally:
+                os.close(devnull)
+
+    def write(self, text: str) -> int:
+        if not self._gone:
+            try:
+                return self._stream.write(text)
+            except BrokenPipeError:
+                self._closed_pipe()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self._gone:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._closed_pipe()
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+def _terminated(signum, frame) -> None:
+    """SIGTERM (kill, timeout, a scheduler, a container stop) ends the process without unwinding:
+    remove this run's staging folders first, then end by the signal as before."""
+    try:
+        from dcplace.models.outputs import remove_own_staging
+
+        remove_own_staging()
+    finally:
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        os._exit(128 + signum)  # as PID 1 (a container) the kernel ignores a default-action SIGTERM, even one sent to itself
+
+
 def main() -> None:
+    signal.signal(signal.SIGTERM, _terminated)
+    # a stream closed by the caller (`dcplace validate >&-`) is None: left as Python has it
+    sys.stdout, sys.stderr = (None if stream is None else _PipeSafe(stream) for stream in (sys.stdout, sys.stderr))
     try:
         app()
     except SystemExit as exc:

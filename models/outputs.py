@@ -170,6 +170,24 @@ def remove_stale_staging(parent: Path, name: str | None = None) -> list[Path]:
     return removed
 
 
+_OWN_STAGES: set[Path] = set()  # staging folders of this process not yet moved into place or removed
+_OWN_SWAPS: dict[Path, Path] = {}  # old folder set aside -> its destination, while a swap is between its renames
+os.register_at_fork(after_in_child=lambda: (_OWN_STAGES.clear(), _OWN_SWAPS.clear()))  # a forked worker owns none of its parent's
+
+
+def remove_own_staging() -> None:
+    """Remove this process's staging folders now: for a SIGTERM handler, since the default action
+    ends the process without unwinding the `finally` that would have removed them. A swap caught
+    between its two renames gets its old folder back."""
+    for old, destination in list(_OWN_SWAPS.items()):
+        if old.exists() and not destination.exists():
+            os.rename(old, destination)  # stopped between the two renames of a swap: the old folder goes back
+        _OWN_SWAPS.pop(old, None)
+    for stage in list(_OWN_STAGES):
+        shutil.rmtree(stage, ignore_errors=True)
+        _OWN_STAGES.discard(stage)
+
+
 def _sibling(out_dir: Path, what: str) -> Path:
     return out_dir.with_name(f".{out_dir.name}.dcplace-{_HOST}-{os.getpid()}-{secrets.token_hex(4)}.{what}")
 
@@ -179,8 +197,16 @@ def new_stage(out_dir: Path) -> Path:
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_staging(out_dir.parent, out_dir.name)
     stage = _sibling(out_dir, "tmp")
+    _OWN_STAGES.add(stage)  # before it exists: a SIGTERM between the two still finds it
     os.mkdir(stage)
     return stage
+
+
+def drop_stage(stage: Path) -> None:
+    """Remove a staging folder from `new_stage` if it is still there (after a failure), and forget it."""
+    if stage.exists():
+        shutil.rmtree(stage, ignore_errors=True)
+    _OWN_STAGES.discard(stage)
 
 
 @contextmanager
@@ -195,14 +221,15 @@ def staged_folder(out_dir: str | Path, kind: str) -> Iterator[Path]:
         check_destination(out_dir, kind)  # the destination may have changed while we worked
         if out_dir.exists():
             old = _sibling(out_dir, "old")
+            _OWN_SWAPS[old] = out_dir
             os.rename(out_dir, old)
             os.rename(stage, out_dir)
+            _OWN_SWAPS.pop(old, None)
             shutil.rmtree(old, ignore_errors=True)
         else:
             os.rename(stage, out_dir)
     finally:
-        if stage.exists():
-            shutil.rmtree(stage, ignore_errors=True)
+        drop_stage(stage)
 
 
 @dataclass
@@ -229,7 +256,7 @@ def staged_files(out_dir: str | Path, kind: str) -> Iterator[Stage]:
             os.replace(path, out_dir / path.name)
             stage.moved.append(out_dir / path.name)
     finally:
-        shutil.rmtree(stage.dir, ignore_errors=True)
+        drop_stage(stage.dir)
 
 
 def claim_folder(out_dir: str | Path, kind: str) -> Path:
@@ -241,4 +268,4 @@ def claim_folder(out_dir: str | Path, kind: str) -> Path:
     return out_dir
 
 
-__all__ = ["OutputRefused", "MARKER", "check_destination", "check_new_folder", "staged_folder", "staged_files", "Stage", "claim_folder", "remove_stale_staging"]
+__all__ = ["OutputRefused", "MARKER", "check_destination", "check_new_folder", "staged_folder", "staged_files", "Stage", "claim_folder", "remove_stale_staging", "remove_own_staging", "new_stage", "drop_stage"]

@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from dcplace.models.outputs import check_new_folder, new_stage
+from dcplace.models.outputs import check_new_folder, drop_stage, new_stage
 from dcplace.models.records import CloudRegion, PairCost, Profile, Scenario, Site, TrainingJob
 from dcplace.models.scenario_file import default_catalog_dir, default_scenario_path
 from dcplace.models.tables import CATALOG_TABLES
@@ -31,7 +31,7 @@ def export_default(folder: str | Path) -> Path:
         yaml_path.write_text(yaml_path.read_text() + "catalog: catalog\n")
         os.rename(stage, folder)
     finally:
-        shutil.rmtree(stage, ignore_errors=True)
+        drop_stage(stage)
     return folder / "scenario.yaml"
 
 
@@ -66,7 +66,7 @@ def write_scenario(scenario: Scenario, folder: str | Path) -> Path:
         _write_tables(scenario, stage)
         os.rename(stage, folder)
     finally:
-        shutil.rmtree(stage, ignore_errors=True)
+        drop_stage(stage)
     return folder / "scenario.yaml"
 
 

@@ -194,3 +194,40 @@ def test_kill_9_of_batch_at_random_moments(base, tmp_path):
     print(f"batch kill trials: {BATCH_TRIALS} over {episode + 1} batch folders: {outcomes}; "
           f"last re-run skipped {json.dumps({m['name']: m['skipped'] for m in index['members']})}")
     assert sum(n for k, n in outcomes.items() if k.startswith("killed")) >= BATCH_TRIALS // 4
+
+
+def test_sigterm_while_writing_leaves_no_staging(base, tmp_path):
+    """SIGTERM (kill, timeout, a scheduler, a container stop) ends the process without unwinding;
+    the CLI's handler removes its staging first, so a run stopped while it writes leaves the
+    destination as it was and nothing hidden beside it, and still ends by the signal."""
+    landed = 0
+    for attempt in range(6):
+        out = tmp_path / f"plan-{attempt}"
+        process = subprocess.Popen([*CLI, "solve", str(base), "--out", str(out), "--gap", "0", "--time-limit", "60"],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        while process.poll() is None and not staging(tmp_path):
+            time.sleep(0.002)
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+        code = process.wait(timeout=60)
+        if code == -signal.SIGTERM:
+            landed += 1  # stopped before its folder moved into place (no folder) or just after (a complete one)
+            assert not out.exists() or check_plan_folder(out).ok
+        else:
+            assert code == 0 and check_plan_folder(out).ok
+        assert staging(tmp_path) == [], staging(tmp_path)
+        if landed >= 2:
+            break
+    assert landed, "no SIGTERM landed while the plan folder was being written"
+
+
+def test_the_staging_a_process_owns_is_what_its_sigterm_handler_removes(tmp_path):
+    from dcplace.models.outputs import new_stage, remove_own_staging, staged_folder
+
+    stage = new_stage(tmp_path / "out")
+    (stage / "plan.json").write_text("{}")
+    with staged_folder(tmp_path / "kept", "plan") as other:
+        (other / "plan.json").write_text("{}")
+    remove_own_staging()
+    assert not stage.exists() and staging(tmp_path) == []
+    assert (tmp_path / "kept" / "plan.json").exists(), "a folder already moved into place is not staging any more"
