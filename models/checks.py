@@ -94,9 +94,10 @@ def first_row(file: str) -> int:
 
 
 def country_warnings(scenario: Scenario) -> list[InputProblem]:
-    """Sites and regions that lie outside their own country (beyond TOLERANCE_KM)."""
+    """Sites, regions and cloud regions that lie outside their own country (beyond TOLERANCE_KM):
+    a cloud region's country decides where a job restricted to some countries may rent."""
     out: list[InputProblem] = []
-    for table, noun in (("sites", "site"), ("regions", "region")):
+    for table, noun in (("sites", "site"), ("regions", "region"), ("cloud_regions", "cloud region")):
         records = getattr(scenario, table)
         if not records:
             continue
@@ -157,6 +158,83 @@ def power_warnings(scenario: Scenario) -> list[InputProblem]:
     return out
 
 
+def rental_warnings(scenario: Scenario) -> list[InputProblem]:
+    """Cloud regions on a fabric tier above every catalog fabric (it then meets any job's tier), and
+    those whose reserved GPU-hour costs more than the on-demand one: reserving buys a discount for
+    paying every hour, so the two prices are probably in each other's column."""
+    file = scenario.files.get("cloud_regions") or "cloud_regions"
+    out = []
+    top = max((f.tier for f in scenario.catalog.fabrics), default=0)
+    for i, q in enumerate(scenario.cloud_regions):
+        if q.fabric_tier > top:
+            out.append(InputProblem(file, first_row(file) + i, "fabric_tier", f"cloud region '{q.id}' puts its GPUs on fabric tier "
+                                    f"{q.fabric_tier}, above every fabric of the catalog (the highest is {top}): it meets any job's "
+                                    "min_fabric_tier.", f"give the tier of the catalog fabric closest to the cloud's cluster network "
+                                    f"(at most {top}), or add that fabric to the catalog."))
+        on_demand, reserved = q.usd_per_gpu_hour_on_demand, q.usd_per_gpu_hour_reserved
+        if on_demand is not None and reserved is not None and reserved > on_demand:
+            out.append(InputProblem(
+                file, first_row(file) + i, "usd_per_gpu_hour_reserved",
+                f"cloud region '{q.id}' reserves a GPU-hour for ${reserved:g}, more than on demand (${on_demand:g}): reserved "
+                "capacity is paid for every hour, so it is normally the cheaper rate.",
+                "check that the two prices are not swapped (usd_per_gpu_hour_on_demand, usd_per_gpu_hour_reserved)."))
+    return out
+
+
+def job_warnings(scenario: Scenario) -> list[InputProblem]:
+    """Job columns that change nothing as the scenario stands (`gpu_hours_per_day` of a job that
+    is not interruptible, `interruptible` with the clock off: the job then gets racks of its own),
+    and a trough demand beyond what the job's own GPUs give in a day (allowed: the troughs may
+    lend more GPUs than the job's size, but a typo is likelier)."""
+    file = scenario.files.get("jobs") or "jobs"
+    out = []
+    for i, job in enumerate(scenario.jobs):
+        row = first_row(file) + i
+        if job.gpu_hours_per_day is not None and not job.interruptible:
+            out.append(InputProblem(file, row, "gpu_hours_per_day", f"job '{job.id}' is not interruptible, so its gpu_hours_per_day "
+                                    f"({job.gpu_hours_per_day:,.6g}) is not read: it runs whole on racks of its own.",
+                                    "set interruptible to true if the job may run in the inference troughs, or leave gpu_hours_per_day empty."))
+        if job.interruptible and job.gpu_hours_per_day is not None and job.gpu_hours_per_day > 24.0 * job.gpus_h100_equiv * (1 + 1e-9):
+            out.append(InputProblem(file, row, "gpu_hours_per_day", f"job '{job.id}' asks the troughs for {job.gpu_hours_per_day:,.0f} "
+                                    f"GPU-hours a day, more than its {job.gpus_h100_equiv:,.6g} H100-equivalent GPUs give in 24 hours "
+                                    f"({24.0 * job.gpus_h100_equiv:,.0f}), which is all it gets on racks of its own.",
+                                    "check the figure (H100-equivalent GPU-hours per day), or raise gpus_h100_equiv to the job's real size."))
+        if job.interruptible and not scenario.clock.on:
+            out.append(InputProblem(file, row, "interruptible", f"job '{job.id}' is interruptible, but the clock is off "
+                                    "(clock.hours 0), so there are no troughs to run in: it gets racks of its own.",
+                                    "turn the clock on (clock.hours: 24, docs/clock.md) to let it use idle inference GPUs."))
+    return out
+
+
+def failover_warnings(scenario: Scenario) -> list[InputProblem]:
+    """A failover budget (docs/resilience.md) below the region's normal budget asks users to accept
+    a better round trip while a site is down than when all are up: allowed, but likely a typo.
+    Named at its source: the region's cell, or the policy once (not once per region it reaches)."""
+    policies = scenario.policies
+    file, label = scenario.files.get("regions") or "regions", scenario.files.get("scenario") or "scenario"
+    out, below = [], {}
+    for i, region in enumerate(scenario.regions):
+        for w, share in policies.survive_site_loss.items():
+            normal = region.rtt_budget_ms.get(w)
+            if not share or normal is None or region.demand_tok_s.get(w, 0.0) <= 0:
+                continue
+            if w in region.failover_rtt_ms and region.failover_rtt_ms[w] < normal:
+                out.append(InputProblem(file, first_row(file) + i, f"failover_rtt_{w}_ms", f"region {region.name}'s failover budget for "
+                                        f"'{w}' ({region.failover_rtt_ms[w]:g} ms) is below its normal budget ({normal:g} ms): users "
+                                        "accept a worse round trip while a site is down, not a better one.",
+                                        f"give at least {normal:g} ms, or leave it empty (twice the normal budget, or policies.failover_rtt_ms)."))
+            elif w not in region.failover_rtt_ms and w in policies.failover_rtt_ms and policies.failover_rtt_ms[w] < normal:
+                below.setdefault(w, []).append((region.name, normal))
+    for w, names in below.items():
+        worst = max(normal for _, normal in names)
+        out.append(InputProblem(label, None, f"policies.failover_rtt_ms.{w}", f"the failover budget for '{w}' "
+                                f"({policies.failover_rtt_ms[w]:g} ms) is below the normal budget of {len(names)} region(s) (up to "
+                                f"{worst:g} ms, e.g. {names[0][0]}): users accept a worse round trip while a site is down, not a better one.",
+                                f"give at least {worst:g} ms, or drop it (the default is twice each region's normal budget)."))
+    return out
+
+
 def scenario_warnings(scenario: Scenario) -> list[InputProblem]:
     """Everything allowed but probably a mistake, as InputProblems; never blocks a solve."""
-    return country_warnings(scenario) + power_warnings(scenario)
+    return country_warnings(scenario) + power_warnings(scenario) + rental_warnings(scenario) + job_warnings(scenario) \
+        + failover_warnings(scenario)

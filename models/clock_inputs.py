@@ -8,10 +8,13 @@ from dcplace.models.tables import known_hint
 
 
 def check_clock_inputs(ptable: str, ctable: str, label: str, clock: Clock, profiles, clouds, regions, catalog: Catalog,
-                       log: ProblemLog) -> None:
+                       log: ProblemLog, profile_rows_dropped: bool = False) -> None:
     """Profiles: known classes and regions, 24 hours each, peak 1; the clock needs a profile
-    for every class; cloud regions rent a catalog chip that can serve or train something.
-    `ptable` and `ctable` name the two tables' files in messages."""
+    for every class; cloud regions rent a catalog chip that can serve or train something;
+    clock.inference_fabric_tier is a tier some fabric of the catalog reaches. `ptable` and `ctable`
+    name the two tables' files in messages. With `profile_rows_dropped` (rows of the profiles
+    table, or the whole file, already refused) the whole-profile checks are skipped: what was
+    refused would show up again as a missing hour, a wrong peak or a class without a profile."""
     workload_ids = {w.id for w in catalog.workloads}
     region_ids = {r.id for _, r in regions}
     hours: dict[tuple[str, str], dict[int, int]] = {}
@@ -27,17 +30,21 @@ def check_clock_inputs(ptable: str, ctable: str, label: str, clock: Clock, profi
             log.add(ptable, row, "local_hour", f"hour {p.local_hour} of '{p.workload}'{' in ' + p.region if p.region else ''} is given twice "
                     f"(rows {seen[p.local_hour]} and {row}).", "keep one row per class, region and hour.")
         seen[p.local_hour] = row
-    for (w, r), seen in hours.items():
+    for (w, r), seen in ({} if profile_rows_dropped else hours).items():
         where = f" in region '{r}'" if r else ""
         missing = sorted(set(range(24)) - set(seen))
         if missing:
             log.add(ptable, None, "local_hour", f"the profile of '{w}'{where} has no row for hour(s) {', '.join(map(str, missing))}.",
                     "give all 24 local hours, 0..23.")
         peak = max(p.load for _, p in profiles if (p.workload, p.region) == (w, r))
-        if abs(peak - 1.0) > 1e-6:
+        if peak <= 0:
+            log.add(ptable, None, "load", f"the profile of '{w}'{where} is 0 at every hour: it has no peak to be relative to.",
+                    "give each hour's load relative to the day's busiest hour (that hour 1); a class with no demand "
+                    "needs no profile rows, or set its demand to 0 in the regions table.")
+        elif abs(peak - 1.0) > 1e-6:
             log.add(ptable, None, "load", f"the profile of '{w}'{where} peaks at {peak:g}, not 1: loads are relative to the day's peak.",
                     f"divide every load of this profile by {peak:g}.")
-    if clock.on:
+    if clock.on and not profile_rows_dropped:
         demanded = {w for _, r in regions for w, d in r.demand_tok_s.items() if d > 0}
         for w in sorted(demanded):
             if (w, "") not in hours and not all((w, r.id) in hours for _, r in regions if r.demand_tok_s.get(w, 0) > 0):
@@ -45,6 +52,11 @@ def check_clock_inputs(ptable: str, ctable: str, label: str, clock: Clock, profi
                         f"add 24 rows (workload {w}, local_hour 0..23, load) to the profiles table ({ptable}), named under profiles: in the scenario.")
     chips = {c.id: c for c in catalog.chips}
     serves = {t.chip for t in catalog.throughput}
+    tiers = sorted({f.tier for f in catalog.fabrics})
+    tiers_text = f"the catalog's fabrics have tiers {', '.join(map(str, tiers))}" if tiers else "the catalog has no fabric"
+    if clock.on and clock.inference_fabric_tier > max(tiers, default=0):
+        log.add(label, None, "clock.inference_fabric_tier", f"no fabric has tier {clock.inference_fabric_tier} or above ({tiers_text}).",
+                f"give the tier of the catalog fabric inference racks sit on (at most {max(tiers, default=0)}), or add that fabric.")
     for row, q in clouds:
         if q.chip not in chips:
             log.add(ctable, row, "chip", f"cloud region '{q.id}' rents unknown chip '{q.chip}'.", known_hint("chips", set(chips)))

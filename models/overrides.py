@@ -13,8 +13,9 @@ overrides:
   policies.forbidden_sites: [dallas]
 ```
 
-Paths: `economics.KEY`, `latency.KEY`, `policies.KEY`, `name`, `description`, and
-`TABLE[SELECTOR].COLUMN` or `TABLE.COLUMN` for TABLE in sites, regions, jobs, pair_costs;
+Paths: `economics.KEY`, `latency.KEY`, `policies.KEY`, `clock.KEY`, `name`, `description`, and
+`TABLE[SELECTOR].COLUMN` or `TABLE.COLUMN` for TABLE in sites, regions, jobs, pair_costs,
+profiles, cloud_regions;
 SELECTOR is a row id or `column=value`. Values: a number, list or plain string sets the
 value; a string `"*k"` multiplies it by k, `"+k"` / `"-k"` adds or subtracts k. Overrides
 are applied in order (the base's first), to the raw values, so the scenario's own
@@ -96,7 +97,7 @@ def parse_override(path: str, value: Any) -> Override:
         hint = f"did you mean '{close[0]}'? " if close else ""
         raise OverrideError(
             f"override path '{path}' is not understood.",
-            f"{hint}use economics.KEY, latency.KEY, policies.KEY, name, description, TABLE.COLUMN or "
+            f"{hint}use " + ", ".join(f"{section}.KEY" for section in SECTIONS) + ", name, description, TABLE.COLUMN or "
             "TABLE[ID or column=value].COLUMN with TABLE one of " + ", ".join(TABLES) + ".",
         )
     selector = None

@@ -40,6 +40,8 @@ def read_periods(raw: list[dict[str, Any]], economics: Economics, label: str, lo
                 log.add(file, None, f"{name}.economics.{column}", message, hint)
             continue
         periods.append(period.model_copy(update={"economics": {k: getattr(merged, k) for k in period.economics}}))
+    if len(periods) < len(raw or []):
+        return tuple(periods)  # a refused entry leaves a hole: the order check would blame its neighbours
     for before, after in zip(periods, periods[1:]):
         if after.year != before.year + before.years:
             log.add(label, None, "periods", f"period {after.year} does not start where period {before.year} ({before.years} years) "

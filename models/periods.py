@@ -19,6 +19,7 @@ scenario's tables to a period's is stated here, once:
 
 from __future__ import annotations
 
+from dcplace.models.checks import first_row
 from dcplace.models.errors import InputProblem, ScenarioError
 from dcplace.models.records import Period, Scenario, Site
 from dcplace.models.scenario_file import scenario_hash
@@ -38,6 +39,20 @@ def site_power_kw(site: Site, year: int, limit_factor: float = 1.0) -> float:
     return power_kw
 
 
+def _file(scenario: Scenario, table: str) -> str:
+    return scenario.files.get(table) or table
+
+
+def _row(scenario: Scenario, table: str, record_id: str) -> int | None:
+    records = getattr(scenario, table)
+    index = next((i for i, r in enumerate(records) if r.id == record_id), None)
+    return None if index is None else first_row(_file(scenario, table)) + index
+
+
+def _in_period(job, year: int) -> bool:
+    return not ((job.from_year is not None and job.from_year > year) or (job.to_year is not None and job.to_year < year))
+
+
 def period_scenario(scenario: Scenario, period: Period) -> Scenario:
     """The single-year scenario of `period` (module docstring); raises ScenarioError when the
     period cannot hold the scenario's policies (a forced site without power, a job with no chip)."""
@@ -46,11 +61,11 @@ def period_scenario(scenario: Scenario, period: Period) -> Scenario:
     unpowered = {s.id for s in scenario.sites if site_power_kw(s, period.year, period.power_limit_factor) <= 0}
     if unpowered and unpowered >= {s.id for s in scenario.sites}:
         first = min(s.power_from_year for s in scenario.sites if s.power_from_year is not None)
-        problems.append(InputProblem(scenario.files.get("sites") or "sites", None, "power_from_year",
+        problems.append(InputProblem(_file(scenario, "sites"), None, "power_from_year",
                                      f"no site has power in period {period.year}: the first arrives in {first}.",
                                      f"start the periods in {first} or later, or give a site power by {period.year}."))
     for s in sorted(unpowered & set(scenario.policies.forced_sites)):
-        problems.append(InputProblem(scenario.files.get("sites") or "sites", None, "power_from_year",
+        problems.append(InputProblem(_file(scenario, "sites"), _row(scenario, "sites", s), "power_from_year",
                                      f"site '{s}' is forced open but has no power in period {period.year}.",
                                      "give it power by then, or start the forced_sites policy later (a period's policies)."))
     sites = tuple(s.model_copy(update={
@@ -68,12 +83,12 @@ def period_scenario(scenario: Scenario, period: Period) -> Scenario:
             "throughput": tuple(t for t in catalog.throughput if t.chip not in gone)})
     jobs = []
     for job in scenario.jobs:
-        if (job.from_year is not None and job.from_year > period.year) or (job.to_year is not None and job.to_year < period.year):
+        if not _in_period(job, period.year):
             continue
         if job.eligible_chips and gone:
             chips = tuple(c for c in job.eligible_chips if c not in gone)
             if not chips:
-                problems.append(InputProblem(scenario.files.get("jobs") or "jobs", None, "eligible_chips",
+                problems.append(InputProblem(_file(scenario, "jobs"), _row(scenario, "jobs", job.id), "eligible_chips",
                                              f"job '{job.id}' runs in period {period.year} but none of its chips "
                                              f"({', '.join(job.eligible_chips)}) is available then.",
                                              "name a chip available by then, or start the job later (from_year)."))
@@ -98,6 +113,19 @@ def period_scenario(scenario: Scenario, period: Period) -> Scenario:
 def period_scenarios(scenario: Scenario) -> list[tuple[Period, Scenario]]:
     """Every period with its single-year scenario, in order; problems of every period at once."""
     out, problems = [], []
+    years = [p.year for p in scenario.periods]
+    for job in scenario.jobs:
+        if not years or any(_in_period(job, year) for year in years):
+            continue
+        if job.from_year is not None and job.from_year > years[-1]:
+            field, why = "from_year", f"from_year {job.from_year} is after the last period's start"
+        elif job.to_year is not None and job.to_year < years[0]:
+            field, why = "to_year", f"to_year {job.to_year} is before the first period's start"
+        else:
+            field, why = "from_year", f"no period starts from {job.from_year} to {job.to_year}"
+        problems.append(InputProblem(_file(scenario, "jobs"), _row(scenario, "jobs", job.id), field,
+                                     f"job '{job.id}' runs in no period: {why}; the periods start in {', '.join(map(str, years))}.",
+                                     "give years that hold a period's start, leave them empty, or drop the job."))
     for period in scenario.periods:
         try:
             out.append((period, period_scenario(scenario, period)))

@@ -11,6 +11,8 @@ mistake the `fix` text says so; `models.tables` turns validation failures into
 
 from __future__ import annotations
 
+import types
+import typing
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator
@@ -91,8 +93,41 @@ def fix(text: str) -> dict[str, str]:
     return {"fix": text}
 
 
+def _admits_bool(annotation: Any) -> bool | None:
+    """True if `annotation` takes a bool, False if it is a number that does not, None otherwise."""
+    if annotation is bool:
+        return True
+    if annotation in (int, float):
+        return False
+    origin = typing.get_origin(annotation)
+    if origin is Annotated:
+        return _admits_bool(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        found = {_admits_bool(a) for a in typing.get_args(annotation) if a is not type(None)}
+        return True if True in found else (False if False in found else None)
+    return None  # str, dict[...], tuple[...], Literal[...]
+
+
 class Record(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _number_not_bool(cls, value: Any, info) -> Any:
+        # pydantic reads true as 1 and false as 0 for a number: `clock: {hours: true}` would
+        # silently become one block of the day
+        field = cls.model_fields[info.field_name]
+        if any(isinstance(m, BeforeValidator) for m in field.metadata):
+            return value  # a field that parses its own input (survive_site_loss: {chat: true} is share 1)
+        annotation = field.annotation
+        if isinstance(value, bool) and _admits_bool(annotation) is False:
+            raise ValueError("is a yes/no value (true/false), not a number")
+        if isinstance(value, dict) and typing.get_origin(annotation) is dict:  # {class: number}, e.g. failover_rtt_ms
+            number_type = typing.get_args(annotation)[1]
+            yes_no = [key for key, v in value.items() if isinstance(v, bool)]
+            if yes_no and _admits_bool(number_type) is False:
+                raise ValueError(f"gives '{yes_no[0]}' a yes/no value (true/false), not a number")
+        return value
 
 
 # ----------------------------------------------------------------------------- tables

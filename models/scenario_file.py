@@ -33,6 +33,7 @@ from typing import Any, Callable
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from dcplace.models.clock_inputs import check_clock_inputs, check_routing
+from dcplace.models.references import check_pairs, cross_check
 from dcplace.models.period_inputs import check_periods, read_periods
 from dcplace.models.errors import ProblemLog
 from dcplace.models.overrides import Override, OverrideError, apply_to_rows, apply_to_section, parse_override
@@ -56,7 +57,6 @@ from dcplace.models.tables import (
     Table,
     _describe,
     check_unique,
-    known_hint,
     load_catalog,
     parse_rows,
     read_table,
@@ -85,6 +85,26 @@ class ScenarioFile(BaseModel):
     policies: dict[str, Any] = {}
     clock: dict[str, Any] = {}
     periods: list[dict[str, Any]] = []  # docs/periods.md: empty = one annualized year
+
+
+_SPEC_EXAMPLES = {
+    "economics": "economics: {carbon_price_usd_per_t: 80}", "latency": "latency: {route_factor: 1.5}",
+    "policies": "policies: {max_sites: 20}", "clock": "clock: {hours: 24}",
+    "periods": "periods: [{year: 2026, years: 2}, {year: 2028, years: 2}]",
+    "overrides": "overrides: {regions.rtt_budget_chat_ms: '*0.75'}",
+}
+
+
+def _spec_fix(key: str) -> str:
+    """What a top-level key of the scenario file holds, with an example (README.md, 'Scenario format')."""
+    if key in _SPEC_EXAMPLES:
+        kind = "a list of periods" if key == "periods" else "a mapping of keys to values"
+        return f"give '{key}' as {kind}, e.g. {_SPEC_EXAMPLES[key]} (README.md, 'Scenario format', lists every key)."
+    if key in ("name", "description"):
+        return f"give '{key}' as text, e.g. {key}: my-scenario."
+    if key == "catalog":
+        return "give 'catalog' as the path of a catalog folder (chips.csv, rack_configs.csv, ...), relative to this YAML."
+    return f"give '{key}' as the path of its table file, relative to this YAML (README.md, 'Scenario format')."
 
 
 def default_scenario_path() -> Path:
@@ -146,7 +166,7 @@ def parse_spec(raw: dict[str, Any], label: str, log: ProblemLog) -> ScenarioFile
                 hint = f"did you mean '{close[0]}'?" if close else f"known keys: {', '.join(ScenarioFile.model_fields)}."
                 log.add(label, None, key, "unknown key.", hint)
             else:
-                log.add(label, None, key, _describe(error), "see docs/scenario-format in README.")
+                log.add(label, None, key, _describe(error), _spec_fix(error["loc"][0] if error["loc"] else ""))
         log.raise_if_any()
         raise
 
@@ -193,7 +213,7 @@ def build_scenario(
     regions_table = open_table(spec.regions)
     if regions_table and catalog is not None:
         reshape = RegionReshape([w.id for w in catalog.workloads])
-        regions_table = overridden(regions_table, "regions", set(Region.model_fields) | reshape.columns | reshape.optional)
+        regions_table = overridden(regions_table, "regions", (set(Region.model_fields) - reshape.consumes) | reshape.columns | reshape.optional)
         for w in reshape.workload_ids:
             for column in (f"demand_{w}_tok_s", f"rtt_budget_{w}_ms"):
                 if column not in regions_table.columns:
@@ -212,19 +232,27 @@ def build_scenario(
     if spec.pair_costs:
         pairs_table = overridden(open_table(spec.pair_costs), "pair_costs", set(PairCost.model_fields))
         pair_costs = parse_rows(pairs_table, PairCost, log) if pairs_table else []
-        _check_pairs(pair_costs, spec.pair_costs, sites, regions, catalog, log)
+        check_pairs(pair_costs, spec.pair_costs, sites, regions, catalog, log)
 
     profiles: list[tuple[int, Profile]] = []
+    profile_rows_dropped = False
     if spec.profiles:
         profiles_table = overridden(open_table(spec.profiles), "profiles", set(Profile.model_fields))
         profiles = parse_rows(profiles_table, Profile, log) if profiles_table else []
+        profile_rows_dropped = profiles_table is None or len(profiles) < len(profiles_table.rows)
     clouds: list[tuple[int, CloudRegion]] = []
     if spec.cloud_regions:
         clouds_table = overridden(open_table(spec.cloud_regions), "cloud_regions", set(CloudRegion.model_fields))
         clouds = parse_rows(clouds_table, CloudRegion, log) if clouds_table else []
         check_unique(clouds, spec.cloud_regions, log)
+        site_ids = {site.id for _, site in sites}
+        for row, cloud in clouds:
+            if cloud.id in site_ids:
+                log.add(spec.cloud_regions, row, "id", f"cloud region id '{cloud.id}' is also a site's id: the plan's hourly, rental "
+                        "and assignment tables name sites and cloud regions by id.", "give the cloud region an id no site has.")
     if catalog is not None:
-        check_clock_inputs(spec.profiles or "profiles", spec.cloud_regions or "cloud_regions", label, clock, profiles, clouds, regions, catalog, log)
+        check_clock_inputs(spec.profiles or "profiles", spec.cloud_regions or "cloud_regions", label, clock, profiles, clouds, regions, catalog, log,
+                           profile_rows_dropped)
     if not sections_log.problems:
         check_routing(label, clock, policies, periods, log)
 
@@ -237,7 +265,7 @@ def build_scenario(
             log.add(_origin_label(label, override.path, origins), None, f"overrides.{override.path}", f"the scenario has no {override.target} table.",
                     f"give the scenario a {override.target} table, or drop this override.")
     if catalog is not None:
-        _cross_check(spec, label, catalog, sites, jobs, policies, log)
+        cross_check(spec, label, catalog, sites, jobs, policies, log)
         check_periods(periods, label, catalog, policies, log)
     if not sites and sites_table is not None and not log:
         log.add(spec.sites, None, None, "has no sites.", "add at least one candidate site.")
@@ -415,21 +443,6 @@ def scenario_hash(scenario: Scenario) -> str:
 _PAIR_COSTS_JSON = TypeAdapter(tuple[PairCost, ...])
 
 
-def _check_pairs(pairs, label: str, sites, regions, catalog: Catalog | None, log: ProblemLog) -> None:
-    """Pair costs must name known regions, sites and workloads, once each."""
-    known = {"region": {r.id for _, r in regions}, "site": {s.id for _, s in sites}}
-    known["workload"] = {w.id for w in catalog.workloads} if catalog else set()
-    seen: dict[tuple[str, str, str], int] = {}
-    for row, pair in pairs:
-        for field, ids in known.items():
-            if getattr(pair, field) not in ids:
-                log.add(label, row, field, f"unknown {field} '{getattr(pair, field)}'.", f"use an id from the {field}s table.")
-        key = (pair.region, pair.site, pair.workload)
-        if key in seen:
-            log.add(label, row, "region", f"cost for {key} already given in row {seen[key]}.", "keep one row per region, site and workload.")
-        seen.setdefault(key, row)
-
-
 def _load_backbone(table: Table | None, label: str, log: ProblemLog) -> list[tuple[str, str, float]]:
     if table is None:
         return []
@@ -452,35 +465,3 @@ def _load_backbone(table: Table | None, label: str, log: ProblemLog) -> list[tup
             continue
         edges.append((str(values["from"]), str(values["to"]), km))
     return edges
-
-
-def _cross_check(spec: ScenarioFile, label: str, catalog: Catalog, sites, jobs, policies: Policies, log: ProblemLog) -> None:
-    """References between tables: cooling names, chip names, site ids in policies."""
-    cooling_ids = {c.id for c in catalog.cooling}
-    chip_ids = {c.id for c in catalog.chips}
-    site_ids = {s.id for _, s in sites}
-    for row, site in sites:
-        for c in site.cooling_allowed:
-            if c not in cooling_ids:
-                log.add(spec.sites, row, "cooling_allowed", f"site '{site.id}' allows unknown cooling '{c}'.", known_hint("cooling types", cooling_ids))
-    for row, job in jobs:
-        for chip in job.eligible_chips:
-            if chip not in chip_ids:
-                log.add(spec.jobs or "jobs", row, "eligible_chips", f"job '{job.id}' names unknown chip '{chip}'.", known_hint("chips", chip_ids))
-            elif not next(c for c in catalog.chips if c.id == chip).h100_equiv:
-                log.add(spec.jobs or "jobs", row, "eligible_chips", f"job '{job.id}' names chip '{chip}', which has h100_equiv 0 (not a training chip).", "name a training chip, or give the chip an h100_equiv.")
-    for key in ("forced_sites", "forbidden_sites"):
-        for sid in getattr(policies, key):
-            if sid not in site_ids:
-                log.add(label, None, f"policies.{key}", f"unknown site '{sid}'.", "use ids from the sites table.")
-    workload_ids = {w.id for w in catalog.workloads}
-    for key in ("survive_site_loss", "failover_rtt_ms"):  # resilience policies name workload classes
-        for w in getattr(policies, key):
-            if w not in workload_ids:
-                log.add(label, None, f"policies.{key}", f"unknown workload class '{w}'.", known_hint("workload classes", workload_ids))
-    both = set(policies.forced_sites) & set(policies.forbidden_sites)
-    if both:
-        log.add(label, None, "policies.forced_sites", f"sites both forced and forbidden: {', '.join(sorted(both))}.", "remove them from one of the two lists.")
-    if policies.max_sites is not None and policies.max_sites < policies.min_sites:
-        log.add(label, None, "policies.max_sites", f"max_sites {policies.max_sites} < min_sites {policies.min_sites}.", "raise max_sites or lower min_sites.")
-

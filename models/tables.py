@@ -10,7 +10,6 @@ polygon where a point is needed, an id that differs from another only by case.
 from __future__ import annotations
 
 import difflib
-import io
 import math
 import re
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 import pandas as pd
 from pydantic import ValidationError
 
+from dcplace.models.csvtext import one_line, read_csv_text
 from dcplace.models.errors import ProblemLog
 from dcplace.models.records import (
     Catalog,
@@ -53,7 +53,6 @@ CATALOG_TABLES: dict[str, type[Record]] = {
 
 _UNNAMED = re.compile(r"^Unnamed: (\d+)$")  # pandas' name for a column with an empty header cell
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_DELIMITERS = {";": "';'", "\t": "tabs", "|": "'|'"}
 
 
 class Table:
@@ -108,7 +107,11 @@ def read_table(path: Path, label: str, log: ProblemLog) -> Table | None:
         log.add(label, None, None, "is a folder, not a table file.", f"give the path of a .csv, .parquet, .geojson or .gpkg file (looked at {path}).")
         return None
     if not path.exists():
-        log.add(label, None, None, "file not found.", f"create it, or correct the path (looked for {path}).")
+        if path.is_symlink():
+            log.add(label, None, None, "is a symbolic link that leads to no file (its target is missing, or the links form a loop).",
+                    f"point the link at the table file, or give the file's own path (looked at {path}).")
+        else:
+            log.add(label, None, None, "file not found.", f"create it, or correct the path (looked for {path}).")
         return None
     suffix = path.suffix.lower()
     if suffix not in TABLE_SUFFIXES:
@@ -117,7 +120,7 @@ def read_table(path: Path, label: str, log: ProblemLog) -> Table | None:
     geometry_types = None
     try:
         if suffix == ".csv":
-            frame = _read_csv(path, label, log)
+            frame = read_csv_text(path, label, log)
             if frame is None:
                 return None
             first_row = 2  # line 1 is the header
@@ -127,35 +130,16 @@ def read_table(path: Path, label: str, log: ProblemLog) -> Table | None:
         else:
             frame, geometry_types = _read_geo(path)
             first_row = 1
+    except PermissionError:
+        log.add(label, None, None, "cannot be read: permission denied.",
+                f"make the file readable by the user running dcplace (e.g. chmod u+r {path}).")
+        return None
     except Exception as exc:  # noqa: BLE001 - any reader failure is an input problem
-        log.add(label, None, None, f"cannot be read: {exc}", "check that the file is a valid table of its type.")
+        log.add(label, None, None, f"cannot be read: {one_line(exc)}.", f"check that the file is a valid {suffix.lstrip('.')} table "
+                "(open it in the program that wrote it and save it again).")
         return None
     return frame_table(frame, label, log, path=path, first_row=first_row, geometry_types=geometry_types,
                        header_row=1 if suffix == ".csv" else None)
-
-
-def _read_csv(path: Path, label: str, log: ProblemLog) -> pd.DataFrame | None:
-    """The CSV as strings; None (and a problem that says what to do) if not UTF-8 or not comma-separated."""
-    data = path.read_bytes()
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
-        bad = data[exc.start : exc.start + 1].hex()
-        log.add(label, line, None, f"is not UTF-8 text: line {line}, character {column} is the byte 0x{bad}, which UTF-8 does not allow "
-                "(the file was probably saved as Latin-1 / Windows-1252).", "save it as UTF-8 (in Excel: Save As > CSV UTF-8).")
-        return None
-    header = text.split("\n", 1)[0]
-    if "," not in header:
-        counts = {d: header.count(d) for d in _DELIMITERS}
-        delimiter = max(counts, key=counts.get)
-        if counts[delimiter]:
-            shown = "';'" if delimiter == ";" else ("tabs" if delimiter == "\t" else "'|'")
-            log.add(label, 1, None, f"this file is delimited by {shown}, not by commas, so its columns cannot be read.",
-                    "save it comma-separated (CSV with ',' between cells).")
-            return None
-    return pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, skipinitialspace=True)
 
 
 def _read_geo(path: Path) -> tuple[pd.DataFrame, list[str | None]]:
@@ -245,7 +229,12 @@ def record_problems(model: type[Record], exc: ValidationError, file: str, row: i
             out.append((file, row, column, "unknown key.", hint))
             continue
         hint = (_field_fix(model, field) if field else "") or f"give a valid value for '{column}'."
-        out.append((file, row, column, _describe(error), hint))
+        message = _describe(error)
+        if column_of is None and len(loc) > 1 and loc[1].isdigit():
+            # an entry of a list cell (power_steps_mw's YEAR:MW steps, a ';' list): the cell is the column
+            part = f" ({('year', 'MW')[int(loc[2])]})" if field == "power_steps_mw" and len(loc) > 2 and loc[2] in ("0", "1") else ""
+            column, message = field, f"entry {int(loc[1]) + 1}{part}: {message}"
+        out.append((file, row, column, message, hint))
     return out
 
 
@@ -266,13 +255,17 @@ def parse_rows(
     An unknown column is one problem (with the closest known column), not one per row.
     """
     known = set(model.model_fields) | set(UNIT_ALTERNATIVES) | set(extra_columns)
+    if reshape is not None:
+        # a field the reshape fills from its wide columns (rtt_budget_ms from rtt_budget_<class>_ms)
+        # is not a column: one named so would be dropped by the reshape without a word
+        known -= set(reshape.consumes)
     unknown = set()
     for column in table.columns:
         if column in known or _is_doc(column):
             continue
         unknown.add(column)
         close = difflib.get_close_matches(column, sorted(known), n=1)
-        hint = f"did you mean '{close[0]}'?" if close else f"known columns: {', '.join(sorted(model.model_fields))}."
+        hint = f"did you mean '{close[0]}'?" if close else f"known columns: {', '.join(sorted(known))}."
         where = f" (in all {len(table.rows)} rows)" if len(table.rows) > 1 else ""
         log.add(table.label, table.header_row, column, f"unknown column{where}.", hint)
     required = [n for n, f in model.model_fields.items() if f.is_required() and not (reshape and n in reshape.consumes)]

@@ -52,10 +52,17 @@ def read_yaml(path: Path, label: str, log: ProblemLog, what: str = "scenario") -
         log.add(str(path), None, None, f"is a folder, not a {what} file.", hint)
         return None
     if not path.exists():
-        log.add(str(path), None, None, f"{what} file not found.", f"give the path of a {what} YAML file.")
+        if path.is_symlink():
+            log.add(str(path), None, None, "is a symbolic link that leads to no file (its target is missing, or the links form a loop).",
+                    f"point the link at the {what} YAML file, or give the file's own path.")
+        else:
+            log.add(str(path), None, None, f"{what} file not found.", f"give the path of a {what} YAML file.")
         return None
     try:
         text = path.read_text(encoding="utf-8-sig")
+    except PermissionError:
+        log.add(label, None, None, "cannot be read: permission denied.", f"make the file readable by the user running dcplace (e.g. chmod u+r {path}).")
+        return None
     except UnicodeDecodeError as exc:
         data = path.read_bytes()
         line = data[: exc.start].count(b"\n") + 1

@@ -1,0 +1,55 @@
+"""References between a scenario's tables and sections, checked as it is read (each problem
+names file, row and field): pair costs name known sites, regions and classes; sites name
+known coolings, jobs known training chips, policies known sites and classes."""
+
+from __future__ import annotations
+
+from dcplace.models.errors import ProblemLog
+from dcplace.models.records import Catalog, Policies
+from dcplace.models.tables import known_hint
+
+
+def check_pairs(pairs, label: str, sites, regions, catalog: Catalog | None, log: ProblemLog) -> None:
+    """Pair costs must name known regions, sites and workloads, once each."""
+    known = {"region": {r.id for _, r in regions}, "site": {s.id for _, s in sites}}
+    known["workload"] = {w.id for w in catalog.workloads} if catalog else set()
+    seen: dict[tuple[str, str, str], int] = {}
+    for row, pair in pairs:
+        for field, ids in known.items():
+            if getattr(pair, field) not in ids:
+                log.add(label, row, field, f"unknown {field} '{getattr(pair, field)}'.", f"use an id from the {field}s table.")
+        key = (pair.region, pair.site, pair.workload)
+        if key in seen:
+            log.add(label, row, "region", f"cost for {key} already given in row {seen[key]}.", "keep one row per region, site and workload.")
+        seen.setdefault(key, row)
+
+
+def cross_check(spec, label: str, catalog: Catalog, sites, jobs, policies: Policies, log: ProblemLog) -> None:
+    """References between tables: cooling names, chip names, site ids in policies."""
+    cooling_ids = {c.id for c in catalog.cooling}
+    chip_ids = {c.id for c in catalog.chips}
+    site_ids = {s.id for _, s in sites}
+    for row, site in sites:
+        for c in site.cooling_allowed:
+            if c not in cooling_ids:
+                log.add(spec.sites, row, "cooling_allowed", f"site '{site.id}' allows unknown cooling '{c}'.", known_hint("cooling types", cooling_ids))
+    for row, job in jobs:
+        for chip in job.eligible_chips:
+            if chip not in chip_ids:
+                log.add(spec.jobs or "jobs", row, "eligible_chips", f"job '{job.id}' names unknown chip '{chip}'.", known_hint("chips", chip_ids))
+            elif not next(c for c in catalog.chips if c.id == chip).h100_equiv:
+                log.add(spec.jobs or "jobs", row, "eligible_chips", f"job '{job.id}' names chip '{chip}', which has h100_equiv 0 (not a training chip).", "name a training chip, or give the chip an h100_equiv.")
+    for key in ("forced_sites", "forbidden_sites"):
+        for sid in getattr(policies, key):
+            if sid not in site_ids:
+                log.add(label, None, f"policies.{key}", f"unknown site '{sid}'.", "use ids from the sites table.")
+    workload_ids = {w.id for w in catalog.workloads}
+    for key in ("survive_site_loss", "failover_rtt_ms"):  # resilience policies name workload classes
+        for w in getattr(policies, key):
+            if w not in workload_ids:
+                log.add(label, None, f"policies.{key}", f"unknown workload class '{w}'.", known_hint("workload classes", workload_ids))
+    both = set(policies.forced_sites) & set(policies.forbidden_sites)
+    if both:
+        log.add(label, None, "policies.forced_sites", f"sites both forced and forbidden: {', '.join(sorted(both))}.", "remove them from one of the two lists.")
+    if policies.max_sites is not None and policies.max_sites < policies.min_sites:
+        log.add(label, None, "policies.max_sites", f"max_sites {policies.max_sites} < min_sites {policies.min_sites}.", "raise max_sites or lower min_sites.")
