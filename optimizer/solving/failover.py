@@ -567,10 +567,13 @@ def failover_reachable(ix: IndexSets) -> list[InputProblem]:
             nearest = (f"nearest backup {ix.sites[others[0][1]].name} ({others[0][1]}) at {others[0][0]:.1f} ms"
                        if others and math.isfinite(others[0][0]) else "no other site can reach it")
             column = f"failover_rtt_{w}_ms"
+            # the fix names where this region's budget comes from: its own cell, the policy, or the default
+            source = (column if w in region.failover_rtt_ms else f"policies.failover_rtt_ms.{w} (or this region's {column})"
+                      if w in ix.scenario.policies.failover_rtt_ms else f"{column} (default: twice rtt_budget_{w}_ms) or policies.failover_rtt_ms.{w}")
             out.append(InputProblem(
                 ix.scenario.files.get("regions", "regions"), _row(ix.scenario, "regions", i), column,
                 f"region {region.name} has no second site within its failover budget of {budget:g} ms for '{w}'; {nearest}.",
-                f"raise {column} (or policies.failover_rtt_ms.{w}) to at least the backup's round trip, add a site near "
+                f"raise {source} to at least the backup's round trip, add a site near "
                 f"{region.name}, or lower policies.survive_site_loss.{w}."))
     return out
 
