@@ -96,13 +96,13 @@ def _pct(v: float | None) -> str:
 
 def use_rows(days: list[PlaceDay]) -> tuple[list[str], list[list[str]], list[bool]]:
     """GPUs busy by UTC hour band per place, its busiest hour, peak tok/s, GPU-hours lent."""
-    columns = ["Site or cloud region", "Owned or rented", "GPUs, installed or rented", "Peak load", "Busiest hour UTC (local)", "Busy at busiest hour",
-               "Busy over the day"] + [f"{a:02d}–{b:02d} UTC" for a, b in BANDS] + ["Lent to training, GPU-h/day"]
+    columns = ["Site or cloud region", "Owned or rented", "Inference GPUs, installed or rented", "Peak load", "Busiest hour UTC (local)", "Busy at busiest hour",
+               "Busy over the day"] + [f"{a:02d}–{b:02d} UTC" for a, b in BANDS] + ["Lent to training, GPU-hours a day (physical GPUs)"]
     rows = []
     for d in days:
         h = d.peak_hour
         rows.append([d.name, "owned" if d.kind == "owned" else "rented", f"{d.gpus:,.0f}", tok_s_text(d.peak_tok_s),
-                     f"{h:02d}:00 ({d.local_hour(h):02d}:00)", _pct(d.use(h, h + 1)), _pct(d.use(0, HOURS))]
+                     f"{h:02d}:00 ({d.local_time(h)})", _pct(d.use(h, h + 1)), _pct(d.use(0, HOURS))]
                     + [_pct(d.use(a, b)) for a, b in BANDS] + [f"{d.lent_gpu_hours_per_day:,.0f}" if d.kind == "owned" else "—"])
     numeric = [False, False] + [True] * 10
     # Columns that would say nothing: "owned" on every row, no GPU lent anywhere.
@@ -245,7 +245,8 @@ def day_section(layers: PlanLayers) -> Section | None:
             "Busy: GPUs busy serving as a share of the inference GPUs installed (all classes together; GPUs add up across "
             "classes, tok/s do not), mean over the hours of each UTC band"
             + ("; a cloud region: GPUs rented as a share of the most it rents at once" if rented else "")
-            + ". The busiest hour has the most GPUs busy; local time is solar time at the place (longitude / 15, rounded). "
+            + ". The busiest hour has the most GPUs busy; local time is the standard time (no daylight saving) of the place's "
+            "time zone, as the model reads the regions' profiles. "
             "Peak load: the most tok/s served in one hour."
             + (" Lent to training: GPU-hours a day that interruptible jobs run on the site's idle inference GPUs." if lent else "")],
             "note"))

@@ -87,7 +87,7 @@ DAY_RING_GAP_PX = 5  # a fully busy site's ring sits this far outside a symbol o
 
 
 def _day_hover(d, h: int, owned: bool) -> str:
-    when = f"{h:02d}:00 UTC ({d.local_hour(h):02d}:00 local solar time)"
+    when = f"{h:02d}:00 UTC ({d.local_time(h)} local standard time)"
     if owned:
         use = f" ({d.serving_gpus[h] / d.installed_gpus:.0%} busy)" if d.installed_gpus > 0 else ""
         return (f"<b>{esc(d.name)}</b> at {when}<br>load {tok_s_text(d.load_tok_s[h])} of {tok_s_text(d.capacity_tok_s[h])} capacity<br>"
@@ -284,7 +284,7 @@ def outage_hover(layers: PlanLayers) -> dict[str, str]:
             if o.fallback_rtt_ms is not None:
                 parts.append(f"fallback RTT {o.fallback_rtt_ms:.1f} ms")
         if o.jobs:
-            parts.append(f"{len(o.jobs)} training job(s) stall, {o.training_days_at_risk:,.0f} days at risk")
+            parts.append(f"{len(o.jobs)} training job(s) stall, {o.training_days_at_risk:,.0f} job-days at risk")
         out[o.site] = "<br><i>if lost:</i> " + "; ".join(parts) if parts else ""
     return out
 

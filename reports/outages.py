@@ -14,7 +14,7 @@ from dcplace.reports.report import EXTRA_SECTIONS, Paragraphs, Section, Table
 from dcplace.reports.style import tok_s_text
 
 SITE_COLUMNS = ["Site lost", "Served there", "Re-served elsewhere", "At risk", "Regions at risk", "Fallback RTT",
-                "Training jobs stalled", "Training days at risk", "Meets policy"]
+                "Training jobs stalled", "Training job-days at risk", "Meets policy"]
 SITE_NUMERIC = [False, True, True, True, False, True, False, True, False]
 REGION_COLUMNS = ["Site lost", "Region", "Class", "Lost", "At risk", "RTT before", "Fallback RTT", "Failover budget"]
 REGION_NUMERIC = [False, False, False, True, True, True, True, True]
@@ -29,10 +29,10 @@ def site_rows(table: OutageTable, top_regions: int = 3) -> tuple[list[str], list
     rows = []
     for o in sorted(table.outages, key=lambda o: (-o.at_risk_total_tok_s, -o.gpu_days_at_risk, o.site)):
         risky = o.regions_at_risk()
-        named = ", ".join(f"{r.region_name} ({r.workload})" for r in risky[:top_regions])
+        named = ", ".join(f"{r.region_name} ({table.class_name(r.workload)})" for r in risky[:top_regions])
         if len(risky) > top_regions:
             named += f" and {len(risky) - top_regions} more"
-        jobs = ", ".join(f"{j.name}{' (standby ' + j.standby_site + ')' if j.standby_site else ''}" for j in o.jobs)
+        jobs = ", ".join(_job_text(j) for j in o.jobs)
         policy = "—" if o.meets_policy is None else "yes" if o.meets_policy else "NO"
         rows.append([o.name, tok_s_text(o.lost_total_tok_s), tok_s_text(sum(o.reserved_tok_s.values())),
                      tok_s_text(o.at_risk_total_tok_s), named or "none", _ms(o.fallback_rtt_ms), jobs or "none",
@@ -40,11 +40,17 @@ def site_rows(table: OutageTable, top_regions: int = 3) -> tuple[list[str], list
     return SITE_COLUMNS, rows, SITE_NUMERIC
 
 
+def _job_text(j) -> str:
+    if j.troughs_share is not None:
+        return f"{j.name} (in its troughs: {j.troughs_share:.0%} of its GPU-hours)"
+    return f"{j.name}{' (standby ' + j.standby_site + ')' if j.standby_site else ''}"
+
+
 def region_rows(table: OutageTable, limit: int = 40) -> tuple[list[str], list[list[str]], list[bool]]:
     """The (lost site, region, class) with demand at risk, largest first."""
     found = [(o, r) for o in table.outages for r in o.regions_at_risk()]
     found.sort(key=lambda pair: -pair[1].at_risk_tok_s)
-    rows = [[o.name, r.region_name, r.workload, tok_s_text(r.lost_tok_s), tok_s_text(r.at_risk_tok_s),
+    rows = [[o.name, r.region_name, table.class_name(r.workload), tok_s_text(r.lost_tok_s), tok_s_text(r.at_risk_tok_s),
              _ms(r.normal_rtt_ms), _ms(r.fallback_rtt_ms), _ms(r.failover_budget_ms)] for o, r in found[:limit]]
     return REGION_COLUMNS, rows, REGION_NUMERIC
 
@@ -65,12 +71,20 @@ def summary_lines(table: OutageTable) -> list[str]:
     if worst is not None and worst.at_risk_total_tok_s > 0:
         out.append(f"Of the {n} open sites, losing {worst.name} puts the most at risk: {tok_s_text(worst.at_risk_total_tok_s)} "
                    f"of {tok_s_text(worst.lost_total_tok_s)} it serves find no spare capacity within the failover budgets.")
+        uncovered = sorted({w for o in table.outages for w, v in o.at_risk_tok_s.items() if v > 1e-6 and w not in table.survive_site_loss})
+        if table.survive_site_loss and uncovered:
+            share = sum(v for o in table.outages for w, v in o.at_risk_tok_s.items() if w in uncovered) \
+                / max(sum(o.at_risk_total_tok_s for o in table.outages), 1e-9)
+            out.append(f"{share:.0%} of the load at risk over all losses is {', '.join(table.class_name(w) for w in uncovered)}, "
+                       "which the policy does not ask to survive; a loss breaks the policy only where a class it names "
+                       "is short (Meets policy).")
     elif n:
         out.append(f"Losing any one of the {n} open sites leaves no demand unserved within the failover budgets.")
     days = sum(o.training_days_at_risk for o in table.outages)
     if days:
         out.append(f"Training: a lost site stalls its jobs for {table.site_outage_days:g} days without a standby site, "
-                   f"{table.standby_resume_days:g} with one.")
+                   f"{table.standby_resume_days:g} with one; an interruptible job loses the GPU-hours the site's troughs gave "
+                   "it for the outage. Job-days add up over the jobs a loss stalls.")
     return out
 
 

@@ -572,8 +572,8 @@ class PdfLayout:
         if isinstance(block, Bullets):
             size = self._size(block.style)
             return len(wrap(block.items[0], CONTENT_W - 14, size)[:2]) * size * 1.35 if block.items else 0
-        if isinstance(block, Headline):
-            return 78 if block.large else 62
+        if isinstance(block, Headline):  # drawn whole (headline() keeps its rows together)
+            return _headline_height(block) * -(-len(block.kpis) // (4 if block.large else 3))
         if isinstance(block, Table):
             return self._table_opening(block, self._column_widths(block))
         if isinstance(block, Image):
@@ -637,7 +637,7 @@ class PdfLayout:
         self.y += size * 0.3
 
     def headline(self, block: Headline) -> None:
-        height = 78 if block.large else 62
+        height = _headline_height(block)
         per_row = 4 if block.large else 3
         gap = 10
         self.ensure(height * -(-len(block.kpis) // per_row))
@@ -653,8 +653,9 @@ class PdfLayout:
                 while value_pt > 11 and text_width(kpi.value, value_pt, True) > w - 16:
                     value_pt -= 1
                 self.text(x + 8, self.y + 21, kpi.value, value_pt, bold=True)
+                below = 21 + (20 if block.large else 15) * 1.3  # the notes start under the value at its largest size
                 for k, note in enumerate(wrap(kpi.note, w - 16, 8)[:2] if kpi.note else []):
-                    self.text(x + 8, self.y + height - 30 + k * 10, note, 8, colour="#4a5560")
+                    self.text(x + 8, self.y + below + k * 10, note, 8, colour="#4a5560")
             self.y += height
 
     def _column_widths(self, table: Table) -> list[float]:
@@ -692,7 +693,9 @@ class PdfLayout:
         return [c - over * s / sum(slack) for c, s in zip(compact, slack)]
 
     def _cell_lines(self, text: str, width: float, bold: bool) -> list[str]:
-        return wrap(text, width - 8, TABLE_PT, bold)
+        # + 0.01 pt: a numeric column is exactly its widest cell plus padding, and the sums that
+        # fit the columns to the page can round that cell a hair over (141.4 drawn as 141. / 4)
+        return wrap(text, width - 8 + 0.01, TABLE_PT, bold)
 
     def _row_height(self, row: list[str], widths: list[float], header: bool) -> float:
         lines = max(len(self._cell_lines(c, w, header)) for c, w in zip(row, widths))
@@ -812,6 +815,11 @@ def _png(fig: Figure, dpi: int) -> bytes:
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=dpi)
     return buffer.getvalue()
+
+
+def _headline_height(block: Headline) -> float:
+    """A row of KPI cards with its gap: label, value (15 pt, 20 pt large), two lines of note."""
+    return 78 if block.large else 70
 
 
 def write_pdf(path: Path, content: ReportContent, images: dict[str, bytes]) -> int:

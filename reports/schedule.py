@@ -19,7 +19,7 @@ from dcplace.reports.mpl import plt
 from dcplace.reports.output import check_destination, staged_files
 from dcplace.reports.report import (Bullets, Definitions, Headline, Image, Kpi, Paragraphs, ReportContent, Section, Table, _png,
                                     report_html, write_pdf)
-from dcplace.reports.staticmap import draw_static_map
+from dcplace.reports.staticmap import draw_static_map, shared_scales
 from dcplace.reports.style import category_label, money, mw_number, tok_s_text
 
 TOP_BUILDS = 40  # rows of the build table; builds.csv holds them all
@@ -149,10 +149,15 @@ def _builds_table(schedule: Schedule, names: dict[str, str]) -> Table:
     racks = sorted((b for b in schedule.builds if b.kind == "racks"), key=lambda b: -b.npv_usd)
     rows = [[str(b.year), names.get(b.site, b.site), b.config, b.cooling, f"{b.count:,}", f"{b.serves_through_year}", money(b.npv_usd)] for b in racks[:TOP_BUILDS]]
     left = len(racks) - len(rows)
+    if left:  # the total of every purchase, so that the table's sum is never mistaken for the whole
+        rows.append(["all", f"{len({b.site for b in racks})} sites", f"{len(racks)} purchases", "", f"{sum(b.count for b in racks):,}", "",
+                     money(sum(b.npv_usd for b in racks))])
+    fabrics = sum(1 for b in schedule.builds if b.kind != "racks")
     return Table("builds", ["bought", "site", "rack", "cooling", "racks", "serves through", "capex NPV"], rows,
                  [False, False, False, False, True, True, True],
-                 note=(f"The {len(rows)} largest of {len(racks)} rack purchases by NPV; " if left else "") +
-                 "builds.csv lists every purchase, fabric included, with its annuity per rack and the periods it serves.")
+                 note=(f"The {len(rows) - 1} largest of {len(racks)} rack purchases by NPV, and in the last row all of them; " if left else "") +
+                 f"builds.csv lists every purchase{f', the {fabrics} fabric builds too,' if fabrics else ''} with its annuity per rack "
+                 "and the periods it serves.")
 
 
 def _npv_table(schedule: Schedule) -> Table:
@@ -196,8 +201,9 @@ def save_schedule_report(folder: str | Path, out_dir: str | Path, html: bool = T
     names = {s.id: s.name for period in layers.values() for s in period.plan.sites}
     content = schedule_content(schedule, years, names)
     figures: dict[str, Figure] = {"timeline": timeline_figure(schedule)}
+    scales = shared_scales(layers.values())  # equal sizes mean equal MW and tok/s in every period's map
     for year in years:
-        figures[f"map-{year}"] = draw_static_map(layers[year]).figure
+        figures[f"map-{year}"] = draw_static_map(layers[year], scales=scales).figure
     try:
         with staged_files(out_dir, "report") as stage:
             if html:

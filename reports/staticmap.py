@@ -66,8 +66,34 @@ class StaticMap:
     legend: object = None
 
 
-def draw_static_map(layers: PlanLayers, extent: str = "auto", width_in: float = 14.0) -> StaticMap:
-    """Draw the plan. `extent`: "auto" (regional when the plan fits one), "world"."""
+@dataclass(frozen=True)
+class MapScales:
+    """The largest open site's IT MW, flow's tok/s and region's demand the symbols are sized
+    against. Maps meant to be compared (a schedule's periods) share one, so that equal sizes
+    mean equal MW; a lone map is sized against its own plan (`scales_of`)."""
+
+    site_mw: float
+    flow_tok_s: float
+    region_tok_s: float
+
+
+def scales_of(layers: PlanLayers) -> MapScales:
+    open_mw = layers.sites.loc[layers.sites["open"], "it_mw"]
+    flows = layers.assignments["served_tok_s"] if not layers.assignments.empty else []
+    return MapScales(float(open_mw.max()) if len(open_mw) else 0.0, float(max(flows, default=0.0)),
+                     float(layers.regions["demand_tok_s"].max()) if len(layers.regions) else 0.0)
+
+
+def shared_scales(all_layers) -> MapScales:
+    """One scale for several plans' maps: the largest of each."""
+    each = [scales_of(layers) for layers in all_layers]
+    return MapScales(max((m.site_mw for m in each), default=0.0), max((m.flow_tok_s for m in each), default=0.0),
+                     max((m.region_tok_s for m in each), default=0.0))
+
+
+def draw_static_map(layers: PlanLayers, extent: str = "auto", width_in: float = 14.0, scales: MapScales | None = None) -> StaticMap:
+    """Draw the plan. `extent`: "auto" (regional when the plan fits one), "world"; `scales`: what
+    symbol sizes are relative to (default: this plan's own largest site, flow and region)."""
     if extent not in ("auto", "world"):
         raise ValueError(f"extent must be 'auto' or 'world', not {extent!r}")
     window = plan_extent(layers) if extent == "auto" else None
@@ -85,14 +111,15 @@ def draw_static_map(layers: PlanLayers, extent: str = "auto", width_in: float = 
     ax.set_aspect("equal")
 
     result = StaticMap(fig, crs, window is not None)
+    scales = scales or scales_of(layers)
     _draw_base(ax, crs, window, to_map)
-    _draw_flows(ax, layers, to_map, result)
-    _draw_regions(ax, layers, to_map, result)
-    site_xy, site_area = _draw_sites(ax, layers, to_map, result)
+    _draw_flows(ax, layers, to_map, result, scales)
+    _draw_regions(ax, layers, to_map, result, scales)
+    site_xy, site_area = _draw_sites(ax, layers, to_map, result, scales)
     _set_view(ax, window, to_map)
 
     _place_labels(ax, layers, site_xy, site_area, result)
-    _legend(ax, layers, result)
+    _legend(ax, layers, result, scales)
     _title_block(fig, layers, result)
     return result
 
@@ -125,11 +152,11 @@ def _world_outline(to_map: Transformer) -> np.ndarray:
     return np.column_stack([x, y])
 
 
-def _draw_flows(ax, layers: PlanLayers, to_map: Transformer, result: StaticMap) -> None:
+def _draw_flows(ax, layers: PlanLayers, to_map: Transformer, result: StaticMap, scales: MapScales) -> None:
     """One LineCollection per workload class, width by tok/s served, thin lines first."""
     lines = layers.assignments
     result.class_colours = class_colours(workload_classes(layers))
-    result.flow_scale = flow_scale(lines["served_tok_s"], FLOW_MAX_PT, FLOW_MIN_PT)
+    result.flow_scale = flow_scale([scales.flow_tok_s], FLOW_MAX_PT, FLOW_MIN_PT)
     if lines.empty:
         return
     widths = result.flow_scale.width(lines["served_tok_s"].to_numpy())
@@ -148,17 +175,12 @@ def _draw_flows(ax, layers: PlanLayers, to_map: Transformer, result: StaticMap) 
             result.flows[cls] = collection
 
 
-def _draw_regions(ax, layers: PlanLayers, to_map: Transformer, result: StaticMap) -> None:
+def _draw_regions(ax, layers: PlanLayers, to_map: Transformer, result: StaticMap, scales: MapScales) -> None:
     regions = layers.regions
     x, y = to_map.transform(regions.geometry.x.to_numpy(), regions.geometry.y.to_numpy())
     demand = regions["demand_tok_s"].to_numpy()
-    sizes = 2 + 30 * np.sqrt(demand / max(demand.max(), 1.0))
+    sizes = 2 + 30 * np.sqrt(demand / max(scales.region_tok_s, 1.0))
     result.regions = ax.scatter(x, y, s=sizes, color=REGION_COLOUR, alpha=0.45, linewidths=0, zorder=Z_REGIONS)
-
-
-def _largest_open_mw(layers: PlanLayers) -> float:
-    open_mw = layers.sites.loc[layers.sites["open"], "it_mw"]
-    return float(open_mw.max()) if len(open_mw) and open_mw.max() > 0 else 1.0
 
 
 def _marker_area(it_mw, mw_max: float) -> np.ndarray:
@@ -167,7 +189,7 @@ def _marker_area(it_mw, mw_max: float) -> np.ndarray:
     return np.maximum(MIN_MARKER_AREA_PT2, MAX_MARKER_AREA_PT2 * np.asarray(it_mw, dtype=float) / mw_max)
 
 
-def _draw_sites(ax, layers: PlanLayers, to_map: Transformer, result: StaticMap) -> tuple[np.ndarray, np.ndarray]:
+def _draw_sites(ax, layers: PlanLayers, to_map: Transformer, result: StaticMap, scales: MapScales) -> tuple[np.ndarray, np.ndarray]:
     sites = layers.sites
     x, y = to_map.transform(sites.geometry.x.to_numpy(), sites.geometry.y.to_numpy())
     closed = ~sites["open"].to_numpy()
@@ -175,7 +197,7 @@ def _draw_sites(ax, layers: PlanLayers, to_map: Transformer, result: StaticMap) 
     # the same city) and the flows, below the open sites.
     result.candidates = ax.scatter(x[closed], y[closed], s=22, facecolors="white", edgecolors=CLOSED_COLOUR, linewidths=0.9,
                                    zorder=Z_CANDIDATES)
-    area = np.where(closed, 0.0, _marker_area(sites["it_mw"].to_numpy(), _largest_open_mw(layers)))
+    area = np.where(closed, 0.0, _marker_area(sites["it_mw"].to_numpy(), scales.site_mw if scales.site_mw > 0 else 1.0))
     roles = sites["role"].to_numpy()
     for role, marker in ROLE_MARKERS.items():
         idx = np.flatnonzero(~closed & (roles == role))
@@ -240,7 +262,7 @@ def _place_labels(ax, layers: PlanLayers, site_xy: np.ndarray, site_area: np.nda
             result.unlabelled.append(str(sites["name"].iat[i]))
 
 
-def _legend(ax, layers: PlanLayers, result: StaticMap) -> None:
+def _legend(ax, layers: PlanLayers, result: StaticMap, scales: MapScales) -> None:
     """Beside the map: site symbols by role, size references, flow colours by class (the
     lines' own colour and alpha) and reference widths on the map's scale, regions, candidates."""
     headings: list[Line2D] = []
@@ -254,7 +276,7 @@ def _legend(ax, layers: PlanLayers, result: StaticMap) -> None:
         if role in result.sites:
             handles.append(Line2D([], [], marker=marker, linestyle="", markersize=8, color=ROLE_COLOURS[role], alpha=0.85,
                                   markeredgecolor="white", label=f"{role}"))
-    it_max = float(layers.sites.loc[layers.sites["open"], "it_mw"].max()) if layers.sites["open"].any() else 0.0
+    it_max = scales.site_mw
     if it_max > 0:
         references = sorted({nice_floor(it_max), nice_floor(it_max / 4), nice_floor(it_max / 20)}, reverse=True)
         # Only sizes above the smallest symbol: below it every site has the same size.

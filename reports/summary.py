@@ -39,6 +39,7 @@ import numpy as np
 
 from dcplace.models.plan import Plan, SitePlan
 from dcplace.models.records import Scenario
+from dcplace.optimizer.model.clock import standard_offset_h
 from dcplace.optimizer.model.costs import crf, rack_economics
 from dcplace.optimizer.model.latency import distance_matrix_km, rtt_matrix_ms
 from dcplace.reports.layers import PlanLayers
@@ -612,11 +613,6 @@ def status_text(plan: Plan) -> str:
 HOURS = 24
 
 
-def solar_offset_h(lon: float) -> float:
-    """A place's local (solar) time offset from UTC in whole hours: longitude / 15, rounded."""
-    return float(round(lon / 15.0))
-
-
 @dataclass(frozen=True)
 class ClockFacts:
     """What the clock did in a plan (docs/reports.md, "The day"); every figure from plan.json.
@@ -773,6 +769,7 @@ class PlaceDay:
     serving_gpus: np.ndarray  # owned: GPUs busy serving; rented: GPUs rented
     lent_gpus: np.ndarray
     installed_gpus: float  # owned: inference GPUs installed; rented: 0
+    utc_offset_h: float = 0.0  # standard time of the place's time zone, as the model reads regions' (optimizer.model.clock)
 
     @property
     def gpus(self) -> float:
@@ -787,8 +784,10 @@ class PlaceDay:
     def peak_tok_s(self) -> float:
         return float(self.load_tok_s.max())
 
-    def local_hour(self, utc: int) -> int:
-        return int((utc + solar_offset_h(self.lon)) % HOURS)
+    def local_time(self, utc: int) -> str:
+        """The place's standard local time at UTC hour `utc`, as HH:MM (India is UTC+5:30)."""
+        minutes = round((utc + self.utc_offset_h) * 60) % (HOURS * 60)
+        return f"{minutes // 60:02d}:{minutes % 60:02d}"
 
     def use(self, first: int, last: int) -> float | None:
         """Mean GPUs busy serving (rented) over `gpus` in UTC hours first..last-1 (None with no GPUs)."""
@@ -825,10 +824,11 @@ def place_days(plan: Plan, scenario: Scenario) -> list[PlaceDay]:
     for (kind, place), a in arrays.items():
         if kind == "owned" and place in sites:
             s = sites[place]
-            name, lon = s.name, s.lon
+            name, lat, lon = s.name, s.lat, s.lon
             installed = float(sum(ln.gpus for ln in s.racks if ln.purpose == "inference"))
         else:
             q = clouds.get(place)
-            name, lon, installed = (q.name, q.lon, 0.0) if q else (place, 0.0, 0.0)
-        out.append(PlaceDay(place, name, kind, lon, a["load"], a["cap"], a["serving"], a["lent"], installed))
+            name, lat, lon, installed = (q.name, q.lat, q.lon, 0.0) if q else (place, 0.0, 0.0, 0.0)
+        offset = standard_offset_h(lat, lon)[0]
+        out.append(PlaceDay(place, name, kind, lon, a["load"], a["cap"], a["serving"], a["lent"], installed, offset))
     return sorted(out, key=lambda d: (-d.gpus, d.kind, d.id))

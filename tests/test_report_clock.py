@@ -218,3 +218,51 @@ def test_rented_capacity_without_the_clock_is_reported_without_a_day(tmp_path):
     assert section.title == "Build or rent"
     assert _table(section, "day-rentals").rows[-1][-1] == money(k["rental_usd_per_year"])
     assert not plan_figure(layers).layout.sliders
+
+
+def test_the_outage_table_counts_a_job_that_runs_in_the_troughs(tmp_path):
+    """An interruptible job run on a site's idle inference GPUs stalls when that site is lost:
+    the outage table names it, with the share of its GPU-hours the site gave it."""
+    from test_clock import OPTIONS, trough_scenario
+
+    from dcplace.models import load_scenario
+    from dcplace.optimizer.solving.solve import solve
+    from dcplace.optimizer.studies.outages import outages_of
+    from dcplace.reports.outages import site_rows
+
+    scenario = load_scenario(trough_scenario(tmp_path / "in", 500))
+    plan = solve(scenario, OPTIONS)
+    assert plan.jobs == [] and plan.backfill, "the job runs in the troughs"
+    table = outages_of(plan, scenario)
+    (outage,) = [o for o in table.outages if o.jobs]
+    (job,) = outage.jobs
+    assert (job.job, job.troughs_share, job.days_at_risk) == ("tune", pytest.approx(1.0), scenario.policies.site_outage_days)
+    assert job.gpus_h100_equiv == pytest.approx(500 / 24)
+    columns, rows, _ = site_rows(table)
+    assert "in its troughs: 100% of its GPU-hours" in rows[0][columns.index("Training jobs stalled")]
+    assert "Training job-days at risk" in columns
+
+
+def test_local_time_is_the_time_zones_standard_time():
+    import numpy as np
+
+    from dcplace.optimizer.model.clock import standard_offset_h
+    from dcplace.reports.summary import PlaceDay
+
+    zero = np.zeros(24)
+    mumbai = PlaceDay("mumbai", "Mumbai", "owned", 72.88, zero, zero, zero, zero, 8.0, standard_offset_h(19.08, 72.88)[0])
+    lisbon = PlaceDay("lisbon", "Lisbon", "owned", -9.14, zero, zero, zero, zero, 8.0, standard_offset_h(38.72, -9.14)[0])
+    assert mumbai.local_time(10) == "15:30"  # India is UTC+5:30 (solar time, lon / 15, said 15:00)
+    assert lisbon.local_time(15) == "15:00"  # Lisbon is on UTC (solar time said 14:00)
+
+
+def test_the_outage_summary_says_which_load_at_risk_the_policy_does_not_cover():
+    from dcplace.optimizer.studies.outages import OutageTable, SiteOutage
+    from dcplace.reports.outages import summary_lines
+
+    lost = SiteOutage("hk", "Hong Kong", {"chat": 100.0, "chat_small": 300.0}, {"chat": 100.0, "chat_small": 0.0},
+                      {"chat": 0.0, "chat_small": 300.0}, [], [], True)
+    table = OutageTable("plan", "s", {"chat": 1.0}, 14.0, 1.0, [lost], {"chat": "Chat", "chat_small": "Small-model chat"})
+    text = " ".join(summary_lines(table))
+    assert "every single-site loss keeps it" in text
+    assert "100% of the load at risk over all losses is Small-model chat, which the policy does not ask to survive" in text

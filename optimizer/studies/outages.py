@@ -10,7 +10,8 @@ For every open site f and every class it serves, all of f's load is lost at once
 capacity (built capacity minus their own load) can hold within each region's failover
 budget, over the shortest round trips. What it cannot re-serve is at risk. Training jobs
 placed at f stall: a job with a standby site loses `policies.standby_resume_days`, one
-without loses the outage, `policies.site_outage_days`.
+without loses the outage, `policies.site_outage_days`; an interruptible job that ran in f's
+troughs loses the GPU-hours f gave it for the outage (its share of the job's day is shown).
 """
 
 from __future__ import annotations
@@ -47,9 +48,10 @@ class RegionLoss:
 class JobLoss:
     job: str
     name: str
-    gpus_h100_equiv: float
+    gpus_h100_equiv: float  # placed whole: the job's size; in the troughs: the GPU-hours it ran at the site / 24
     standby_site: str | None
     days_at_risk: float
+    troughs_share: float | None = None  # in the troughs: the share of its daily GPU-hours the lost site gave it
 
 
 @dataclass(frozen=True)
@@ -98,6 +100,10 @@ class OutageTable:
     site_outage_days: float
     standby_resume_days: float
     outages: list[SiteOutage] = field(default_factory=list)
+    class_names: dict[str, str] = field(default_factory=dict)  # class id -> its display name
+
+    def class_name(self, workload: str) -> str:
+        return self.class_names.get(workload, workload)
 
     @property
     def secure(self) -> bool | None:
@@ -134,6 +140,15 @@ def outages_of(plan: Plan, scenario: Scenario, folder: str = "") -> OutageTable:
     jobs_at = defaultdict(list)
     for p in plan.jobs:
         jobs_at[p.site].append(p)
+    # interruptible jobs in the troughs: the GPU-hours each site gave each job a day (H100-equivalent)
+    trough_hours: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for b in plan.backfill:
+        trough_hours[b.site][b.job] += b.h100_gpu_hours_per_day
+    trough_total = defaultdict(float)
+    for by_job in trough_hours.values():
+        for j, hours in by_job.items():
+            trough_total[j] += hours
+    job_names = {j.id: j.name for j in scenario.jobs}
     outages = []
     for site in plan.sites:
         if not site.open:
@@ -165,8 +180,11 @@ def outages_of(plan: Plan, scenario: Scenario, folder: str = "") -> OutageTable:
                     meets = False
         jobs = [JobLoss(p.job, p.name, p.gpus_h100_equiv, p.standby_site,
                         pol.standby_resume_days if p.standby_site else pol.site_outage_days) for p in jobs_at.get(f, [])]
+        jobs += [JobLoss(j, job_names.get(j, j), hours / 24.0, None, pol.site_outage_days, hours / trough_total[j])
+                 for j, hours in sorted(trough_hours.get(f, {}).items()) if hours > 1e-9]
         outages.append(SiteOutage(f, site.name, lost, reserved, at_risk, regions, jobs, meets))
-    return OutageTable(folder, plan.scenario, dict(policy), pol.site_outage_days, pol.standby_resume_days, outages)
+    return OutageTable(folder, plan.scenario, dict(policy), pol.site_outage_days, pol.standby_resume_days, outages,
+                       {w.id: w.name for w in scenario.catalog.workloads})
 
 
 def outage_table(folder: str | Path) -> OutageTable:
