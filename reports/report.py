@@ -43,8 +43,8 @@ from dcplace.reports.output import check_destination, render_html, staged_files
 from dcplace.reports.staticmap import draw_static_map
 from dcplace.reports.style import ROLE_COLOURS, money, mw_number, mw_text, tok_s_text
 from dcplace.reports.summary import (
-    FULL_COST_RULE, SMALL_SITE_FIXED_SHARE, TRAINING_HOUR_RULE, Provenance, Summary, executive_summary, latency_reason, provenance_text,
-    site_tokens_share, small_site, status_text, vintages, workload_costs,
+    FULL_COST_RULE, SMALL_SITE_FIXED_SHARE, TRAINING_HOUR_RULE, Provenance, Summary, class_tokens_per_year, executive_summary, latency_reason,
+    provenance_text, site_tokens_share, small_site, status_text, vintages, workload_costs,
 )
 
 A4_LANDSCAPE_IN = (11.69, 8.27)
@@ -319,6 +319,27 @@ def _jobs_section(plan: Plan) -> Section | None:
                                                    [False, False, False, False, True])])
 
 
+def _load_factor_text(plan: Plan, scenario) -> str:
+    """The basis of energy and tokens a year: the catalog's load factors, or with the clock the
+    hourly profiles (then the day's mean over the served peaks, per class, measured from the plan)."""
+    eco = scenario.economics
+    training = f"training {eco.training_load_factor:.0%}"
+    if not (plan.clock.get("on") and plan.hourly):
+        return (", ".join(f"{w.name} {w.load_factor:.0%}" for w in scenario.catalog.workloads)
+                + f"; {training} (average / peak use: energy and tokens a year)")
+    tokens = class_tokens_per_year(plan, scenario)
+    peak: dict[str, float] = {}
+    for a in [*plan.assignments, *plan.rent_assignments]:
+        peak[a.workload] = peak.get(a.workload, 0.0) + a.served_tok_s
+    seconds = eco.hours_per_year * 3600.0
+    means = [f"{w.name} {tokens.get(w.id, 0.0) / (peak[w.id] * seconds):.0%}" for w in scenario.catalog.workloads if peak.get(w.id)]
+    return ("the clock: inference energy and tokens a year follow the hourly profiles, so the day's mean over the sum of "
+            f"the served peaks is {', '.join(means)} (the catalog's load factors, "
+            + ", ".join(f"{w.load_factor:.0%}" for w in scenario.catalog.workloads)
+            + f", are not used); {training} (average / peak use). $ per M tokens is on this basis: compare it with "
+            "plans on the same basis.")
+
+
 def _assumptions_section(layers: PlanLayers, prov: Provenance) -> Section:
     plan, scenario = layers.plan, layers.scenario
     eco, lat, pol = scenario.economics, scenario.latency, scenario.policies
@@ -334,8 +355,7 @@ def _assumptions_section(layers: PlanLayers, prov: Provenance) -> Section:
         ("Chip lives", ", ".join(f"{chips[c].name.split(' (')[0]} {chips[c].life_years:g} y" for c in used_chips) or "—"),
         ("Cooling lives", ", ".join(f"{cooling[c].name} {cooling[c].life_years:g} y" for c in used_cooling) or "—"),
         ("Fabric lives", ", ".join(f"{fabrics[f].name} {fabrics[f].life_years:g} y" for f in used_fabrics) or "—"),
-        ("Load factors", ", ".join(f"{w.name} {w.load_factor:.0%}" for w in scenario.catalog.workloads)
-         + f"; training {eco.training_load_factor:.0%} (average / peak use: energy and tokens a year)"),
+        ("Load factors", _load_factor_text(plan, scenario)),
         ("Target utilization", f"{eco.inference_target_utilization:.0%} of a GPU's rated throughput planned at peak"),
         ("Carbon price", f"${eco.carbon_price_usd_per_t:,.0f} per t CO₂"),
         ("Transport price", f"${eco.transport_usd_per_tok_s_1000km_year:,.2f} per (token/s x 1000 km) a year"),

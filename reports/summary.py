@@ -562,6 +562,17 @@ def executive_summary(layers: PlanLayers, prov: Provenance | None = None) -> Sum
             + f" of tokens, {sum(v for _, v in top):.0%} together; {k['demand_within_budget_share']:.1%} of peak demand is served "
             f"within its latency budget, mean round trip {k['mean_rtt_ms']:.1f} ms.",
         ]
+    failover = plan.solve.failover or {}
+    if failover.get("classes") and summary.inference:
+        classes = {w.id: w.name for w in scenario.catalog.workloads}
+        policy = ", ".join(f"{classes.get(w, w)} {a:.0%}" for w, a in sorted(failover["classes"].items()))
+        summary.inference.append(
+            (f"The plan is N-1 secure: {policy} of demand is re-served within the failover budgets after the loss of any one of its "
+             f"{failover.get('open_sites_checked', 0)} open sites (the solve generated {failover.get('scenarios_generated', 0)} losses "
+             "into its model and re-routed every one; `dcplace check` re-routes each again); 'What losing a site costs' has each loss."
+             if failover.get("secure") else
+             f"The plan is NOT N-1 secure for {policy}: {failover.get('stopped') or 'some single-site losses break it'}; "
+             "'What losing a site costs' has each loss."))
     summary.clock = [" ".join(clock_sentences(clock_facts(plan, scenario)))] if clock_facts(plan, scenario) is not None else []
     summary.clock = [t for t in summary.clock if t]
     # Cost

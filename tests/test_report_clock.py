@@ -266,3 +266,21 @@ def test_the_outage_summary_says_which_load_at_risk_the_policy_does_not_cover():
     text = " ".join(summary_lines(table))
     assert "every single-site loss keeps it" in text
     assert "100% of the load at risk over all losses is Small-model chat, which the policy does not ask to survive" in text
+
+
+def test_the_assumptions_state_the_clocks_token_basis(tmp_path):
+    """A clock plan's tokens a year follow the hourly profiles, not the catalog's load factors: the
+    assumptions say so, with the day's mean per class measured from the plan."""
+    from test_clock import OPTIONS, trough_scenario
+
+    from dcplace.models import load_scenario
+    from dcplace.optimizer.solving.solve import solve
+    from dcplace.reports.report import _load_factor_text
+
+    scenario = load_scenario(trough_scenario(tmp_path / "in", 500))
+    plan = solve(scenario, OPTIONS)
+    text = _load_factor_text(plan, scenario)
+    # 4,800 tok/s for 12 of 24 hours: the day's mean over the peak is 50 %
+    assert "follow the hourly profiles" in text and "50%" in text and "are not used" in text, text
+    flat = plan.model_copy(update={"clock": {}, "hourly": []})
+    assert "average / peak use: energy and tokens a year" in _load_factor_text(flat, scenario)

@@ -434,3 +434,14 @@ def test_the_warm_start_keeps_every_site_the_lp_opens_when_the_kept_ones_cannot_
     assert len(kept) < 3 and warmstart.solve_relaxation(to_highs(lm), integer, closed, math.inf, LazyRows(lm)) is None
     how, plan = warmstart.rounded_lp_start(to_highs(lm), lm, ix, 30.0)
     assert plan is not None and lm.is_feasible(plan) and "3 sites kept" in how, how
+
+
+def test_the_executive_summary_says_the_plan_is_n1_secure(tmp_path):
+    from dcplace.reports.layers import load_plan_layers
+    from dcplace.reports.summary import executive_summary
+
+    scenario = load_scenario(three_sites(tmp_path / "in"))
+    plan = solve(scenario, OPTIONS)
+    summary = executive_summary(load_plan_layers(write_plan_folder(plan, scenario, tmp_path / "plan")))
+    (line,) = [t for t in summary.inference if "N-1" in t]
+    assert line.startswith("The plan is N-1 secure:") and "of any one of its 3 open sites" in line, line
