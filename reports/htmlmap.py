@@ -133,8 +133,9 @@ def _add_day(fig: go.Figure, layers: PlanLayers, mw_max: float) -> dict | None:
 
     first = state(start)
     indices = []
-    for k, (group, name, symbol) in enumerate(((owned, "busy at the slider's hour (ring: MW of GPUs serving; colour: share busy)", "circle-open"),
-                                               (rented, "rented at the slider's hour (cloud regions; size: GPUs)", "star"))):
+    # legend names on short lines: one long line ran past the right edge of a 1366-1920 px window
+    for k, (group, name, symbol) in enumerate(((owned, "busy at the slider's hour<br>(ring: MW of GPUs serving;<br>colour: share busy)", "circle-open"),
+                                               (rented, "rented at the slider's hour<br>(cloud regions; size: GPUs)", "star"))):
         if k == 0:
             marker = {"size": first["marker.size"][0], "color": first["marker.color"][0], "colorscale": DAY_COLOURSCALE, "cmin": 0.0,
                       "cmax": 1.0, "symbol": symbol, "opacity": 1.0, "line": {"width": 3.5},

@@ -236,7 +236,7 @@ def _why_section(layers: PlanLayers, summary: Summary) -> Section:
                     f"${case.total(case.median_site):,.0f}; dearest {names[ids[-1]]} ${case.total(ids[-1]):,.0f}.")
     text.append(f"A site is flagged \"{SMALL_SITE_FLAG}\" when its fixed costs (site fixed cost plus cooling-zone fixed costs) are "
                 f"{SMALL_SITE_FIXED_SHARE:.0%} or more of its annual cost; {sum(flags)} of {len(rows)} open sites are.")
-    table = Table("why", ["Site", "Country", "Role", "Racks", "What it does", "Cost / yr", "Fixed / yr", "Fixed share", "Flag"],
+    table = Table("why", ["Site", "Country", "Role", "Racks", "What it does", "Cost / yr", "Site + zone fixed / yr", "Fixed share", "Flag"],
                   rows, [False, False, False, True, False, True, True, True, False], flags)
     return Section("why", "Why these sites", [Paragraphs(text, "body"), table])
 
@@ -435,7 +435,7 @@ def _appendix_section(layers: PlanLayers, prov: Provenance) -> Section:
                      money(i.fixed_cost_usd_per_year), _num(s.racks_total), f"{s.it_kw / 1000:,.2f}", money(s.total_cost_usd_per_year),
                      f"{len(imputed)} of {len(short)}" if prov.rows else "as given"])
         flags.append(small_site(s))
-    columns = ["Site", "Country", "Role", "Power $/MWh", "Carbon g/kWh", "Colocation $/kW-mo", "PUE factor", "Limit MW", "Fixed / yr",
+    columns = ["Site", "Country", "Role", "Power $/MWh", "Carbon g/kWh", "Colocation $/kW-mo", "PUE factor", "Limit MW", "Site fixed / yr (input)",
                "Racks", "IT MW", "Cost / yr", "Imputed inputs"]
     return Section("appendix", "Appendix: every candidate site", [
         Paragraphs([f"All {len(rows)} candidate sites, open ones first (costliest first); inputs as the plan used them."], "note"),
