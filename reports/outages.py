@@ -13,7 +13,7 @@ from dcplace.reports.layers import PlanLayers
 from dcplace.reports.report import EXTRA_SECTIONS, Paragraphs, Section, Table
 from dcplace.reports.style import tok_s_text
 
-SITE_COLUMNS = ["Site lost", "Served there", "Re-served elsewhere", "At risk", "Regions at risk", "Fallback RTT",
+SITE_COLUMNS = ["Site lost", "Served there", "Re-served elsewhere", "At risk", "Regions at risk", "Fallback RTT (mean, all classes)",
                 "Training jobs stalled", "Training job-days at risk", "Meets policy"]
 SITE_NUMERIC = [False, True, True, True, False, True, False, True, False]
 REGION_COLUMNS = ["Site lost", "Region", "Class", "Lost", "At risk", "RTT before", "Fallback RTT", "Failover budget"]
@@ -100,7 +100,8 @@ def outages_section(layers: PlanLayers) -> Section | None:
     blocks = [Paragraphs(summary_lines(table)),
               Table("outages", columns, rows, numeric, flagged=[row[-1] == "NO" for row in rows],
                     note="Re-served: by the other sites' spare capacity (built minus their own load) within each region's "
-                    "failover budget, shortest round trips first (an LP per lost site). docs/resilience.md.")]
+                    "failover budget, shortest round trips first (an LP per lost site). Fallback RTT: the round trip of what is "
+                    "re-served, weighted by tok/s over all classes; each region's own budget is in the next table. docs/resilience.md.")]
     rcolumns, rrows, rnumeric = region_rows(table, limit=REPORT_REGION_ROWS)
     if rrows:
         total = sum(len(o.regions_at_risk()) for o in table.outages)

@@ -451,7 +451,8 @@ def _solver_section(layers: PlanLayers) -> Section:
         ("Status", f"{status_text(plan)}; solver status {s.status} ({s.termination})"), ("Solver", f"{s.solver} {s.solver_version}"),
         ("Objective", f"${s.objective_usd_per_year:,.2f}/yr" if s.objective_usd_per_year is not None else "n/a"),
         ("Best bound", f"${s.best_bound_usd_per_year:,.2f}/yr" if s.best_bound_usd_per_year is not None else "n/a"),
-        ("Gap", f"{gap} (asked for {s.options.get('mip_gap', 'n/a')})"),
+        ("Gap", f"{gap} (asked for {s.options['mip_gap']:.2%})" if isinstance(s.options.get("mip_gap"), (int, float))
+         else f"{gap} (asked for n/a)"),
         ("Model", f"{s.model['rows']:,} rows, {s.model['columns']:,} columns, {s.model['integers']:,} integers"),
         ("Times", f"build {s.build_time_s:.1f} s, solve {s.solve_time_s:.1f} s, extract {s.extract_time_s:.1f} s"),
         ("Warm start", s.warm_start), ("Options", json.dumps(s.options, sort_keys=True)),
