@@ -797,9 +797,9 @@ class PlanChecker:
                     self.fail("clock", f"region {r}: plan.json records UTC offset {recorded}, inputs/regions.csv gives {given}.")
             elif finder is not None and any(self.inp.demand(r, w) > 0 for w in self.inp.workloads):
                 name = finder.timezone_at(lat=float(region["lat"]), lng=float(region["lon"]))
-                if name:
-                    t = datetime(2026, 1, 15, 12, tzinfo=timezone.utc).astimezone(ZoneInfo(name))
-                    expected = (t.utcoffset() - (t.dst() or (t.utcoffset() * 0))).total_seconds() / 3600
+                if name:  # standard time: the smaller of the January and July offsets (DST is in one of them)
+                    expected = min(datetime(2026, m, 15, 12, tzinfo=timezone.utc).astimezone(ZoneInfo(name)).utcoffset().total_seconds()
+                                   for m in (1, 7)) / 3600
                     if not _close(self._offset_h(r), expected):
                         self.fail("clock", f"region {r} lies in {name} (standard offset {expected:+g} h); plan.json records {self._offset_h(r):+g} h.")
 

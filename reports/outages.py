@@ -61,7 +61,7 @@ def summary_lines(table: OutageTable) -> list[str]:
     n = len(table.outages)
     worst = table.worst()
     if table.survive_site_loss:
-        policy = ", ".join(f"{w} {a:.0%}" for w, a in sorted(table.survive_site_loss.items()))
+        policy = ", ".join(f"{table.class_name(w)} {a:.0%}" for w, a in sorted(table.survive_site_loss.items()))
         verdict = ("every single-site loss keeps it" if table.secure
                    else "some single-site losses break it (rows marked NO)")
         out.append(f"Policy: the classes {policy} of demand must survive the loss of any one open site; {verdict}.")

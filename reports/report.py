@@ -332,12 +332,12 @@ def _load_factor_text(plan: Plan, scenario) -> str:
     for a in [*plan.assignments, *plan.rent_assignments]:
         peak[a.workload] = peak.get(a.workload, 0.0) + a.served_tok_s
     seconds = eco.hours_per_year * 3600.0
-    means = [f"{w.name} {tokens.get(w.id, 0.0) / (peak[w.id] * seconds):.0%}" for w in scenario.catalog.workloads if peak.get(w.id)]
-    return ("the clock: inference energy and tokens a year follow the hourly profiles, so the day's mean over the sum of "
-            f"the served peaks is {', '.join(means)} (the catalog's load factors, "
-            + ", ".join(f"{w.load_factor:.0%}" for w in scenario.catalog.workloads)
-            + f", are not used); {training} (average / peak use). $ per M tokens is on this basis: compare it with "
-            "plans on the same basis.")
+    means = [f"{w.name.split(' (')[0]} {tokens.get(w.id, 0.0) / (peak[w.id] * seconds):.0%} (catalog {w.load_factor:.0%})"
+             if peak.get(w.id) else f"{w.name.split(' (')[0]} — (nothing served; catalog {w.load_factor:.0%})"
+             for w in scenario.catalog.workloads]
+    return ("the clock: inference energy and tokens a year follow the hourly profiles, not the catalog's load factors; the "
+            f"day's mean over the sum of the served peaks is {', '.join(means)}; {training} (average / peak use). $ per M "
+            "tokens is on this basis: compare it with plans on the same basis.")
 
 
 def _assumptions_section(layers: PlanLayers, prov: Provenance) -> Section:

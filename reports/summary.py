@@ -565,11 +565,11 @@ def executive_summary(layers: PlanLayers, prov: Provenance | None = None) -> Sum
     failover = plan.solve.failover or {}
     if failover.get("classes") and summary.inference:
         classes = {w.id: w.name for w in scenario.catalog.workloads}
-        policy = ", ".join(f"{classes.get(w, w)} {a:.0%}" for w, a in sorted(failover["classes"].items()))
+        policy = ", ".join(f"{classes.get(w, w).split(' (')[0]} {a:.0%}" for w, a in sorted(failover["classes"].items()))
         summary.inference.append(
             (f"The plan is N-1 secure: {policy} of demand is re-served within the failover budgets after the loss of any one of its "
-             f"{failover.get('open_sites_checked', 0)} open sites (the solve generated {failover.get('scenarios_generated', 0)} losses "
-             "into its model and re-routed every one; `dcplace check` re-routes each again); 'What losing a site costs' has each loss."
+             f"{sum(1 for x in plan.sites if x.open)} open sites ({failover.get('scenarios_generated', 0)} losses built into the model; "
+             "every loss re-routed after the solve, and again by `dcplace check`); 'What losing a site costs' has each loss."
              if failover.get("secure") else
              f"The plan is NOT N-1 secure for {policy}: {failover.get('stopped') or 'some single-site losses break it'}; "
              "'What losing a site costs' has each loss."))

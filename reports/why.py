@@ -147,7 +147,7 @@ def worth_section(layers: PlanLayers, study: WorthStudy | None = None) -> Sectio
             Table("entry", ["Candidate", "Must be cheaper by / yr", "Proven interval", "What changes with it"], crow,
                   [False, True, True, False])]
     blocks.append(Paragraphs([f"{len(study.items)} re-solves on {study.workers} worker(s) in {study.seconds:,.0f} s, each with time limit "
-                              f"{study.options.get('time_limit_s', 0):g} s and gap {study.options.get('mip_gap', 0):g} "
+                              f"{study.options.get('time_limit_s', 0):g} s and gap {float(study.options.get('mip_gap', 0)):.2%} "
                               f"(`dcplace why worth`; plan folders in {WHY_FOLDER}/worth/)."], "note"))
     return Section("worth", "What each site is worth", blocks)
 

@@ -251,6 +251,20 @@ def test_local_time_and_representative_blocks():
     assert [12] in blocks  # the peak alone: no hour is overstated
 
 
+@pytest.mark.parametrize("lat, lon, standard_h", [
+    (53.35, -6.26, 0.0),     # Dublin: its zone data calls winter time a negative DST; standard time is UTC+0, not +1
+    (51.51, -0.13, 0.0),     # London
+    (-33.87, 151.21, 10.0),  # Sydney: daylight saving in January, standard time in July
+    (-33.45, -70.67, -4.0),  # Santiago de Chile
+    (19.08, 72.88, 5.5),     # Mumbai
+    (40.71, -74.01, -5.0),   # New York
+])
+def test_standard_time_is_the_zones_offset_without_daylight_saving(lat, lon, standard_h):
+    from dcplace.optimizer.model.clock import standard_offset_h
+
+    assert standard_offset_h(lat, lon)[0] == standard_h
+
+
 def test_each_checker_rule_rejects_a_plan_broken_on_purpose(tmp_path):
     clouds = [{"id": "cloud", "name": "Cloud", "provider": "x", "lat": 0, "lon": 0.05, "country": "US", "chip": "server",
                "usd_per_gpu_hour_on_demand": 2.0, "usd_per_gpu_hour_reserved": 3.0, "cap_gpus": "", "fabric_tier": 0}]

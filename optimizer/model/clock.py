@@ -66,15 +66,17 @@ def _finder():
 
 def standard_offset_h(lat: float, lon: float) -> tuple[float, str]:
     """Standard-time (no daylight saving) UTC offset in hours at a point, and how it was found:
-    the IANA zone from timezonefinder's shipped polygons, its offset on 2026-01-15 minus any
-    DST then in force; solar time round(lon / 15) where no zone covers the point (at sea)."""
+    the IANA zone from timezonefinder's shipped polygons, the smaller of its offsets on
+    2026-01-15 and 2026-07-15 (daylight saving moves clocks forward in one of the two, north or
+    south; Europe/Dublin's zone data calls its winter time a negative DST, so 'offset minus DST'
+    gave Ireland UTC+1); solar time round(lon / 15) where no zone covers the point (at sea)."""
     from zoneinfo import ZoneInfo
 
     name = _finder().timezone_at(lat=lat, lng=lon)
     if name:
         zone = ZoneInfo(name)
-        instant = datetime(2026, 1, 15, 12, tzinfo=timezone.utc).astimezone(zone)
-        hours = (instant.utcoffset() - (instant.dst() or instant.utcoffset() * 0)).total_seconds() / 3600.0
+        hours = min(datetime(2026, month, 15, 12, tzinfo=timezone.utc).astimezone(zone).utcoffset().total_seconds() / 3600.0
+                    for month in (1, 7))
         return hours, name
     return float(round(lon / 15.0)), "solar time (no zone at this point)"
 

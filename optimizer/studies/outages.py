@@ -11,7 +11,9 @@ capacity (built capacity minus their own load) can hold within each region's fai
 budget, over the shortest round trips. What it cannot re-serve is at risk. Training jobs
 placed at f stall: a job with a standby site loses `policies.standby_resume_days`, one
 without loses the outage, `policies.site_outage_days`; an interruptible job that ran in f's
-troughs loses the GPU-hours f gave it for the outage (its share of the job's day is shown).
+troughs loses the GPU-hours f gave it for the outage: that share of its day times the outage's
+days counts as its job-days at risk (what re-served load takes from other sites' troughs is not
+counted).
 """
 
 from __future__ import annotations
@@ -103,7 +105,8 @@ class OutageTable:
     class_names: dict[str, str] = field(default_factory=dict)  # class id -> its display name
 
     def class_name(self, workload: str) -> str:
-        return self.class_names.get(workload, workload)
+        """The class's display name without its parenthesis ("Small-model chat", not "... (7-8B class: ...)")."""
+        return self.class_names.get(workload, workload).split(" (")[0]
 
     @property
     def secure(self) -> bool | None:
@@ -180,7 +183,9 @@ def outages_of(plan: Plan, scenario: Scenario, folder: str = "") -> OutageTable:
                     meets = False
         jobs = [JobLoss(p.job, p.name, p.gpus_h100_equiv, p.standby_site,
                         pol.standby_resume_days if p.standby_site else pol.site_outage_days) for p in jobs_at.get(f, [])]
-        jobs += [JobLoss(j, job_names.get(j, j), hours / 24.0, None, pol.site_outage_days, hours / trough_total[j])
+        # a job in the troughs loses the share of its GPU-hours the site gave it: that share of the outage's days
+        jobs += [JobLoss(j, job_names.get(j, j), hours / 24.0, None, pol.site_outage_days * hours / trough_total[j],
+                         hours / trough_total[j])
                  for j, hours in sorted(trough_hours.get(f, {}).items()) if hours > 1e-9]
         outages.append(SiteOutage(f, site.name, lost, reserved, at_risk, regions, jobs, meets))
     return OutageTable(folder, plan.scenario, dict(policy), pol.site_outage_days, pol.standby_resume_days, outages,
