@@ -93,6 +93,13 @@ def first_row(file: str) -> int:
     return 2 if file.lower().endswith(".csv") else 1
 
 
+def record_row(scenario: Scenario, table: str, position: int) -> int | None:
+    """File row of the record at `position` of a scenario table (CSV: header is row 1; geo file:
+    feature number); None for a table given in memory (no file)."""
+    name = scenario.files.get(table, "")
+    return first_row(name) + position if name else None
+
+
 def country_warnings(scenario: Scenario) -> list[InputProblem]:
     """Sites, regions and cloud regions that lie outside their own country (beyond TOLERANCE_KM):
     a cloud region's country decides where a job restricted to some countries may rent."""

@@ -54,10 +54,10 @@ def read_csv_text(path: Path, label: str, log: ProblemLog) -> pd.DataFrame | Non
 def _shape_problem(text: str) -> tuple[int, None, str, str] | None:
     """(line, field, message, fix) of the first line a CSV reader would misread, with its physical
     line number: a carriage return inside a line, a row longer than the header, a quote never closed."""
-    quotes, last = 0, 0
+    quotes, scanned = 0, 0
     for match in _LONE_CR.finditer(text):
-        quotes += text.count('"', last, match.start())
-        last = match.start()
+        quotes += text.count('"', scanned, match.start())
+        scanned = match.start()
         if quotes % 2 == 0:  # outside a quoted cell (inside one, a line break is part of the cell)
             line = text.count("\n", 0, match.start()) + 1
             return (line, None, "holds a carriage return inside a line (line ends of two kinds: a file saved with Windows line "

@@ -36,6 +36,14 @@ class InputProblem:
         return text
 
 
+DANGLING_LINK = "is a symbolic link that leads to no file (its target is missing, or the links form a loop)."
+
+
+def unreadable(path) -> tuple[str, str]:
+    """(message, fix) for a file the operating system will not let dcplace read."""
+    return "cannot be read: permission denied.", f"make the file readable by the user running dcplace (e.g. chmod u+r {path})."
+
+
 class ScenarioError(Exception):
     """The scenario cannot be used as given; `problems` lists every reason found."""
 

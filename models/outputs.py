@@ -204,8 +204,7 @@ def new_stage(out_dir: Path) -> Path:
 
 def drop_stage(stage: Path) -> None:
     """Remove a staging folder from `new_stage` if it is still there (after a failure), and forget it."""
-    if stage.exists():
-        shutil.rmtree(stage, ignore_errors=True)
+    shutil.rmtree(stage, ignore_errors=True)
     _OWN_STAGES.discard(stage)
 
 

@@ -19,7 +19,7 @@ scenario's tables to a period's is stated here, once:
 
 from __future__ import annotations
 
-from dcplace.models.checks import first_row
+from dcplace.models.checks import record_row
 from dcplace.models.errors import InputProblem, ScenarioError
 from dcplace.models.records import Period, Scenario, Site
 from dcplace.models.scenario_file import scenario_hash
@@ -44,9 +44,8 @@ def _file(scenario: Scenario, table: str) -> str:
 
 
 def _row(scenario: Scenario, table: str, record_id: str) -> int | None:
-    records = getattr(scenario, table)
-    index = next((i for i, r in enumerate(records) if r.id == record_id), None)
-    return None if index is None else first_row(_file(scenario, table)) + index
+    index = next((i for i, r in enumerate(getattr(scenario, table)) if r.id == record_id), None)
+    return None if index is None else record_row(scenario, table, index)
 
 
 def _in_period(job, year: int) -> bool:

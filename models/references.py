@@ -1,6 +1,7 @@
 """References between a scenario's tables and sections, checked as it is read (each problem
 names file, row and field): pair costs name known sites, regions and classes; sites name
-known coolings, jobs known training chips, policies known sites and classes."""
+known coolings, jobs known training chips, policies known sites and classes; cloud regions
+take no site's id."""
 
 from __future__ import annotations
 
@@ -22,6 +23,15 @@ def check_pairs(pairs, label: str, sites, regions, catalog: Catalog | None, log:
         if key in seen:
             log.add(label, row, "region", f"cost for {key} already given in row {seen[key]}.", "keep one row per region, site and workload.")
         seen.setdefault(key, row)
+
+
+def check_cloud_ids(clouds, label: str, sites, log: ProblemLog) -> None:
+    """A cloud region's id is no site's: the plan's hourly, rental and assignment tables name both by id."""
+    site_ids = {s.id for _, s in sites}
+    for row, cloud in clouds:
+        if cloud.id in site_ids:
+            log.add(label, row, "id", f"cloud region id '{cloud.id}' is also a site's id: the plan's hourly, rental "
+                    "and assignment tables name sites and cloud regions by id.", "give the cloud region an id no site has.")
 
 
 def cross_check(spec, label: str, catalog: Catalog, sites, jobs, policies: Policies, log: ProblemLog) -> None:

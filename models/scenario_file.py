@@ -33,7 +33,7 @@ from typing import Any, Callable
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from dcplace.models.clock_inputs import check_clock_inputs, check_routing
-from dcplace.models.references import check_pairs, cross_check
+from dcplace.models.references import check_cloud_ids, check_pairs, cross_check
 from dcplace.models.period_inputs import check_periods, read_periods
 from dcplace.models.errors import ProblemLog
 from dcplace.models.overrides import Override, OverrideError, apply_to_rows, apply_to_section, parse_override
@@ -245,11 +245,7 @@ def build_scenario(
         clouds_table = overridden(open_table(spec.cloud_regions), "cloud_regions", set(CloudRegion.model_fields))
         clouds = parse_rows(clouds_table, CloudRegion, log) if clouds_table else []
         check_unique(clouds, spec.cloud_regions, log)
-        site_ids = {site.id for _, site in sites}
-        for row, cloud in clouds:
-            if cloud.id in site_ids:
-                log.add(spec.cloud_regions, row, "id", f"cloud region id '{cloud.id}' is also a site's id: the plan's hourly, rental "
-                        "and assignment tables name sites and cloud regions by id.", "give the cloud region an id no site has.")
+        check_cloud_ids(clouds, spec.cloud_regions, sites, log)
     if catalog is not None:
         check_clock_inputs(spec.profiles or "profiles", spec.cloud_regions or "cloud_regions", label, clock, profiles, clouds, regions, catalog, log,
                            profile_rows_dropped)

@@ -19,7 +19,7 @@ import pandas as pd
 from pydantic import ValidationError
 
 from dcplace.models.csvtext import one_line, read_csv_text
-from dcplace.models.errors import ProblemLog
+from dcplace.models.errors import DANGLING_LINK, ProblemLog, unreadable
 from dcplace.models.records import (
     Catalog,
     Chip,
@@ -108,8 +108,7 @@ def read_table(path: Path, label: str, log: ProblemLog) -> Table | None:
         return None
     if not path.exists():
         if path.is_symlink():
-            log.add(label, None, None, "is a symbolic link that leads to no file (its target is missing, or the links form a loop).",
-                    f"point the link at the table file, or give the file's own path (looked at {path}).")
+            log.add(label, None, None, DANGLING_LINK, f"point the link at the table file, or give the file's own path (looked at {path}).")
         else:
             log.add(label, None, None, "file not found.", f"create it, or correct the path (looked for {path}).")
         return None
@@ -131,8 +130,7 @@ def read_table(path: Path, label: str, log: ProblemLog) -> Table | None:
             frame, geometry_types = _read_geo(path)
             first_row = 1
     except PermissionError:
-        log.add(label, None, None, "cannot be read: permission denied.",
-                f"make the file readable by the user running dcplace (e.g. chmod u+r {path}).")
+        log.add(label, None, None, *unreadable(path))
         return None
     except Exception as exc:  # noqa: BLE001 - any reader failure is an input problem
         log.add(label, None, None, f"cannot be read: {one_line(exc)}.", f"check that the file is a valid {suffix.lstrip('.')} table "

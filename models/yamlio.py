@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from dcplace.models.errors import ProblemLog
+from dcplace.models.errors import DANGLING_LINK, ProblemLog, unreadable
 from dcplace.models.tables import _SURROGATE, _surrogate_at, join_surrogates
 
 
@@ -53,15 +53,14 @@ def read_yaml(path: Path, label: str, log: ProblemLog, what: str = "scenario") -
         return None
     if not path.exists():
         if path.is_symlink():
-            log.add(str(path), None, None, "is a symbolic link that leads to no file (its target is missing, or the links form a loop).",
-                    f"point the link at the {what} YAML file, or give the file's own path.")
+            log.add(str(path), None, None, DANGLING_LINK, f"point the link at the {what} YAML file, or give the file's own path.")
         else:
             log.add(str(path), None, None, f"{what} file not found.", f"give the path of a {what} YAML file.")
         return None
     try:
         text = path.read_text(encoding="utf-8-sig")
     except PermissionError:
-        log.add(label, None, None, "cannot be read: permission denied.", f"make the file readable by the user running dcplace (e.g. chmod u+r {path}).")
+        log.add(label, None, None, *unreadable(path))
         return None
     except UnicodeDecodeError as exc:
         data = path.read_bytes()

@@ -22,7 +22,7 @@ from dcplace.models.records import Scenario
 from dcplace.reports.layers import PlanLayers
 from dcplace.reports.mpl import plt
 from dcplace.reports.report import EXTRA_SECTIONS, Block, Image, Paragraphs, Section, Table, _png
-from dcplace.reports.style import DAY_COLOURS, money, tok_s_text
+from dcplace.reports.style import DAY_COLOURS, money, short_name, tok_s_text
 from dcplace.reports.summary import HOURS, PlaceDay, class_economics, clock_facts, clock_sentences, place_days, rental_by_use
 
 BANDS = ((0, 6), (6, 12), (12, 18), (18, 24))  # UTC hour bands of the utilisation table
@@ -148,7 +148,7 @@ KIND_TEXT = {"on_demand": "on demand, by the hour", "reserved": "reserved, every
 def rental_rows(plan: Plan, scenario: Scenario) -> tuple[list[str], list[list[str]], list[bool]]:
     """What is rented where: per cloud region, chip, kind and class (or job)."""
     clouds = {q.id: q for q in scenario.cloud_regions}
-    chips = {c.id: c.name.split(" (")[0] for c in scenario.catalog.chips}
+    chips = {c.id: short_name(c.name) for c in scenario.catalog.chips}
     classes = {w.id: w.name for w in scenario.catalog.workloads}
     jobs = {j.id: j.name for j in scenario.jobs}
     groups: dict[tuple, dict] = {}
@@ -174,7 +174,7 @@ def rental_rows(plan: Plan, scenario: Scenario) -> tuple[list[str], list[list[st
 def trough_rows(plan: Plan, scenario: Scenario) -> tuple[list[str], list[list[str]], list[bool]]:
     """Training in the troughs: per job and site, the hours used and the GPU-hours absorbed."""
     names = {s.id: s.name for s in plan.sites}
-    chips = {c.id: c.name.split(" (")[0] for c in scenario.catalog.chips}
+    chips = {c.id: short_name(c.name) for c in scenario.catalog.chips}
     jobs = {j.id: j for j in scenario.jobs}
     groups: dict[tuple, dict] = {}
     for b in plan.backfill:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dcplace.optimizer.studies.outages import OutageTable, outages_of
 from dcplace.reports.layers import PlanLayers
 from dcplace.reports.report import EXTRA_SECTIONS, Paragraphs, Section, Table
-from dcplace.reports.style import tok_s_text
+from dcplace.reports.style import short_name, tok_s_text
 
 SITE_COLUMNS = ["Site lost", "Served there", "Re-served elsewhere", "At risk", "Regions at risk", "Fallback RTT (mean, all classes)",
                 "Training jobs stalled", "Training job-days at risk", "Meets policy"]
@@ -29,7 +29,7 @@ def site_rows(table: OutageTable, top_regions: int = 3) -> tuple[list[str], list
     rows = []
     for o in sorted(table.outages, key=lambda o: (-o.at_risk_total_tok_s, -o.gpu_days_at_risk, o.site)):
         risky = o.regions_at_risk()
-        named = ", ".join(f"{r.region_name} ({table.class_name(r.workload)})" for r in risky[:top_regions])
+        named = ", ".join(f"{r.region_name} ({_class(table, r.workload)})" for r in risky[:top_regions])
         if len(risky) > top_regions:
             named += f" and {len(risky) - top_regions} more"
         jobs = ", ".join(_job_text(j) for j in o.jobs)
@@ -38,6 +38,10 @@ def site_rows(table: OutageTable, top_regions: int = 3) -> tuple[list[str], list
                      tok_s_text(o.at_risk_total_tok_s), named or "none", _ms(o.fallback_rtt_ms), jobs or "none",
                      f"{o.training_days_at_risk:,.1f}", policy])
     return SITE_COLUMNS, rows, SITE_NUMERIC
+
+
+def _class(table: OutageTable, workload: str) -> str:
+    return short_name(table.class_name(workload))
 
 
 def _job_text(j) -> str:
@@ -50,7 +54,7 @@ def region_rows(table: OutageTable, limit: int = 40) -> tuple[list[str], list[li
     """The (lost site, region, class) with demand at risk, largest first."""
     found = [(o, r) for o in table.outages for r in o.regions_at_risk()]
     found.sort(key=lambda pair: -pair[1].at_risk_tok_s)
-    rows = [[o.name, r.region_name, table.class_name(r.workload), tok_s_text(r.lost_tok_s), tok_s_text(r.at_risk_tok_s),
+    rows = [[o.name, r.region_name, _class(table, r.workload), tok_s_text(r.lost_tok_s), tok_s_text(r.at_risk_tok_s),
              _ms(r.normal_rtt_ms), _ms(r.fallback_rtt_ms), _ms(r.failover_budget_ms)] for o, r in found[:limit]]
     return REGION_COLUMNS, rows, REGION_NUMERIC
 
@@ -61,7 +65,7 @@ def summary_lines(table: OutageTable) -> list[str]:
     n = len(table.outages)
     worst = table.worst()
     if table.survive_site_loss:
-        policy = ", ".join(f"{table.class_name(w)} {a:.0%}" for w, a in sorted(table.survive_site_loss.items()))
+        policy = ", ".join(f"{_class(table, w)} {a:.0%}" for w, a in sorted(table.survive_site_loss.items()))
         verdict = ("every single-site loss keeps it" if table.secure
                    else "some single-site losses break it (rows marked NO)")
         out.append(f"Policy: the classes {policy} of demand must survive the loss of any one open site; {verdict}.")
@@ -75,7 +79,7 @@ def summary_lines(table: OutageTable) -> list[str]:
         if table.survive_site_loss and uncovered:
             share = sum(v for o in table.outages for w, v in o.at_risk_tok_s.items() if w in uncovered) \
                 / max(sum(o.at_risk_total_tok_s for o in table.outages), 1e-9)
-            out.append(f"{share:.0%} of the load at risk over all losses is {', '.join(table.class_name(w) for w in uncovered)}, "
+            out.append(f"{share:.0%} of the load at risk over all losses is {', '.join(_class(table, w) for w in uncovered)}, "
                        "which the policy does not ask to survive; a loss breaks the policy only where a class it names "
                        "is short (Meets policy).")
     elif n:

@@ -41,7 +41,7 @@ from dcplace.reports.layers import PlanLayers
 from dcplace.reports.mpl import plt  # the one place that picks matplotlib's backend
 from dcplace.reports.output import check_destination, render_html, staged_files
 from dcplace.reports.staticmap import draw_static_map
-from dcplace.reports.style import ROLE_COLOURS, money, mw_number, mw_text, tok_s_text
+from dcplace.reports.style import ROLE_COLOURS, money, mw_number, mw_text, short_name, tok_s_text
 from dcplace.reports.summary import (
     FULL_COST_RULE, SMALL_SITE_FIXED_SHARE, TRAINING_HOUR_RULE, Provenance, Summary, class_tokens_per_year, executive_summary, latency_reason,
     provenance_text, site_tokens_share, small_site, status_text, vintages, workload_costs,
@@ -175,7 +175,7 @@ def _full_cost_blocks(layers: PlanLayers) -> list[Block]:
 
 def _workload_section(layers: PlanLayers, summary: Summary) -> Section:
     plan, scenario = layers.plan, layers.scenario
-    chips = {c.id: c.name.split(" (")[0] for c in scenario.catalog.chips}
+    chips = {c.id: short_name(c.name) for c in scenario.catalog.chips}
     rows, flags = [], []
     for c in summary.classes:
         rows.append([c.name, _num(c.peak_tok_s), _num(c.racks), ", ".join(f"{chips.get(k, k)} {v:,}" for k, v in sorted(c.gpus_by_chip.items())) or "—",
@@ -259,7 +259,7 @@ def _reconcile_section(layers: PlanLayers) -> Section | None:
         site_plan = next(s for s in plan.sites if s.id == site)
         installed = sum(ln.gpus for ln in site_plan.racks if ln.purpose == "training" and ln.chip == chip and ln.fabric == fab)
         eq_total, phys_total, inst_total = eq_total + eq, phys_total + physical, inst_total + installed
-        rows.append([names[site], c.name.split(" (")[0], f.name, _num(eq), f"{f.training_efficiency:.2f}", f"{c.h100_equiv:.2f}",
+        rows.append([names[site], short_name(c.name), f.name, _num(eq), f"{f.training_efficiency:.2f}", f"{c.h100_equiv:.2f}",
                      _num(physical), _num(installed)])
     rows.append(["Total", "", "", _num(eq_total), "", "", _num(phys_total), _num(inst_total)])
     sentence = (f"Jobs ask for {eq_total:,.0f} H100-equivalent GPUs; sites hold physical GPUs. Physical = H100-equivalent / "
@@ -332,8 +332,8 @@ def _load_factor_text(plan: Plan, scenario) -> str:
     for a in [*plan.assignments, *plan.rent_assignments]:
         peak[a.workload] = peak.get(a.workload, 0.0) + a.served_tok_s
     seconds = eco.hours_per_year * 3600.0
-    means = [f"{w.name.split(' (')[0]} {tokens.get(w.id, 0.0) / (peak[w.id] * seconds):.0%} (catalog {w.load_factor:.0%})"
-             if peak.get(w.id) else f"{w.name.split(' (')[0]} — (nothing served; catalog {w.load_factor:.0%})"
+    means = [f"{short_name(w.name)} {tokens.get(w.id, 0.0) / (peak[w.id] * seconds):.0%} (catalog {w.load_factor:.0%})"
+             if peak.get(w.id) else f"{short_name(w.name)} — (nothing served; catalog {w.load_factor:.0%})"
              for w in scenario.catalog.workloads]
     return ("the clock: inference energy and tokens a year follow the hourly profiles, not the catalog's load factors; the "
             f"day's mean over the sum of the served peaks is {', '.join(means)}; {training} (average / peak use). $ per M "
@@ -352,7 +352,7 @@ def _assumptions_section(layers: PlanLayers, prov: Provenance) -> Section:
     fabrics = {f.id: f for f in scenario.catalog.fabrics}
     rows = [
         ("Discount rate", f"{eco.discount_rate:.1%} (capex is annualized with the capital recovery factor over each asset's life)"),
-        ("Chip lives", ", ".join(f"{chips[c].name.split(' (')[0]} {chips[c].life_years:g} y" for c in used_chips) or "—"),
+        ("Chip lives", ", ".join(f"{short_name(chips[c].name)} {chips[c].life_years:g} y" for c in used_chips) or "—"),
         ("Cooling lives", ", ".join(f"{cooling[c].name} {cooling[c].life_years:g} y" for c in used_cooling) or "—"),
         ("Fabric lives", ", ".join(f"{fabrics[f].name} {fabrics[f].life_years:g} y" for f in used_fabrics) or "—"),
         ("Load factors", _load_factor_text(plan, scenario)),

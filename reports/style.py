@@ -96,6 +96,12 @@ def nice_ceil(value: float) -> float:
     return 10.0 ** (exponent + 1)
 
 
+def short_name(name: str) -> str:
+    """A catalog name without its parenthesis, for tables and sentences: "Small-model chat", not
+    "Small-model chat (7-8B class: Llama 3.1 8B)"; "GB200", not "GB200 (NVL72 ...)"."""
+    return name.split(" (")[0]
+
+
 def tok_s_text(tok_s: float) -> str:
     """2.5 M tok/s, 500 k tok/s, 800 tok/s."""
     if tok_s >= 1e6:

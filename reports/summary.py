@@ -44,7 +44,7 @@ from dcplace.optimizer.model.costs import crf, rack_economics
 from dcplace.optimizer.model.latency import distance_matrix_km, rtt_matrix_ms
 from dcplace.reports.layers import PlanLayers
 from dcplace.models.provenance import Provenance
-from dcplace.reports.style import money, mw_text, tok_s_text
+from dcplace.reports.style import money, mw_text, short_name, tok_s_text
 
 SECONDS_PER_HOUR = 3600.0
 SMALL_SITE_FIXED_SHARE = 0.5
@@ -565,7 +565,7 @@ def executive_summary(layers: PlanLayers, prov: Provenance | None = None) -> Sum
     failover = plan.solve.failover or {}
     if failover.get("classes") and summary.inference:
         classes = {w.id: w.name for w in scenario.catalog.workloads}
-        policy = ", ".join(f"{classes.get(w, w).split(' (')[0]} {a:.0%}" for w, a in sorted(failover["classes"].items()))
+        policy = ", ".join(f"{short_name(classes.get(w, w))} {a:.0%}" for w, a in sorted(failover["classes"].items()))
         summary.inference.append(
             (f"The plan is N-1 secure: {policy} of demand is re-served within the failover budgets after the loss of any one of its "
              f"{sum(1 for x in plan.sites if x.open)} open sites ({failover.get('scenarios_generated', 0)} losses built into the model; "

@@ -45,6 +45,7 @@ from typing import Callable
 import numpy as np
 
 from dcplace.models import InputProblem
+from dcplace.models.checks import record_row
 from dcplace.optimizer.model.index import IndexSets
 from dcplace.optimizer.model.failover import hall_cuts
 from dcplace.optimizer.model.linear import LinearModel
@@ -537,10 +538,6 @@ def secure(ix: IndexSets, lm: LinearModel, result, x, build: Callable[[IndexSets
 # ------------------------------------------------------------------ prechecks
 
 
-def _row(scenario, table: str, position: int) -> int | None:
-    name = scenario.files.get(table, "")
-    return position + (2 if name.lower().endswith(".csv") else 1) if name else None
-
 
 def failover_reachable(ix: IndexSets) -> list[InputProblem]:
     """A survivable (region, class) whose every serving site lacks a second site within the
@@ -571,7 +568,7 @@ def failover_reachable(ix: IndexSets) -> list[InputProblem]:
             source = (column if w in region.failover_rtt_ms else f"policies.failover_rtt_ms.{w} (or this region's {column})"
                       if w in ix.scenario.policies.failover_rtt_ms else f"{column} (default: twice rtt_budget_{w}_ms) or policies.failover_rtt_ms.{w}")
             out.append(InputProblem(
-                ix.scenario.files.get("regions", "regions"), _row(ix.scenario, "regions", i), column,
+                ix.scenario.files.get("regions", "regions"), record_row(ix.scenario, "regions", i), column,
                 f"region {region.name} has no second site within its failover budget of {budget:g} ms for '{w}'; {nearest}.",
                 f"raise {source} to at least the backup's round trip, add a site near "
                 f"{region.name}, or lower policies.survive_site_loss.{w}."))
@@ -588,7 +585,7 @@ def standby_reachable(ix: IndexSets) -> list[InputProblem]:
         if job.standby_required and len(sites_of.get(job.id, ())) == 1:
             only = next(iter(sites_of[job.id]))
             out.append(InputProblem(
-                ix.scenario.files.get("jobs", "jobs") or "jobs", _row(ix.scenario, "jobs", n), "standby_required",
+                ix.scenario.files.get("jobs", "jobs") or "jobs", record_row(ix.scenario, "jobs", n), "standby_required",
                 f"job {job.name} requires a standby site, but only {ix.sites[only].name} ({only}) can hold it.",
                 "set standby_required to false (accept the delay), or give another site the power, floor, cooling, "
                 "fabric and countries the job needs."))

@@ -9,14 +9,10 @@ from __future__ import annotations
 import math
 
 from dcplace.models import InputProblem, Scenario, ScenarioError
+from dcplace.models.checks import record_row
 from dcplace.optimizer.model.index import MAX_FULL_PAIRS, IndexSets, PruningRules, build_index, most_per_site
 from dcplace.optimizer.solving.failover import failover_reachable, standby_reachable  # resilience (docs/resilience.md)
 
-
-def _row(scenario: Scenario, table: str, position: int) -> int | None:
-    """CSV row of the record at `position` (header is row 1); feature number for geo files."""
-    name = scenario.files.get(table, "")
-    return position + (2 if name.lower().endswith(".csv") else 1) if name else None
 
 
 def _hosts_class(ix: IndexSets, s: str, w: str) -> bool:
@@ -110,7 +106,7 @@ def unreachable_regions(ix: IndexSets) -> list[InputProblem]:
             out.append(
                 InputProblem(
                     scenario.files.get("regions", "regions") if field.startswith(("rtt_", "allowed")) else scenario.files.get("sites", "sites"),
-                    _row(scenario, "regions", i) if field.startswith(("rtt_", "allowed")) else None, field,
+                    record_row(scenario, "regions", i) if field.startswith(("rtt_", "allowed")) else None, field,
                     f"region {region.name} ({region.id}) has {demand:,.0f} tok/s of '{w}' demand and no site within its "
                     f"{region.rtt_budget_ms[w]:g} ms budget: {why}.",
                     fix,
@@ -133,7 +129,7 @@ def redundancy_reachable(ix: IndexSets) -> list[InputProblem]:
             if 0 < n_sites < need:
                 out.append(
                     InputProblem(
-                        ix.scenario.files.get("regions", "regions"), _row(ix.scenario, "regions", i), f"rtt_budget_{w}_ms",
+                        ix.scenario.files.get("regions", "regions"), record_row(ix.scenario, "regions", i), f"rtt_budget_{w}_ms",
                         f"region {region.name} ({region.id}) reaches {n_sites} site(s) for '{w}', but max_share_per_site "
                         f"{cap:g} needs at least {need}.",
                         "raise policies.max_share_per_site, widen the budget, or add sites near the region.",
@@ -155,7 +151,7 @@ def unplaceable_jobs(ix: IndexSets) -> list[InputProblem]:
         out.append(
             InputProblem(
                 ix.scenario.files.get("jobs", "jobs") or "jobs" if field not in ("power_limit_kw", "cooling_allowed") else ix.scenario.files.get("sites", "sites"),
-                _row(ix.scenario, "jobs", i) if field not in ("power_limit_kw", "cooling_allowed") else None, field,
+                record_row(ix.scenario, "jobs", i) if field not in ("power_limit_kw", "cooling_allowed") else None, field,
                 f"training job {job.name} ({job.id}) needs {job.gpus_h100_equiv:,.0f} H100-equivalent GPUs and cannot be placed whole: {why}.",
                 fix,
             )

@@ -105,8 +105,7 @@ class OutageTable:
     class_names: dict[str, str] = field(default_factory=dict)  # class id -> its display name
 
     def class_name(self, workload: str) -> str:
-        """The class's display name without its parenthesis ("Small-model chat", not "... (7-8B class: ...)")."""
-        return self.class_names.get(workload, workload).split(" (")[0]
+        return self.class_names.get(workload, workload)
 
     @property
     def secure(self) -> bool | None:
@@ -145,12 +144,10 @@ def outages_of(plan: Plan, scenario: Scenario, folder: str = "") -> OutageTable:
         jobs_at[p.site].append(p)
     # interruptible jobs in the troughs: the GPU-hours each site gave each job a day (H100-equivalent)
     trough_hours: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    trough_total: dict[str, float] = defaultdict(float)
     for b in plan.backfill:
         trough_hours[b.site][b.job] += b.h100_gpu_hours_per_day
-    trough_total = defaultdict(float)
-    for by_job in trough_hours.values():
-        for j, hours in by_job.items():
-            trough_total[j] += hours
+        trough_total[b.job] += b.h100_gpu_hours_per_day
     job_names = {j.id: j.name for j in scenario.jobs}
     outages = []
     for site in plan.sites:
