@@ -5,7 +5,8 @@ is listed, naming file, row and field); 3 the scenario is infeasible (the diagno
 which limits must move); 4 the time limit ended before any plan was found; 5 a batch finished with members that
 failed (bad input, error, crash, no plan in time; re-run the same command to retry them);
 6 an internal error (a bug: one line names it and where its full traceback was saved).
-Ctrl-C ends with 130; SIGTERM removes the run's staging folders and ends by the signal.
+Ctrl-C ends with 130; SIGTERM removes the run's staging folders and ends by the signal. Either
+waits while an output moves into place, so a stopped run leaves the old output or the new one.
 
 Every text that comes from the user (names of sites, regions, jobs, scenarios, plans and
 batch members, file paths, messages quoting them) is printed as text, never as rich markup
@@ -1169,7 +1170,11 @@ def _terminated(signum, frame) -> None:
 
 
 def main() -> None:
-    signal.signal(signal.SIGTERM, _terminated)
+    from dcplace.models.outputs import defer_while_moving
+
+    signal.signal(signal.SIGTERM, defer_while_moving(_terminated))
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # Ctrl-C too: KeyboardInterrupt after the last move
+        signal.signal(signal.SIGINT, defer_while_moving(signal.default_int_handler))
     # a stream closed by the caller (`dcplace validate >&-`) is None: left as Python has it
     sys.stdout, sys.stderr = (None if stream is None else _PipeSafe(stream) for stream in (sys.stdout, sys.stderr))
     try:

@@ -175,6 +175,39 @@ _OWN_SWAPS: dict[Path, Path] = {}  # old folder set aside -> its destination, wh
 os.register_at_fork(after_in_child=lambda: (_OWN_STAGES.clear(), _OWN_SWAPS.clear()))  # a forked worker owns none of its parent's
 
 
+_MOVES: dict = {"depth": 0, "pending": None}  # files moving into place, and a signal that came meanwhile
+
+
+@contextmanager
+def _moving() -> Iterator[None]:
+    """Files or folders moving into place: a handler wrapped by `defer_while_moving` that is
+    called meanwhile runs when the last move is done, so a stopped run leaves the old output
+    or the new one, never half of each."""
+    _MOVES["depth"] += 1
+    try:
+        yield
+    finally:
+        _MOVES["depth"] -= 1
+        pending, _MOVES["pending"] = (_MOVES["pending"], None) if not _MOVES["depth"] else (None, _MOVES["pending"])
+        if pending:
+            handler, signum = pending
+            handler(signum, None)
+
+
+def defer_while_moving(handler):
+    """`handler` (a signal handler) made to wait while outputs move into place: Python runs a
+    handler between two statements of the main thread, which may be between two os.replace
+    calls of one report."""
+
+    def deferred(signum, frame):
+        if _MOVES["depth"]:
+            _MOVES["pending"] = (handler, signum)
+            return
+        handler(signum, frame)
+
+    return deferred
+
+
 def remove_own_staging() -> None:
     """Remove this process's staging folders now: for a SIGTERM handler, since the default action
     ends the process without unwinding the `finally` that would have removed them. A swap caught
@@ -218,15 +251,16 @@ def staged_folder(out_dir: str | Path, kind: str) -> Iterator[Path]:
         yield stage
         write_marker(stage, kind, [p.relative_to(stage).as_posix() for p in stage.rglob("*") if p.is_file()])
         check_destination(out_dir, kind)  # the destination may have changed while we worked
-        if out_dir.exists():
-            old = _sibling(out_dir, "old")
-            _OWN_SWAPS[old] = out_dir
-            os.rename(out_dir, old)
-            os.rename(stage, out_dir)
-            _OWN_SWAPS.pop(old, None)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.rename(stage, out_dir)
+        with _moving():
+            if out_dir.exists():
+                old = _sibling(out_dir, "old")
+                _OWN_SWAPS[old] = out_dir
+                os.rename(out_dir, old)
+                os.rename(stage, out_dir)
+                _OWN_SWAPS.pop(old, None)
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                os.rename(stage, out_dir)
     finally:
         drop_stage(stage)
 
@@ -242,7 +276,9 @@ class Stage:
 @contextmanager
 def staged_files(out_dir: str | Path, kind: str) -> Iterator[Stage]:
     """Write files into the yielded stage; on success each moves into `out_dir` (created, or a
-    `kind` folder dcplace wrote) with os.replace, so a reader sees the old file or the new one."""
+    `kind` folder dcplace wrote) with os.replace, so a reader sees the old file or the new one;
+    a SIGTERM while they move waits for the last (defer_while_moving), so a stopped run leaves
+    all the old files or all the new ones."""
     out_dir = check_destination(out_dir, kind)
     stage = Stage(new_stage(out_dir))
     try:
@@ -251,9 +287,10 @@ def staged_files(out_dir: str | Path, kind: str) -> Iterator[Stage]:
         out_dir.mkdir(exist_ok=True)
         if read_marker(out_dir) is None:
             write_marker(out_dir, kind)
-        for path in sorted(stage.dir.iterdir()):
-            os.replace(path, out_dir / path.name)
-            stage.moved.append(out_dir / path.name)
+        with _moving():
+            for path in sorted(stage.dir.iterdir()):
+                os.replace(path, out_dir / path.name)
+                stage.moved.append(out_dir / path.name)
     finally:
         drop_stage(stage.dir)
 
@@ -267,4 +304,4 @@ def claim_folder(out_dir: str | Path, kind: str) -> Path:
     return out_dir
 
 
-__all__ = ["OutputRefused", "MARKER", "check_destination", "check_new_folder", "staged_folder", "staged_files", "Stage", "claim_folder", "remove_stale_staging", "remove_own_staging", "new_stage", "drop_stage"]
+__all__ = ["OutputRefused", "MARKER", "check_destination", "check_new_folder", "staged_folder", "staged_files", "Stage", "claim_folder", "remove_stale_staging", "remove_own_staging", "new_stage", "drop_stage", "defer_while_moving"]

@@ -75,14 +75,16 @@ def plan_figure(layers: PlanLayers) -> go.Figure:
         _add_sites(fig, layers, role, mw_max, labels, losses)
     slider = _add_day(fig, layers, mw_max)
     _layout(fig, layers)
-    if slider is not None:
+    if slider is not None:  # the slider and the colour bar get a band of their own under the map, off the land
         fig.update_layout(sliders=[slider])
+        fig.update_geos(domain={"x": [0.0, 1.0], "y": [DAY_BAND, 1.0]})
     return fig
 
 
 # ----------------------------------------------------------------------------- the day (the clock)
 
 DAY_COLOURSCALE = [[0.0, "#fdd0a2"], [0.5, "#f16913"], [1.0, "#7f2704"]]  # GPUs busy serving / installed, 0 to 100 %
+DAY_BAND = 0.16  # share of the figure's height under the map for the hour slider and the colour bar
 DAY_RING_GAP_PX = 5  # a fully busy site's ring sits this far outside a symbol of its inference MW
 
 

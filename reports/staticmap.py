@@ -7,8 +7,9 @@ flows are the assignment lines (great circles, split at the antimeridian by the 
 coloured by workload class, with width proportional to tok/s served on a stated scale
 (`style.flow_scale`) and big flows drawn on top of small ones. Labels
 are placed greedily, largest site first, at the first of eight positions around the
-marker that overlaps no placed label and no other marker; a label with no free position
-is left out and counted in the footnote rather than drawn over another.
+marker that overlaps no placed label and no other marker and lies nearer its own marker's
+centre than any other open site's (so a reader pairs it with the right one); a label with
+no free position is left out and counted in the footnote rather than drawn over another.
 
 World plans use Equal Earth (EPSG:8857); a plan whose open sites and served regions fit
 in a regional window gets a Lambert azimuthal equal-area projection centred on it.
@@ -252,6 +253,7 @@ def _place_labels(ax, layers: PlanLayers, site_xy: np.ndarray, site_area: np.nda
                 axes_box.contains(extent.x0, extent.y0) and axes_box.contains(extent.x1, extent.y1)
                 and not any(extent.overlaps(b) for b in placed)
                 and not any(extent.overlaps(b) for j, b in marker_boxes if j != i)
+                and nearest_marker(extent, display[open_idx]) == open_idx.index(i)
             )
             if clear:
                 placed.append(extent)
@@ -260,6 +262,13 @@ def _place_labels(ax, layers: PlanLayers, site_xy: np.ndarray, site_area: np.nda
             label.remove()
         else:
             result.unlabelled.append(str(sites["name"].iat[i]))
+
+
+def nearest_marker(box: Bbox, centres: np.ndarray) -> int:
+    """Index of the centre (display coordinates) nearest to `box`; the first on a tie."""
+    dx = np.maximum.reduce([box.x0 - centres[:, 0], np.zeros(len(centres)), centres[:, 0] - box.x1])
+    dy = np.maximum.reduce([box.y0 - centres[:, 1], np.zeros(len(centres)), centres[:, 1] - box.y1])
+    return int(np.argmin(np.hypot(dx, dy)))
 
 
 def _legend(ax, layers: PlanLayers, result: StaticMap, scales: MapScales) -> None:

@@ -231,3 +231,34 @@ def test_the_staging_a_process_owns_is_what_its_sigterm_handler_removes(tmp_path
     remove_own_staging()
     assert not stage.exists() and staging(tmp_path) == []
     assert (tmp_path / "kept" / "plan.json").exists(), "a folder already moved into place is not staging any more"
+
+
+def test_a_signal_while_report_files_move_waits_for_the_last(tmp_path, monkeypatch):
+    """staged_files moves a report's files one by one; a SIGTERM (or Ctrl-C) handled between two
+    moves would leave half old, half new files. The CLI's handlers wait for the last move."""
+    from dcplace.models import outputs
+
+    out = tmp_path / "report"
+    with outputs.staged_files(out, "report") as stage:
+        for name in ("a.html", "b.pdf", "c.csv"):
+            (stage.dir / name).write_text("old")
+    seen: list[dict] = []
+
+    def handler(signum, frame):
+        seen.append({p.name: p.read_text() for p in out.iterdir() if p.name != outputs.MARKER})
+
+    deferred = outputs.defer_while_moving(handler)
+    replace = os.replace
+
+    def replace_then_signal(src, dst):
+        replace(src, dst)
+        deferred(signal.SIGTERM, None)  # as if the signal came right after this move
+
+    monkeypatch.setattr(outputs.os, "replace", replace_then_signal)
+    with outputs.staged_files(out, "report") as stage:
+        for name in ("a.html", "b.pdf", "c.csv"):
+            (stage.dir / name).write_text("new")
+    assert seen == [{"a.html": "new", "b.pdf": "new", "c.csv": "new"}], "the handler ran once, after every file moved"
+    deferred(signal.SIGTERM, None)  # outside a move it runs at once
+    assert len(seen) == 2
+    assert staging(tmp_path) == []

@@ -154,6 +154,10 @@ def test_html_map_has_an_hour_slider_and_escapes_names(clocked, unclocked, tmp_p
     assert len(layer["day-owned"].lon) == 2 and len(layer["day-rented"].lon) == 1
     slider = fig.layout.sliders[0]
     assert len(slider.steps) == 24
+    # the slider and the colour bar sit in a band of their own under the map, not over land
+    band = fig.layout.geo.domain.y[0]
+    assert band > 0 and slider.y == 0 and slider.yanchor == "bottom"
+    assert layer["day-owned"].marker.colorbar.y < band
     # Each hour restyles the two day traces, with the loads of that hour.
     days = {d.id: d for d in place_days(layers.plan, layers.scenario)}
     step = slider.steps[13]
@@ -167,6 +171,7 @@ def test_html_map_has_an_hour_slider_and_escapes_names(clocked, unclocked, tmp_p
         assert hostile not in page
     off = plan_figure(load_plan_layers(unclocked))
     assert not off.layout.sliders and not any(t.meta["layer"].startswith("day") for t in off.data)
+    assert not off.layout.geo.domain.y or off.layout.geo.domain.y[0] == 0, "without the clock the map keeps the whole height"
 
 
 def test_report_html_and_pdf_carry_the_day(clocked, tmp_path):

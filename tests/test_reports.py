@@ -137,6 +137,22 @@ def test_labels_do_not_overlap_and_every_open_site_is_labelled_or_counted(world_
     labelled = {label.get_text().rsplit("  ", 1)[0] for label in drawn.labels}
     assert labelled | set(drawn.unlabelled) == open_names
     assert HOSTILE_SITE in labelled  # drawn literally: parse_math is off, nothing is interpreted
+    _assert_labels_nearest_their_own_site(drawn, layers)
+
+
+def _assert_labels_nearest_their_own_site(drawn, layers):
+    """A label whose box is nearer another open site's marker than its own reads as that site's."""
+    from pyproj import Transformer
+
+    from dcplace.reports.staticmap import nearest_marker
+
+    sites = layers.sites[layers.sites["open"]]
+    x, y = Transformer.from_crs("EPSG:4326", drawn.crs, always_xy=True).transform(sites.geometry.x.to_numpy(), sites.geometry.y.to_numpy())
+    centres = drawn.figure.axes[0].transData.transform(np.column_stack([x, y]))
+    names = sites["name"].tolist()
+    for label, box in zip(drawn.labels, _label_boxes(drawn)):
+        own = label.get_text().rsplit("  ", 1)[0]
+        assert names[nearest_marker(box, centres)] == own, f"the label of {own} sits nearer another site"
 
 
 def test_crowded_sites_drop_labels_rather_than_overlap(tmp_path):
@@ -151,6 +167,7 @@ def test_crowded_sites_drop_labels_rather_than_overlap(tmp_path):
     assert not any(a.overlaps(b) for a, b in itertools.combinations(boxes, 2))
     assert int(layers.sites["open"].sum()) >= 6
     assert drawn.unlabelled, "a crowded map must leave some labels out"
+    _assert_labels_nearest_their_own_site(drawn, layers)
     assert len(drawn.labels) + len(drawn.unlabelled) == int(layers.sites["open"].sum())
 
 
