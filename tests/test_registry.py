@@ -106,7 +106,9 @@ CASES = {
     "inference_capacity": two_towns,
     "training_capacity": with_job,
     "job_placed_once": with_job,
-    "density_needs_zone": with_job,  # the job's 60 kW racks need a liquid zone ($5,000/yr)
+    # the 60 kW inference racks need a liquid zone ($5,000/yr); with a job in the troughs no zone_racks_within_reach
+    # row stands in for it (a job's own racks have place_needs_zone)
+    "density_needs_zone": lambda p: dense_inference(p, clock=True, trough_job=True),
     # 'west' (cheaper power, 70 kW) could hold the job's rack (66 kW) or its town's 3 racks (13.2 kW), not both
     "site_power": lambda p: two_towns(p, sites=[site("west", 0, 0, power_limit_kw=70, power_price_usd_per_mwh=50), site("east", 0, 10)],
                                       regions=[region("wtown", 0, 0.1, chat=2400, budget=5), region("etown", 0, 10.1, budget=5)],
@@ -180,9 +182,12 @@ BOUND_ONLY = {  # rows that bound the objective (the clock's busy energy, docs/c
 TIGHTENING = {  # implied in the MIP by the families named; kept for the LP bound
     "share_needs_open": (two_towns, ("inference_capacity", "density_needs_zone", "zone_needs_open", "site_power")),
     "zone_needs_open": (with_job, ("density_needs_zone", "site_power")),
+    "place_needs_zone": (with_job, ("training_capacity", "density_needs_zone")),
     "failover_aggregate": (lambda p: two_backups(p), ("failover_reserve", "failover_capacity")),
     # a cheapest plan closes a site it puts no rack in (optimizer.model.formulation.OPTIMALITY_ROWS)
     "open_site_has_zone": (with_job, ("density_needs_zone", "inference_capacity", "training_capacity")),
+    # a cheapest plan builds no rack beyond the load a site can reach (OPTIMALITY_ROWS)
+    "zone_racks_within_reach": (lambda p: dense_inference(p), ("density_needs_zone", "inference_capacity")),
 }
 
 
@@ -292,7 +297,45 @@ def test_open_site_has_zone_closes_the_zone_gap_by_hand(tmp_path):
     zone: $5,000 x 99/100 = $4,950 more, and the LP is the MIP's optimum."""
     path = make_scenario(tmp_path / "in", sites=[site("hub", 0, 0, cooling_allowed="liquid")], regions=[region("town", 0, 0.1)],
                          policies={"max_share_per_site": 1.0})
-    with_row, without_row = lp_value(path), lp_value(path, without=("open_site_has_zone",))
+    reach = ("zone_racks_within_reach",)  # left out on both sides: it makes the LP's racks pay for part of the zone too
+    with_row, without_row = lp_value(path, without=reach), lp_value(path, without=("open_site_has_zone", *reach))
+    assert with_row - without_row == pytest.approx(4950.0, rel=1e-9)
+    assert solve(load_scenario(path), OPTIONS).objective_usd_per_year == pytest.approx(with_row, rel=1e-9)
+
+
+def dense_inference(tmp_path, clock: bool = False, trough_job: bool = False):
+    """One site (air zone $0, liquid $5,000 a year), one town of 4,800 tok/s of chat. Inference GPUs cost
+    $20,000 here, so one 60 kW trainer-dense rack (48 x 100 tok/s = 4,800 tok/s, liquid only, $96,000 a year)
+    serves the town for less than six server-air racks (6 x 16 x $4,000 a year = $384,000)."""
+    catalog = {**TINY_CATALOG, "chips": [dict(c, capex_usd_per_gpu=20000) if c["id"] == "server" else c for c in TINY_CATALOG["chips"]]}
+    return make_scenario(tmp_path, sites=[site("hub", 0, 0)], regions=[region("town", 0, 0.1, chat=4800)], catalog=catalog,
+                         policies={"max_share_per_site": 1.0}, sections={"clock": {"hours": 24}} if clock else None,
+                         tables={"profiles": day({12: 1.0}, 0.1)} if clock else None,
+                         jobs=[job("tune", 1, interruptible=True, gpu_hours_per_day=8, eligible_chips="trainer")] if trough_job else None)
+
+
+@pytest.mark.parametrize("clock", [False, True], ids=["peak", "clock"])
+def test_zone_racks_within_reach_makes_the_rack_pay_its_share_of_the_zone_by_hand(clock, tmp_path):
+    """dense_inference: the LP builds the 4,800 tok/s on one trainer-dense rack. Without the row its liquid zone
+    is built 1/100 (M = the floor's 100 racks; power allows 151); with it the zone holds at most
+    U + T = 4,800 (all the load the site can reach, at its peak hour with the clock) + 4,800 (one rack)
+    tok/s a whole zone, so the rack's 4,800 pay half the zone: $5,000 x (1/2 - 1/100) = $2,450 more."""
+    path = dense_inference(tmp_path / "in", clock)
+    with_row, without_row = lp_value(path), lp_value(path, without=("zone_racks_within_reach",))
+    assert with_row - without_row == pytest.approx(2450.0, rel=1e-9)
+    plan = solve(load_scenario(path), OPTIONS)
+    assert [(ln.config, ln.cooling) for s in plan.sites for ln in s.racks] == [("trainer-dense", "liquid")]
+
+
+def test_place_needs_zone_makes_a_job_pay_its_zone_by_hand(tmp_path):
+    """One site, one town of 800 tok/s on one server-air rack (air zone, $0) and one 48-GPU job on one
+    60 kW trainer-dense rack, which only a liquid zone holds ($5,000 a year, M = 100 racks: the floor; power
+    allows 10,000 / (60 x 1.1) = 151). The LP without the row builds 1/100 of the liquid zone for the job; with
+    it the placed job pays the whole zone: $5,000 x 99/100 = $4,950 more, and the LP is the MIP's optimum."""
+    path = make_scenario(tmp_path / "in", sites=[site("hub", 0, 0)], regions=[region("town", 0, 0.1)], jobs=[job("pretrain", 48)],
+                         policies={"max_share_per_site": 1.0})
+    reach = ("zone_racks_within_reach",)  # left out on both sides: it makes the LP's inference racks in the zone pay too
+    with_row, without_row = lp_value(path, without=reach), lp_value(path, without=("place_needs_zone", *reach))
     assert with_row - without_row == pytest.approx(4950.0, rel=1e-9)
     assert solve(load_scenario(path), OPTIONS).objective_usd_per_year == pytest.approx(with_row, rel=1e-9)
 
@@ -314,13 +357,14 @@ def test_open_site_has_zone_spares_a_site_the_policies_open_idle(policies, tmp_p
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_open_site_has_zone_keeps_every_cases_optimum(name, tmp_path, monkeypatch):
-    """The row is no law of the model: on every family's case (N-1, standby, the clock's backfill and rentals,
-    single-purpose sites, self-build, the policies) the optimum with it is the optimum without it."""
+@pytest.mark.parametrize("row", formulation.OPTIMALITY_ROWS)
+def test_optimality_rows_keep_every_cases_optimum(row, name, tmp_path, monkeypatch):
+    """These rows are no law of the model: on every family's case (N-1, standby, the clock's backfill and rentals,
+    single-purpose sites, self-build, the policies) the optimum with the row is the optimum without it."""
     path = CASES[name](tmp_path / "in")
     full = solve(load_scenario(path), OPTIONS)
     monkeypatch.setattr("dcplace.optimizer.solving.solve.build_model",
-                        lambda ix: formulation.build_model(ix, without=("open_site_has_zone",)))
+                        lambda ix: formulation.build_model(ix, without=(row,)))
     loose = solve(load_scenario(path), OPTIONS)
     assert loose.objective_usd_per_year == pytest.approx(full.objective_usd_per_year, rel=1e-9)
 

@@ -229,6 +229,82 @@ def open_site_has_zone(lm: LinearModel, ix: IndexSets) -> None:
             lm.add_row("open_site_has_zone", s, [(col, 1.0) for col in zones[s]] + [(lm.col("open", s), -1.0)], lower=0.0)
 
 
+@family(checker="check_density", not_relaxed="implied by training_capacity and density_needs_zone in the MIP; "
+        "it only tightens the LP relaxation, so relaxing it would move no limit")
+def place_needs_zone(lm: LinearModel, ix: IndexSets) -> None:
+    """sum_f place[j,s,f,x] - sum_{c in C(s,x)} zone[s,c] <= 0   for every (j,s,x) with a placement option,
+    C(s,x) = the cooling types of the training racks of chip x at s.
+
+    The strong link of a placement (share_needs_open's twin for training): a job placed at s
+    runs on racks of its chip, which stand in a zone that holds them. In the MIP
+    training_capacity and density_needs_zone imply it; in the LP a whole job could otherwise
+    sit at a site opened a hundredth, on a liquid zone built a hundredth (density_needs_zone's
+    M is the most racks the site holds), and the rounded start kept that site for the job
+    (the default with the clock: Tokyo, open 0.009 in the LP, then $2.5 M a year of site and
+    zone in the plan, where Seoul served at $0.14 M more in the LP).
+    """
+    racks = ix.group("trn_by_sfchip")
+    coolings: dict[tuple[str, str], set[str]] = {}
+    for (s, _, x), options in racks.items():
+        coolings.setdefault((s, x), set()).update(c for _, c in options)
+    placements: dict[tuple[str, str, str], list[int]] = {}
+    for j, s, f, x in ix.place:
+        placements.setdefault((j, s, x), []).append(lm.col("place", (j, s, f, x)))
+    for (j, s, x), cols in placements.items():
+        zones = [lm.col("zone", (s, c)) for c in sorted(coolings.get((s, x), ()))]
+        lm.add_row("place_needs_zone", (j, s, x), [(col, 1.0) for col in cols] + [(col, -1.0) for col in zones], upper=0.0)
+
+
+def reachable_peak_tok_s(ix: IndexSets) -> dict[str, np.ndarray]:
+    """Class -> per site (scenario order): the most load its eligible regions could put on it at
+    once, max_h sum_r max_share * demand[r,w] * p[r,w,h] over every eligible pair, not only the
+    pairs a candidate-restricted model holds (p = 1 with the clock off)."""
+    cap = ix.scenario.policies.max_share_per_site
+    out = {}
+    for w, mask in ix.eligible.items():
+        load = np.zeros((len(ix.region_pos), len(ix.clock.hours) if ix.clock.on else 1))
+        for r, i in ix.region_pos.items():
+            if ix.demand(r, w) > 0:
+                load[i] = ix.demand(r, w) * (ix.clock.profile(r, w) if ix.clock.on else 1.0)
+        out[w] = cap * (mask.T.astype(float) @ load).max(axis=1) if load.size else np.zeros(mask.shape[1])
+    return out
+
+
+@family(checker="check_density", not_relaxed="holds for a cheapest plan, limits nothing a user sets: a rack beyond the "
+        "load a site can ever be asked for is removed at no cost; it only tightens the LP relaxation")
+def zone_racks_within_reach(lm: LinearModel, ix: IndexSets) -> None:
+    """sum_k racks_inf[s,k,c,w] * tok_s[k,w] - (U[s,w] + T[s,w]) * zone[s,c] <= 0   for every (s,c,w) with inference racks,
+    U[s,w] = reachable_peak_tok_s (the most load s could serve at one hour), T[s,w] = max_k tok_s[k,w] at s.
+
+    Not a law of every plan but of a cheapest one (as open_site_has_zone). Let C be the
+    inference capacity of class w at s and P its largest hourly load (P <= U). If
+    C >= P + T, take one rack of the configuration at s that uses the most energy per token:
+    the rest still holds P, so every hour's load fits on it, and the tokens the rack served
+    move to racks using no more energy per token; chips, colocation, cooling capex and idle
+    energy fall, nothing rises, and no row breaks (power, floor, carbon and capex only
+    lose terms). So some optimum has C < P + T <= U + T in every zone, and the optimum's
+    cost is unchanged. The argument needs a rack to serve only its own class's load, so
+    classes that must survive a site loss (their racks hold spare) and models with jobs in
+    the troughs (racks may be built to lend) get no rows. What it buys is the LP bound:
+    density_needs_zone's M is the most racks the site holds, so there a rack costs only a
+    sliver of its zone; here the sliver is its share of the load the site can reach.
+    """
+    if trough_jobs(ix):
+        return
+    survive = set(ix.scenario.policies.survive_site_loss)
+    reach = reachable_peak_tok_s(ix)
+    configs: dict[tuple[str, str], dict[str, list[str]]] = {}
+    for s, k, c, w in ix.inf_racks:
+        if w not in survive:
+            configs.setdefault((s, w), {}).setdefault(c, []).append(k)
+    for (s, w), by_cooling in sorted(configs.items()):
+        most = max(ix.tok_s_per_rack[k, w] for ks in by_cooling.values() for k in ks)
+        limit = float(reach[w][ix.site_pos[s]]) + most
+        for c, ks in sorted(by_cooling.items()):
+            terms = [(lm.col("racks_inf", (s, k, c, w)), ix.tok_s_per_rack[k, w] / limit) for k in ks]
+            lm.add_row("zone_racks_within_reach", (s, c, w), terms + [(lm.col("zone", (s, c)), -1.0)], upper=0.0)
+
+
 def _site_racks(lm: LinearModel, ix: IndexSets, s: str, weight) -> list[tuple[int, float]]:
     inf = [(lm.col("racks_inf", key), weight(key)) for key in ix.group("inf_by_site").get(s, [])]
     return inf + [(lm.col("racks_trn", key), weight(key)) for key in ix.group("trn_by_site").get(s, [])]
@@ -419,7 +495,7 @@ FAMILIES = tuple(f.builder for f in REGISTRY.values() if f.section != "periods")
 # families that hold for some cheapest plan of one period, not for every plan: a model whose plan is not
 # free to be a cheapest one (a multi-period model, a plan's decisions held fixed or judged as they are,
 # near-optimal alternatives, the elastic diagnosis, whose objective is the moves) is built without them
-OPTIMALITY_ROWS = ("open_site_has_zone",)
+OPTIMALITY_ROWS = ("open_site_has_zone", "zone_racks_within_reach")
 
 
 def build_model(ix: IndexSets, without: tuple[str, ...] | frozenset = ()) -> LinearModel:

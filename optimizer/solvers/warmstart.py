@@ -605,7 +605,7 @@ def _rack_rens(h: highspy.Highs, lm: LinearModel, plan: np.ndarray, deadline: fl
                objective_target: float) -> np.ndarray | None:
     """Step 6: `plan`'s sites, zones, jobs and every other integer column kept; the LP over them
     sizes the inference racks again, and the MIP with each rack count between the floor and the
-    ceiling of its LP value (a RENS neighbourhood: Berthold, 2014) chooses the whole racks, the
+    ceiling of its LP value (and each kept site and zone free to close) (a RENS neighbourhood: Berthold, 2014) chooses the whole racks, the
     routing following them, until `deadline`; a plan HiGHS's tolerances leave just outside a row
     is completed by complete_start until `complete_by`. None without a plan that meets every row;
     the model is restored.
@@ -635,6 +635,11 @@ def _rack_rens(h: highspy.Highs, lm: LinearModel, plan: np.ndarray, deadline: fl
             low = np.clip(np.floor(sized + 1e-6), lower[rack_cols], upper[rack_cols])
             high = np.clip(np.ceil(sized - 1e-6), low, upper[rack_cols])
             h.changeColsBounds(len(rack_cols), rack_cols, low, high)
+            # a kept site or zone the LP left without racks may close (the rounding keeps a site for a
+            # region whose load the LP over the kept sites then moves away: open, idle, paying its fixed cost)
+            may_close = np.concatenate([np.arange(lm.blocks[b].start, lm.blocks[b].stop, dtype=np.int32) for b in ("open", "zone")])
+            h.changeColsBounds(len(may_close), may_close, lower[may_close], np.clip(np.round(plan[may_close]), lower[may_close],
+                                                                                      upper[may_close]))
             found = _restricted_mip(h, [], None, deadline, objective_target)
     if found is None:
         return None
