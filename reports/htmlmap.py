@@ -42,17 +42,20 @@ FLOW_OPACITY = 0.55
 HOVER_FRACTIONS = (0.25, 0.5, 0.75)  # where along a flow its hover points sit
 MAX_LABELS = 15
 LABEL_FONT_PX = 11
+LABEL_CHAR_EM = 0.5  # a label's width per character, in font sizes (Chromium drew 31 characters at 11 px in 151 px: 0.44)
 LABEL_POSITIONS = ("middle right", "middle left", "top center", "bottom center", "top right", "top left", "bottom right", "bottom left")
 # The map box labels are placed for: the plot area of an 800 x 600 window (the smallest
-# supported) once the title and the legend below it are taken; larger windows only add room.
-LABEL_BOX_PX = (780.0, 400.0)
+# supported) once the title and the legend below it are taken (a world map measured 674 x 328 px
+# there in Chromium with a three-row legend; a longer legend takes more); larger windows only add room.
+LABEL_BOX_PX = (620.0, 300.0)
 NARROW_PX = 1000  # below this window width the legend goes under the map
 CONFIG = {"displaylogo": False, "scrollZoom": True, "responsive": True, "modeBarButtonsToRemove": ["select2d", "lasso2d"]}
 
 
 def esc(value: object) -> str:
-    """Text from the inputs, safe for HTML and for plotly's label markup."""
-    return html.escape(str(value), quote=True)
+    """Text from the inputs, safe for HTML and for plotly's label markup. A double quote is written
+    &#34;: plotly's text decodes numeric entities but shows '&quot;' as it is."""
+    return html.escape(str(value), quote=True).replace("&quot;", "&#34;")
 
 
 def plan_figure(layers: PlanLayers) -> go.Figure:
@@ -351,7 +354,7 @@ def site_labels(layers: PlanLayers, mw_max: float) -> dict[str, tuple[str, str]]
     chosen, positions, texts = [], [], []
     for i in range(min(len(sites), MAX_LABELS)):
         text = f"{sites['name'].iat[i]} {mw_text(sites['it_mw'].iat[i])}"
-        w, h = 0.6 * LABEL_FONT_PX * len(text) + 4, LABEL_FONT_PX + 4
+        w, h = LABEL_CHAR_EM * LABEL_FONT_PX * len(text) + 4, LABEL_FONT_PX + 4
         for position in LABEL_POSITIONS:
             vertical, horizontal = position.split()
             gap = radius[i] + 2
@@ -383,9 +386,11 @@ def _frame(layers: PlanLayers):
     if window is None:
         frame_lon = np.concatenate([np.full(50, -180.0), np.full(50, 180.0)])
         frame_lat = np.concatenate([np.linspace(-90, 90, 50)] * 2)
-    else:
-        frame_lon = np.array([window[0], window[2], window[0], window[2], (window[0] + window[2]) / 2, (window[0] + window[2]) / 2])
-        frame_lat = np.array([window[1], window[1], window[3], window[3], window[1], window[3]])
+    else:  # every edge sampled: in the azimuthal projection a wide window's side edges bulge out between its corners
+        lon_min, lat_min, lon_max, lat_max = window
+        edge_lon, edge_lat = np.linspace(lon_min, lon_max, 50), np.linspace(lat_min, lat_max, 50)
+        frame_lon = np.concatenate([edge_lon, edge_lon, np.full(50, lon_min), np.full(50, lon_max)])
+        frame_lat = np.concatenate([np.full(50, lat_min), np.full(50, lat_max), edge_lat, edge_lat])
     fx, fy = to_map.transform(frame_lon, frame_lat)
     return to_map, np.min(fx), np.max(fx), np.min(fy), np.max(fy)
 
@@ -405,6 +410,9 @@ def _layout(fig: go.Figure, layers: PlanLayers) -> None:
     if window is not None:
         geo["lonaxis"] = {"range": [window[0], window[2]]}
         geo["lataxis"] = {"range": [window[1], window[3]]}
+    else:  # the whole globe, as the labels were placed for (plotly's default window for a world is not it)
+        geo["lonaxis"] = {"range": [-180.0, 180.0]}
+        geo["lataxis"] = {"range": [-90.0, 90.0]}
     aspect = _aspect(layers)
     traces = [t.meta["layer"] for t in fig.data]
     menu = [

@@ -223,7 +223,7 @@ def test_html_map_fits_the_window_with_labels_and_no_network(outputs, viewport):
     # Labels of the main sites are drawn, inside the window, not overlapping each other.
     labels = [(text, box) for text, box in m["labels"] if text]
     assert labels, viewport
-    assert all(_inside(box, width, height) for _, box in labels)
+    assert all(_inside(box, width, height) for _, box in labels), ([(t, b) for t, b in labels if not _inside(b, width, height)], m["geo"])
     for (_, a), (_, b) in itertools.combinations(labels, 2):
         assert not _overlap(a, b), (a, b)
     # Flow hover text is in the figure data the page holds (hover needs no network either).

@@ -327,6 +327,32 @@ def test_zone_racks_within_reach_makes_the_rack_pay_its_share_of_the_zone_by_han
     assert [(ln.config, ln.cooling) for s in plan.sites for ln in s.racks] == [("trainer-dense", "liquid")]
 
 
+def test_zone_racks_within_reach_leaves_out_racks_that_lend_and_classes_that_survive(tmp_path):
+    """Racks may be built to lend GPUs to a job in the troughs, and to hold spare for a lost site: those get no row.
+    In dense_inference with a job that may borrow trainer GPUs, the trainer-dense racks leave the liquid zone's row
+    and the server-air racks (which no job can use) stay in both zones' rows; with chat survivable, no row is left."""
+    import numpy as np
+
+    def rows(path) -> dict[tuple, set[str]]:
+        """Row key -> the rack configs in it."""
+        lm = formulation.build_model(build_index(load_scenario(path)))
+        if "zone_racks_within_reach" not in lm.families:
+            return {}
+        start, index, _ = lm.matrix()
+        column_of_entry = np.repeat(np.arange(lm.n_cols), np.diff(start))
+        racks = lm.blocks["racks_inf"]
+        return {key: {racks.keys[j - racks.start][1] for j in column_of_entry[index == row] if racks.start <= j < racks.stop}
+                for key, row in lm.families["zone_racks_within_reach"].rows().items()}
+
+    both = {"server-air", "trainer-dense"}
+    assert rows(dense_inference(tmp_path / "plain")) == {("hub", "air", "chat"): {"server-air"}, ("hub", "liquid", "chat"): both}
+    assert rows(dense_inference(tmp_path / "lends", clock=True, trough_job=True)) == {
+        ("hub", "air", "chat"): {"server-air"}, ("hub", "liquid", "chat"): {"server-air"}}
+    survive = make_scenario(tmp_path / "n1", sites=[site("hub", 0, 0), site("spare", 0, 0.2)], regions=[region("town", 0, 0.1)],
+                            policies={"survive_site_loss": {"chat": 1.0}})
+    assert rows(survive) == {}
+
+
 def test_place_needs_zone_makes_a_job_pay_its_zone_by_hand(tmp_path):
     """One site, one town of 800 tok/s on one server-air rack (air zone, $0) and one 48-GPU job on one
     60 kW trainer-dense rack, which only a liquid zone holds ($5,000 a year, M = 100 racks: the floor; power

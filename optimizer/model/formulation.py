@@ -255,6 +255,9 @@ def place_needs_zone(lm: LinearModel, ix: IndexSets) -> None:
         lm.add_row("place_needs_zone", (j, s, x), [(col, 1.0) for col in cols] + [(col, -1.0) for col in zones], upper=0.0)
 
 
+REACH_CHUNK = 1024  # regions per block of reachable_peak_tok_s's product (16 MB of floats at 2,000 sites)
+
+
 def reachable_peak_tok_s(ix: IndexSets) -> dict[str, np.ndarray]:
     """Class -> per site (scenario order): the most load its eligible regions could put on it at
     once, max_h sum_r max_share * demand[r,w] * p[r,w,h] over every eligible pair, not only the
@@ -266,37 +269,42 @@ def reachable_peak_tok_s(ix: IndexSets) -> dict[str, np.ndarray]:
         for r, i in ix.region_pos.items():
             if ix.demand(r, w) > 0:
                 load[i] = ix.demand(r, w) * (ix.clock.profile(r, w) if ix.clock.on else 1.0)
-        out[w] = cap * (mask.T.astype(float) @ load).max(axis=1) if load.size else np.zeros(mask.shape[1])
+        by_hour = np.zeros((mask.shape[1], load.shape[1]))
+        for lo in range(0, mask.shape[0], REACH_CHUNK):  # a block of regions at a time: the mask as floats stays small
+            by_hour += mask[lo:lo + REACH_CHUNK].T.astype(float) @ load[lo:lo + REACH_CHUNK]
+        out[w] = cap * by_hour.max(axis=1) if by_hour.size else np.zeros(mask.shape[1])
     return out
 
 
 @family(checker="check_density", not_relaxed="holds for a cheapest plan, limits nothing a user sets: a rack beyond the "
         "load a site can ever be asked for is removed at no cost; it only tightens the LP relaxation")
 def zone_racks_within_reach(lm: LinearModel, ix: IndexSets) -> None:
-    """sum_k racks_inf[s,k,c,w] * tok_s[k,w] - (U[s,w] + T[s,w]) * zone[s,c] <= 0   for every (s,c,w) with inference racks,
-    U[s,w] = reachable_peak_tok_s (the most load s could serve at one hour), T[s,w] = max_k tok_s[k,w] at s.
+    """sum_{k in N} racks_inf[s,k,c,w] * tok_s[k,w] - (U[s,w] + T[s,w]) * zone[s,c] <= 0   for every (s,c,w) with racks in N,
+    N = the rack configs at (s,w) that lend no GPUs to jobs in the troughs, U[s,w] = reachable_peak_tok_s (the most
+    load s could serve at one hour), T[s,w] = max_{k in N} tok_s[k,w].
 
     Not a law of every plan but of a cheapest one (as open_site_has_zone). Let C be the
-    inference capacity of class w at s and P its largest hourly load (P <= U). If
-    C >= P + T, take one rack of the configuration at s that uses the most energy per token:
-    the rest still holds P, so every hour's load fits on it, and the tokens the rack served
-    move to racks using no more energy per token; chips, colocation, cooling capex and idle
-    energy fall, nothing rises, and no row breaks (power, floor, carbon and capex only
-    lose terms). So some optimum has C < P + T <= U + T in every zone, and the optimum's
-    cost is unchanged. The argument needs a rack to serve only its own class's load, so
-    classes that must survive a site loss (their racks hold spare) and models with jobs in
-    the troughs (racks may be built to lend) get no rows. What it buys is the LP bound:
-    density_needs_zone's M is the most racks the site holds, so there a rack costs only a
-    sliver of its zone; here the sliver is its share of the load the site can reach.
+    capacity of N at (s,w) and P the largest hourly load there (P <= U). If C >= P + T, take
+    one rack of the configuration of N that uses the most energy per token: N's other racks
+    still hold P, so every hour's load fits on them, with the tokens the rack served moved to
+    racks using no more energy per token (and what other racks lend stays where it is); chips,
+    colocation, cooling capex and idle energy fall, nothing rises, and no row breaks (power,
+    floor, carbon and capex only lose terms). So some optimum has C < P + T <= U + T in every
+    zone, and the optimum's cost is unchanged. Racks that may lend to interruptible jobs are
+    left out (racks may be built to lend), and so are classes that must survive a site loss
+    (their racks hold spare). What it buys is the LP bound: density_needs_zone's M is the
+    most racks the site holds, so there a rack costs only a sliver of its zone; here the
+    sliver is its share of the load the site can reach.
     """
-    if trough_jobs(ix):
-        return
     survive = set(ix.scenario.policies.survive_site_loss)
-    reach = reachable_peak_tok_s(ix)
+    lends = {(s, g, w) for _, s, g, w, _ in ix.clock.backfill} if ix.clock.on else set()
     configs: dict[tuple[str, str], dict[str, list[str]]] = {}
     for s, k, c, w in ix.inf_racks:
-        if w not in survive:
+        if w not in survive and (s, ix.clock.energy_group.get(k), w) not in lends:
             configs.setdefault((s, w), {}).setdefault(c, []).append(k)
+    if not configs:
+        return
+    reach = reachable_peak_tok_s(ix)
     for (s, w), by_cooling in sorted(configs.items()):
         most = max(ix.tok_s_per_rack[k, w] for ks in by_cooling.values() for k in ks)
         limit = float(reach[w][ix.site_pos[s]]) + most

@@ -36,7 +36,7 @@ plan near it. Rounding the LP gives one in the time of two LP solves:
 6. racks again (`_rack_rens`): when the plan is still not within the asked gap of the LP
    bound, its sites, zones and jobs are kept, the LP over them sizes the inference racks,
    and a MIP chooses whole racks between the floor and ceiling of each LP count (RENS_SHARE
-   of the time left, at most POLISH_MAX_S). Rounding each (site, class) up on its own leaves
+   of the time left, at most POLISH_MAX_S), closing a kept site or zone left without racks. Rounding each (site, class) up on its own leaves
    part of a rack idle at every site; this step moves load between sites to fill racks.
    On the world default at 24 hours the rounded plan cost $1,606.93 M and this step's
    $1,597.18 M, found in under 10 s.
