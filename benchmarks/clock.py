@@ -22,6 +22,7 @@ section of benchmarks/RESULTS.md with what it measured.
 from __future__ import annotations
 
 import argparse
+import math
 from dataclasses import replace
 import sys
 import tempfile
@@ -40,6 +41,7 @@ from dcplace.optimizer.solving.solve import NoPlanFound, SolveOptions  # noqa: E
 from dcplace.reports.style import money  # noqa: E402
 
 INTERRUPTIBLE = ("posttrain", "finetune-eu", "finetune-apac")
+PLAIN = "clock, 24 hours, day routing, the default as it ships (no job interruptible, no cloud regions)"
 
 
 def clock_overrides(hours: int, routing: str = "day") -> dict:
@@ -80,10 +82,13 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="dcplace-clock-"))
     options = SolveOptions(time_limit_s=args.limit, mip_gap=5e-3, threads=args.threads)
     runs, failed = [], []
-    plan_runs = [("peak sum (today)", 0, "day")] + [(f"clock, {what}, {routing} routing", hours, routing)
-                                                     for hours, what in clock_cases(args.blocks) for routing in args.routing]
+    plan_runs = [("peak sum (today)", 0, "day"), (PLAIN, 24, "plain")] + [
+        (f"clock, {what}, {routing} routing", hours, routing) for hours, what in clock_cases(args.blocks) for routing in args.routing]
     for label, hours, routing in plan_runs:
-        scenario = load_scenario(with_clouds(tmp), overrides=clock_overrides(hours, routing)) if hours else load_scenario()
+        if routing == "plain":  # what `dcplace solve --set clock.hours=24` solves
+            scenario = load_scenario(None, overrides={"clock.hours": hours})
+        else:
+            scenario = load_scenario(with_clouds(tmp), overrides=clock_overrides(hours, routing)) if hours else load_scenario()
         started = time.perf_counter()
         try:
             limit = args.hour_limit if routing == "hour" and args.hour_limit else args.limit
@@ -117,7 +122,8 @@ def write(args, runs, failed) -> None:
     base = by[0, "day"][0]
     full, full_wall = by[24, args.routing[0]]
     lines.append("Clock runs: the shipped profiles (data/default/profiles.csv), the shipped cloud regions for rent, "
-                 f"{', '.join(INTERRUPTIBLE)} interruptible (GPU-hours a day = GPUs x 24), inference racks on fabric tier 2.")
+                 f"{', '.join(INTERRUPTIBLE)} interruptible (GPU-hours a day = GPUs x 24), inference racks on fabric tier 2; "
+                 "except the second row, which is the default as `dcplace solve --set clock.hours=24` solves it.")
     lines.append("")
     lines.append("| run | status | annual cost | vs peak sum | gap (vs bound) | wall time | inference IT MW | rented $/yr | "
                  "troughs H100-h/day | model columns x rows | independent check |")
@@ -146,7 +152,7 @@ def write(args, runs, failed) -> None:
     lines.append("- Rented: " + ("; ".join(f"{q} {money(v)}/yr" for q, v in sorted(rented.items(), key=lambda kv: -kv[1]))
                                  if rented else "nothing (owning beats the shipped GPU-hour prices everywhere)") + ".")
     for label, hours, routing, plan, wall, ok in runs:
-        if hours in (0, 24) or (24, routing) not in by:
+        if hours in (0, 24) or routing == "plain" or (24, routing) not in by:
             continue
         over = plan.objective_usd_per_year / by[24, routing][0].objective_usd_per_year - 1
         lines.append(f"- {label}: {over * 100:+.2f} % against 24 hours routed the same way (the blocks size for each block's largest "
@@ -164,8 +170,14 @@ def write(args, runs, failed) -> None:
                          f"{hour.solve.model.get('columns', 0) / max(day.solve.model.get('columns', 1), 1):.1f}x the columns and "
                          f"{hour.solve.model.get('rows', 0) / max(day.solve.model.get('rows', 1), 1):.1f}x the rows. Lower bounds: "
                          f"{money(hour.solve.best_bound_usd_per_year or 0.0)} per hour, {money(day.solve.best_bound_usd_per_year or 0.0)} by the day.")
-    met = full.solve.gap is not None and full.solve.gap <= 5e-3 and full_wall <= 30.0
-    lines.append(f"- Target (24 represented hours within 0.5 % in at most 30 s on 2 cores): {'met' if met else 'not met'}.")
+    def met(plan, wall) -> str:
+        ok = plan.solve.gap is not None and plan.solve.gap <= 5e-3 and wall <= 30.0
+        return f"{'met' if ok else 'not met'} ({plan.solve.gap * 100 if plan.solve.gap is not None else math.nan:.2f} % in {wall:.1f} s)"
+
+    plain = by.get((24, "plain"))
+    lines.append("- Target (24 represented hours within 0.5 % in at most 30 s on 2 cores): "
+                 + (f"the default as it ships {met(*plain)}; " if plain else "")
+                 + f"with troughs and cloud regions {met(full, full_wall)}.")
     replace_section(args.out, "clock", "\n".join(lines))
     print(f"wrote the clock section of {args.out}")
 

@@ -296,21 +296,31 @@ def zone_racks_within_reach(lm: LinearModel, ix: IndexSets) -> None:
     most racks the site holds, so there a rack costs only a sliver of its zone; here the
     sliver is its share of the load the site can reach.
     """
-    survive = set(ix.scenario.policies.survive_site_loss)
-    lends = {(s, g, w) for _, s, g, w, _ in ix.clock.backfill} if ix.clock.on else set()
-    configs: dict[tuple[str, str], dict[str, list[str]]] = {}
-    for s, k, c, w in ix.inf_racks:
-        if w not in survive and (s, ix.clock.energy_group.get(k), w) not in lends:
-            configs.setdefault((s, w), {}).setdefault(c, []).append(k)
-    if not configs:
-        return
-    reach = reachable_peak_tok_s(ix)
-    for (s, w), by_cooling in sorted(configs.items()):
-        most = max(ix.tok_s_per_rack[k, w] for ks in by_cooling.values() for k in ks)
-        limit = float(reach[w][ix.site_pos[s]]) + most
+    for (s, w), (limit, configs) in sorted(reach_limits(ix).items()):
+        by_cooling: dict[str, list[str]] = {}
+        for k, c in ix.group("inf_by_sw")[s, w]:
+            if k in configs:
+                by_cooling.setdefault(c, []).append(k)
         for c, ks in sorted(by_cooling.items()):
             terms = [(lm.col("racks_inf", (s, k, c, w)), ix.tok_s_per_rack[k, w] / limit) for k in ks]
             lm.add_row("zone_racks_within_reach", (s, c, w), terms + [(lm.col("zone", (s, c)), -1.0)], upper=0.0)
+
+
+def reach_limits(ix: IndexSets) -> dict[tuple[str, str], tuple[float, frozenset[str]]]:
+    """(s, w) -> (U + T in tok/s, N) of zone_racks_within_reach: N the rack configs at (s,w) that lend
+    no GPUs to jobs in the troughs, for classes that need not survive a site loss (the warm start
+    rounds within these limits too)."""
+    survive = set(ix.scenario.policies.survive_site_loss)
+    lends = {(s, g, w) for _, s, g, w, _ in ix.clock.backfill} if ix.clock.on else set()
+    configs: dict[tuple[str, str], set[str]] = {}
+    for s, k, c, w in ix.inf_racks:
+        if w not in survive and (s, ix.clock.energy_group.get(k), w) not in lends:
+            configs.setdefault((s, w), set()).add(k)
+    if not configs:
+        return {}
+    reach = reachable_peak_tok_s(ix)
+    return {(s, w): (float(reach[w][ix.site_pos[s]]) + max(ix.tok_s_per_rack[k, w] for k in ks), frozenset(ks))
+            for (s, w), ks in configs.items()}
 
 
 def _site_racks(lm: LinearModel, ix: IndexSets, s: str, weight) -> list[tuple[int, float]]:
@@ -522,4 +532,4 @@ def build_model(ix: IndexSets, without: tuple[str, ...] | frozenset = ()) -> Lin
     return lm
 
 
-__all__ = ["build_model", "FAMILIES", "OPTIMALITY_ROWS"]
+__all__ = ["build_model", "FAMILIES", "OPTIMALITY_ROWS", "reach_limits"]

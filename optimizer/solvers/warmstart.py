@@ -59,6 +59,7 @@ import highspy
 import numpy as np
 
 from dcplace.optimizer.model.clock import tok_s_per_gpu, trough_jobs
+from dcplace.optimizer.model.formulation import reach_limits
 from dcplace.optimizer.model.index import IndexSets
 from dcplace.optimizer.model.linear import LinearModel
 from dcplace.optimizer.solvers.highs_model import HighsAbandoned, run_until, set_deadline  # noqa: F401 - set_deadline re-exported
@@ -210,6 +211,8 @@ def round_lp(
                 load_at[s][w] = v
     for s in ix.sites:
         racks_inf.update(_inference_racks(ix, s, load_at.get(s, {}), training_zones, s in lean))
+    if "zone_racks_within_reach" in lm.families:
+        _within_reach(ix, racks_inf)
     if lend_room:
         _room_to_lend(x, lm, ix, lent, racks_inf)
 
@@ -311,6 +314,27 @@ def _rented_jobs(x: np.ndarray, lm: LinearModel, ix: IndexSets, trough_scale: di
             best[j] = (value, q)
     return {j: q for j, (value, q) in best.items()
             if value > max((x[lm.col("place", (j, *o))] for o in options.get(j, [])), default=0.0)}
+
+
+def _within_reach(ix: IndexSets, racks_inf: dict) -> None:
+    """Take away racks that lend nothing where a zone holds more than zone_racks_within_reach allows
+    (the load the site can reach plus one rack): the load is sized with the GPUs lent beside it, and
+    racks of a chip no job may borrow cannot carry that. Largest racks go first; what is left holds
+    the reachable load (the row's U), so the load itself still fits, and _room_to_lend (or the LP
+    that completes the start) provides the lending."""
+    limits = reach_limits(ix)
+    held: dict[tuple[str, str, str], list[tuple[str, str, str, str]]] = defaultdict(list)
+    for key, n in racks_inf.items():
+        s, k, c, w = key
+        if n > 0 and (s, w) in limits and k in limits[s, w][1]:
+            held[s, c, w].append(key)
+    for (s, c, w), keys in held.items():
+        limit = limits[s, w][0]
+        for key in sorted(keys, key=lambda key: -ix.tok_s_per_rack[key[1], w]):
+            while racks_inf[key] > 0 and sum(racks_inf.get(q, 0) * ix.tok_s_per_rack[q[1], w] for q in keys) > limit:
+                racks_inf[key] -= 1
+            if racks_inf[key] == 0:
+                del racks_inf[key]  # no rack, no zone for it
 
 
 def _room_to_lend(x: np.ndarray, lm: LinearModel, ix: IndexSets, lent: dict, racks_inf: dict) -> None:
