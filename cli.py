@@ -493,10 +493,28 @@ def _check_schedule(folder: Path) -> None:
                   f"({len(report.checked)} checks); the NPV adds up to ${report.recomputed_cost_usd_per_year:,.2f}.")
 
 
+def _warn_if_edited(folder: Path) -> None:
+    """Reports show a plan as its plan.json stands; when that file is not the one `dcplace solve`
+    wrote (its SHA-256 differs from manifest.json's), say so before showing it."""
+    import hashlib
+    import json
+
+    try:
+        recorded = json.loads((folder / "manifest.json").read_text())["files"]["plan.json"]["sha256"]
+        actual = hashlib.sha256((folder / "plan.json").read_bytes()).hexdigest()
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
+        return  # no manifest or no plan.json to compare: the reader below says what is wrong, if anything
+    if actual != recorded:
+        err.print(f"[yellow]Warning[/]: {_text(folder / 'plan.json')} was changed after `dcplace solve` wrote it (its SHA-256 "
+                  f"differs from manifest.json's); what follows shows it as it now stands. Fix: `dcplace check {_text(folder)}` "
+                  "lists what no longer holds; re-run `dcplace solve` for a plan you can trust.")
+
+
 def _plan_layers(folder: Path):
     """The plan folder's layers for a report command, or a clear message and exit code."""
     from dcplace.reports import NoPlanToReport, NotAPlanFolder, load_plan_layers  # matplotlib/plotly load only when asked
 
+    _warn_if_edited(folder)
     try:
         return load_plan_layers(folder)
     except NoPlanToReport as exc:
@@ -528,8 +546,9 @@ def export(
         err.print(f"[red]Unknown format {_text(repr(fmt))}.[/] Fix: --format one of {', '.join(FORMATS)}.")
         raise typer.Exit(EXIT_BAD_INPUT)
     layers = _plan_layers(folder)
-    console.print(f"Exported {fmt}:")
-    _written(export_layers(layers, out or folder / "export", fmt))
+    paths = export_layers(layers, out or folder / "export", fmt)
+    console.print(f"Exported {fmt}:")  # only once they are written
+    _written(paths)
 
 
 @app.command("map")
@@ -542,7 +561,7 @@ def map_(
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Folder for the maps; default FOLDER/report."),
 ) -> None:
     """Draw the plan on a map: PNG/PDF (equal-area, labelled) and/or interactive HTML. No flag: all three."""
-    from dcplace.reports import save_html_map, save_static_map
+    from dcplace.reports import save_maps
 
     if extent not in ("auto", "world"):
         err.print(f"[red]Unknown extent {_text(repr(extent))}.[/] Fix: --extent auto or --extent world.")
@@ -550,10 +569,7 @@ def map_(
     if not (png or pdf or html):
         png = pdf = html = True
     layers = _plan_layers(folder)
-    out = out or folder / "report"
-    paths = save_static_map(layers, out, png=png, pdf=pdf, extent=extent) if (png or pdf) else []
-    if html:
-        paths += save_html_map(layers, out)
+    paths = save_maps(layers, out or folder / "report", png=png, pdf=pdf, html=html, extent=extent)
     console.print("Maps written:")
     _written(paths)
 
@@ -570,13 +586,15 @@ def report(
     if (folder / "schedule.json").is_file():
         from dcplace.reports.schedule import save_schedule_report
 
+        paths = save_schedule_report(folder, out or folder / "report")
         console.print("Report written:")
-        _written(save_schedule_report(folder, out or folder / "report"))
+        _written(paths)
         return
 
     layers = _plan_layers(folder)
-    console.print("Report written:")
-    _written(save_report(layers, out or folder / "report"))
+    paths = save_report(layers, out or folder / "report")
+    console.print("Report written:")  # only once it is written
+    _written(paths)
 
 
 @app.command()
@@ -588,6 +606,7 @@ def outages(
     from dcplace.optimizer.studies.outages import NoOutageTable, outage_table
     from dcplace.reports.outages import region_rows, site_rows, summary_lines
 
+    _warn_if_edited(folder)
     try:
         table = outage_table(folder)
     except NoOutageTable as exc:
@@ -1070,9 +1089,35 @@ def _friendly(command):
                       "Fix: check the path, its permissions and the free space, then run the command again.")
             raise typer.Exit(EXIT_BAD_INPUT)
         except Exception as exc:  # noqa: BLE001 - the last resort: a bug, said in one line
+            _damaged_folder(args, kwargs)  # unless a plan folder it was given fails its check: then the folder is the cause
             _internal_error(exc)
 
     return run
+
+
+def _damaged_folder(args, kwargs) -> None:
+    """A command that failed on a plan or schedule folder it was given: when that folder fails the
+    independent check (a file edited, truncated or removed after `dcplace solve` wrote it), say so
+    with the checker's first findings and exit 2; a folder that passes leaves the failure a bug."""
+    given = [v for v in [*args, *kwargs.values()] for v in (v if isinstance(v, (list, tuple)) else [v])]
+    for folder in (Path(v) for v in given if isinstance(v, (str, Path))):
+        try:
+            if (folder / "schedule.json").is_file():
+                from dcplace.optimizer.check_schedule import check_schedule_folder
+
+                findings = [str(v) for v in check_schedule_folder(folder).violations]
+            elif (folder / "plan.json").is_file():
+                findings = [str(v) for v in check_plan_folder(folder).violations]
+            else:
+                continue
+        except (Exception, RecursionError) as exc:  # noqa: BLE001 - a checker that cannot read it: damaged all the same
+            findings = [f"it cannot be read ({type(exc).__name__})"]
+        if findings:
+            shown = "\n  • ".join(_text(f, newlines=True) for f in findings[:3])
+            more = f"\n  … and {len(findings) - 3} more" if len(findings) > 3 else ""
+            err.print(f"[red]{_text(folder)}: the plan folder is damaged[/], so this command cannot read it:\n  • {shown}{more}\n"
+                      f"Fix: restore the folder or re-run `dcplace solve`; `dcplace check {_text(folder)}` lists every problem.")
+            raise typer.Exit(EXIT_BAD_INPUT)
 
 
 # Errors of the machine, not of dcplace: a full disk, a read-only or forbidden path.

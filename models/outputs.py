@@ -97,12 +97,23 @@ def check_new_folder(folder: str | Path) -> Path:
     return folder
 
 
+def _not_in_plan_inputs(out_dir: Path) -> None:
+    """A plan folder's inputs/ is hashed whole into its manifest: anything written under it would
+    make the plan fail its check."""
+    for folder in out_dir.parents:
+        if folder.name == "inputs" and (read_marker(folder.parent) or {}).get("kind") == "plan":
+            raise OutputRefused(out_dir, f"lies inside the inputs/ of the plan folder {folder.parent}, which hold the exact "
+                                "inputs the plan was solved on; a file added there would make the plan fail `dcplace check`.",
+                                "choose a folder outside inputs/ for --out (the plan folder itself or another).")
+
+
 def check_destination(out_dir: str | Path, kind: str) -> Path:
     """The absolute destination, if dcplace may write a `kind` folder there; else OutputRefused."""
     if kind not in KINDS:
         raise ValueError(f"unknown output kind {kind!r}")
     out_dir = Path(os.path.abspath(out_dir))
     _not_under_a_file(out_dir)
+    _not_in_plan_inputs(out_dir)
     if out_dir.is_symlink():
         raise OutputRefused(out_dir, "is a symbolic link; dcplace will not replace a link or write through it.",
                             "give the real folder's path, or a new folder name, as --out.")

@@ -32,6 +32,7 @@ GAP_TOL = 1e-9  # on the relative gap: status "optimal" needs gap <= mip_gap + G
 MANIFEST = "manifest.json"
 MARKER = ".dcplace-folder.json"  # written by dcplace at the move into place (models/outputs.py)
 LATER_KINDS = ("report", "export", "compare", "pareto")  # outputs other commands may write into a plan folder later
+WHY_FOLDER = "why"  # ... and the analyses of `dcplace why`, in batch-kind folders under PLAN/why/
 REQUIRED_FILES = (
     "plan.json", "sites.csv", "assignments.csv", "jobs.csv", "inputs/scenario.yaml", "inputs/provenance.json",
     "inputs/sites.csv", "inputs/regions.csv", "inputs/jobs.csv",
@@ -210,7 +211,7 @@ class PlanChecker:
             return json.loads(path.read_text())
         except FileNotFoundError:
             self.fail(family, f"{name} is missing from {self.folder}.")
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:  # RecursionError: arrays nested deeper than Python's stack
             self.fail(family, f"{name} cannot be read as JSON ({type(exc).__name__}: {exc}).")
         return None
 
@@ -1106,7 +1107,7 @@ class PlanChecker:
                 doc = json.loads((self.folder.joinpath(*parts[:i]) / MARKER).read_text())
             except (OSError, ValueError):
                 continue
-            if isinstance(doc, dict) and doc.get("kind") in LATER_KINDS:
+            if isinstance(doc, dict) and (doc.get("kind") in LATER_KINDS or (i == 1 and parts[0] == WHY_FOLDER and doc.get("kind") == "batch")):
                 return True
         return False
 

@@ -7,6 +7,7 @@ a plan. Each output is one call, the same one the CLI makes:
     export_layers(layers, "plan/export", "gpkg")
     save_static_map(layers, "plan/report", png=True, pdf=True)
     save_html_map(layers, "plan/report")
+    save_maps(layers, "plan/report")              # all three maps, all or none
     save_report(layers, "plan/report")
 
 The names below load on first use (PEP 562), so `import dcplace.reports.style` — which the
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 _WHERE = {
     "FORMATS": "export", "export_layers": "export", "read_layer": "export",
-    "save_html_map": "htmlmap",
+    "save_html_map": "htmlmap", "save_maps": "htmlmap",
     "NoPlanToReport": "layers", "NotAPlanFolder": "layers", "PlanLayers": "layers", "load_plan_layers": "layers",
     "save_report": "why",  # reports.why registers the explanation sections, then hands on report.save_report
     "save_static_map": "staticmap",
@@ -49,7 +50,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from dcplace.reports.export import FORMATS, export_layers, read_layer
-    from dcplace.reports.htmlmap import save_html_map
+    from dcplace.reports.htmlmap import save_html_map, save_maps
     from dcplace.reports.layers import NoPlanToReport, NotAPlanFolder, PlanLayers, load_plan_layers
     from dcplace.reports.report import save_report
     from dcplace.reports.staticmap import save_static_map

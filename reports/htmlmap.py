@@ -29,10 +29,10 @@ from pyproj import Transformer
 
 from dcplace.optimizer.studies.outages import outages_of
 from dcplace.reports.layers import PlanLayers, line_ends, line_parts, plan_extent
-from dcplace.reports.output import check_destination, staged_files
+from dcplace.reports.output import check_destination
 from dcplace.reports.style import (
     CLOSED_COLOUR, DAY_COLOURS, LAND_COLOUR, OCEAN_COLOUR, REGION_COLOUR, ROLE_COLOURS, ROLE_SYMBOLS, class_colours, flow_scale,
-    geo_path, money, mw_text, tok_s_text, workload_classes,
+    geo_path, money, mw_text, tok_s_text, without_bidi_controls, workload_classes,
 )
 
 SITE_ROLES = ("training", "inference", "mixed", "idle")
@@ -55,7 +55,7 @@ CONFIG = {"displaylogo": False, "scrollZoom": True, "responsive": True, "modeBar
 def esc(value: object) -> str:
     """Text from the inputs, safe for HTML and for plotly's label markup. A double quote is written
     &#34;: plotly's text decodes numeric entities but shows '&quot;' as it is."""
-    return html.escape(str(value), quote=True).replace("&quot;", "&#34;")
+    return html.escape(without_bidi_controls(str(value)), quote=True).replace("&quot;", "&#34;")
 
 
 def plan_figure(layers: PlanLayers) -> go.Figure:
@@ -505,8 +505,17 @@ def offline_html(fig: go.Figure, title: str) -> str:
 
 def save_html_map(layers: PlanLayers, out_dir: str | Path) -> list[Path]:
     """Write map.html into `out_dir`; returns its path in a list."""
+    return save_maps(layers, out_dir, png=False, pdf=False, html=True)
+
+
+def save_maps(layers: PlanLayers, out_dir: str | Path, png: bool = True, pdf: bool = True, html: bool = True,
+              extent: str = "auto") -> list[Path]:
+    """The maps asked for (map.png, map.pdf, map.html) into `out_dir`, all drawn before any is
+    written and moved into place together: a map that cannot be drawn leaves none of them."""
+    from dcplace.reports.staticmap import static_map_files, write_files
+
     check_destination(out_dir, "report")  # refuse a bad --out before drawing, not after
-    page = offline_html(plan_figure(layers), f"dcplace map — {layers.plan.scenario}")
-    with staged_files(out_dir, "report") as stage:
-        (stage.dir / "map.html").write_text(page, encoding="utf-8")
-    return stage.moved
+    files = static_map_files(layers, png, pdf, extent) if (png or pdf) else {}
+    if html:
+        files["map.html"] = offline_html(plan_figure(layers), f"dcplace map — {layers.plan.scenario}").encode("utf-8")
+    return write_files(out_dir, files)

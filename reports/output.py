@@ -9,10 +9,20 @@ from typing import Any
 import pandas as pd
 
 from jinja2 import Environment, PackageLoader, select_autoescape
+from markupsafe import Markup
 
 from dcplace.models.outputs import Stage, check_destination, staged_files
+from dcplace.reports.style import without_bidi_controls
 
-_TEMPLATES = Environment(loader=PackageLoader("dcplace.reports", "templates"), autoescape=select_autoescape(["html", "j2"]))
+def _shown(value: Any) -> Any:
+    """Every value a template prints, without bidi controls (reports.style.BIDI_CONTROLS); markup stays markup."""
+    if isinstance(value, Markup):
+        return Markup(without_bidi_controls(str(value)))
+    return without_bidi_controls(value) if isinstance(value, str) else value
+
+
+_TEMPLATES = Environment(loader=PackageLoader("dcplace.reports", "templates"), autoescape=select_autoescape(["html", "j2"]),
+                         finalize=_shown)
 
 
 def render_html(template: str, **context: Any) -> str:

@@ -17,6 +17,7 @@ in a regional window gets a Lambert azimuthal equal-area projection centred on i
 
 from __future__ import annotations
 
+import io
 import math
 import textwrap
 from dataclasses import dataclass, field
@@ -343,16 +344,30 @@ def _title_block(fig: Figure, layers: PlanLayers, result: StaticMap) -> None:
     )
 
 
+def static_map_files(layers: PlanLayers, png: bool = True, pdf: bool = True, extent: str = "auto") -> dict[str, bytes]:
+    """{"map.png": 200 dpi PNG, "map.pdf": vector PDF} as asked, drawn in memory (nothing written)."""
+    drawn = draw_static_map(layers, extent=extent)
+    files = {}
+    try:
+        for name, fmt, dpi in (("map.png", "png", 200), ("map.pdf", "pdf", None)):
+            if (png if fmt == "png" else pdf):
+                buffer = io.BytesIO()
+                drawn.figure.savefig(buffer, format=fmt, **({"dpi": dpi} if dpi else {}))
+                files[name] = buffer.getvalue()
+    finally:
+        plt.close(drawn.figure)
+    return files
+
+
 def save_static_map(layers: PlanLayers, out_dir: str | Path, png: bool = True, pdf: bool = True, extent: str = "auto") -> list[Path]:
     """Write map.png (200 dpi) and/or map.pdf (vector) into `out_dir`; returns the paths."""
     check_destination(out_dir, "report")  # refuse a bad --out before drawing, not after
-    drawn = draw_static_map(layers, extent=extent)
-    try:
-        with staged_files(out_dir, "report") as stage:
-            if png:
-                drawn.figure.savefig(stage.dir / "map.png", dpi=200)
-            if pdf:
-                drawn.figure.savefig(stage.dir / "map.pdf")
-    finally:
-        plt.close(drawn.figure)
+    return write_files(out_dir, static_map_files(layers, png, pdf, extent))
+
+
+def write_files(out_dir: str | Path, files: dict[str, bytes]) -> list[Path]:
+    """Files drawn in memory into a report folder, all or none (one staging folder)."""
+    with staged_files(out_dir, "report") as stage:
+        for name, data in files.items():
+            (stage.dir / name).write_bytes(data)
     return stage.moved

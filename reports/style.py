@@ -164,3 +164,13 @@ def countries() -> gpd.GeoDataFrame:
     import geopandas as gpd
 
     return gpd.read_file(geo_path("ne_110m_countries.gpkg"), engine="pyogrio")
+
+
+# Bidirectional embedding and override controls: in a name they reverse the text that follows
+# them on the page ("Evil\u202etxt.exe"), so they are taken out of every text a page shows.
+BIDI_CONTROLS = dict.fromkeys([*range(0x202A, 0x202F), *range(0x2066, 0x206A)])
+
+
+def without_bidi_controls(text: str) -> str:
+    return text.translate(BIDI_CONTROLS)
+

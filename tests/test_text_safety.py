@@ -230,3 +230,40 @@ def test_out_under_a_file_is_exit_2_for_every_command(hostile, tmp_path, command
     assert result.exit_code == 2, result.output
     assert "Refused to write" in result.output and "is a file" in result.output and "Fix:" in result.output
     assert blocker.read_text() == "keep\n"
+
+
+def test_bidi_controls_in_names_do_not_reach_a_page(tmp_path):
+    """A right-to-left override in a name reverses the text after it on a page ("Evil\u202etxt.exe" reads
+    "Evilexe.txt"): reports and maps show the name without bidi controls; the plan keeps it as typed."""
+    from dcplace.reports import save_maps, save_report
+
+    name = "Evil\u202etxt.exe \u2067isolated\u2069"
+    path = make_scenario(tmp_path / "in", sites=[site("hub", 0, 0, name=name)], regions=[region("town", 0, 0.1)])
+    solve_to_folder(path, tmp_path / "plan", SolveOptions(time_limit_s=60))
+    layers = load_plan_layers(tmp_path / "plan")
+    assert name in set(layers.sites["name"])
+    save_report(layers, tmp_path / "out", pdf=False)
+    save_maps(layers, tmp_path / "out", png=False, pdf=False)
+    for page in ("report.html", "map.html"):
+        text = (tmp_path / "out" / page).read_text(encoding="utf-8")
+        assert not any(ch in text for ch in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"), page
+    from dcplace.reports.htmlmap import plan_figure
+
+    figure = plan_figure(layers).to_json()  # the map's data, as the page embeds it (plotly.js itself names these codes)
+    assert not re.search(r"\\u20(2[a-e]|6[6-9])", figure, re.IGNORECASE) and "Eviltxt.exe" in figure
+    assert "Eviltxt.exe isolated" in (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+
+
+def test_a_plan_json_edited_after_the_solve_is_named_before_it_is_shown(tmp_path):
+    """report, map, export and outages show a plan as its plan.json stands; one that is not the file the solve
+    wrote (its SHA-256 is not the manifest's) gets a warning first, naming `dcplace check`."""
+    path = make_scenario(tmp_path / "in", sites=[site("hub", 0, 0)], regions=[region("town", 0, 0.1)])
+    solve_to_folder(path, tmp_path / "plan", SolveOptions(time_limit_s=60))
+    plan = tmp_path / "plan" / "plan.json"
+    result = runner.invoke(app, ["outages", str(tmp_path / "plan")])
+    assert result.exit_code == 0 and "was changed after" not in result.output
+    plan.write_text(plan.read_text() + " ")  # the same plan, but not the file the solve wrote
+    for command in (["outages"], ["export", "-f", "csv", "-o", str(tmp_path / "gis")]):
+        result = runner.invoke(app, [command[0], str(tmp_path / "plan"), *command[1:]])
+        assert result.exit_code == 0 and "was changed after `dcplace solve` wrote it" in " ".join(result.output.split()), result.output
+        assert "dcplace check" in result.output

@@ -265,10 +265,17 @@ def test_cli_why_commands(tmp_path):
     result = runner.invoke(app, ["alternatives", str(tmp_path / "plan"), "--k", "1", "--time-limit", "20", "--slack", "0.1"])
     assert result.exit_code == 0, result.output
     assert "1 alternatives within 10%" in " ".join(result.output.split())  # 'b' instead of 'a': +4.6 %
+    # what `why` writes under PLAN/why/ is not plan data: the folder still passes its check
+    assert runner.invoke(app, ["check", str(tmp_path / "plan")]).exit_code == 0
     result = runner.invoke(app, ["why", "worth", str(tmp_path / "nowhere")])
     assert result.exit_code == 2 and "not a plan folder" in result.output and "Traceback" not in result.output
     result = runner.invoke(app, ["alternatives", str(tmp_path / "plan"), "--slack", "2"])
     assert result.exit_code == 2 and "slack" in result.output
+    # a plan.json damaged after the solve: every command that reads it says so (exit 2), none calls it a bug
+    (tmp_path / "plan" / "plan.json").write_text((tmp_path / "plan" / "plan.json").read_text()[:2000])
+    for command in (["why", "prices"], ["report"], ["outages"], ["check"]):
+        result = runner.invoke(app, [*command, str(tmp_path / "plan")])
+        assert result.exit_code in (1, 2) and "internal error" not in result.output, (command, result.output)
 
 
 def test_worth_prices_the_substitutes_as_candidates(tmp_path):
