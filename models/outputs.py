@@ -112,6 +112,9 @@ def check_destination(out_dir: str | Path, kind: str) -> Path:
     if kind not in KINDS:
         raise ValueError(f"unknown output kind {kind!r}")
     out_dir = Path(os.path.abspath(out_dir))
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in str(out_dir)):  # GDAL's writers, among others, fail on them
+        raise OutputRefused(out_dir, "has a control character (a line break, tab or the like) in its path.",
+                            "give a folder path without control characters.")
     _not_under_a_file(out_dir)
     _not_in_plan_inputs(out_dir)
     if out_dir.is_symlink():

@@ -240,3 +240,18 @@ def test_a_plan_folder_without_a_manifest_asks_for_a_re_solve(solved, tmp_path):
     (tmp_path / "old" / "manifest.json").unlink()
     result = runner.invoke(app, ["check", str(tmp_path / "old")])
     assert result.exit_code == 2 and "re-run `dcplace solve`" in result.output
+
+
+def test_destinations_with_control_characters_or_inside_a_plans_inputs_are_refused(tmp_path):
+    """GDAL's writers fail on a line break in a path (exit 6 before); anything written under a plan
+    folder's inputs/, which its manifest hashes whole, would make that plan fail its check."""
+    from dcplace.models.outputs import OutputRefused, check_destination, write_marker
+
+    with pytest.raises(OutputRefused, match="control character"):
+        check_destination(tmp_path / "gis\nx", "export")
+    plan = tmp_path / "plan"
+    (plan / "inputs").mkdir(parents=True)
+    write_marker(plan, "plan")
+    with pytest.raises(OutputRefused, match="inside the inputs/ of the plan folder"):
+        check_destination(plan / "inputs" / "gis", "export")
+    assert check_destination(plan / "export", "export") == plan / "export"  # beside inputs/ is fine
