@@ -45,7 +45,7 @@ from rich.text import Text
 from dcplace.models import ScenarioError, export_default, load_scenario, scenario_warnings
 from dcplace.models.outputs import OutputRefused, check_destination
 from dcplace.models.overrides import OverrideError, parse_assignments
-from dcplace.models.plan import HAS_PLAN, Plan, read_plan
+from dcplace.models.plan import HAS_PLAN, Plan, plan_json_edited, read_plan
 from dcplace.models.versions import package_versions
 from dcplace.optimizer.solvers.backends import CAPABILITIES
 from dcplace.optimizer.check import check_plan_folder
@@ -496,15 +496,7 @@ def _check_schedule(folder: Path) -> None:
 def _warn_if_edited(folder: Path) -> None:
     """Reports show a plan as its plan.json stands; when that file is not the one `dcplace solve`
     wrote (its SHA-256 differs from manifest.json's), say so before showing it."""
-    import hashlib
-    import json
-
-    try:
-        recorded = json.loads((folder / "manifest.json").read_text())["files"]["plan.json"]["sha256"]
-        actual = hashlib.sha256((folder / "plan.json").read_bytes()).hexdigest()
-    except (OSError, ValueError, KeyError, TypeError, RecursionError):
-        return  # no manifest or no plan.json to compare: the reader below says what is wrong, if anything
-    if actual != recorded:
+    if plan_json_edited(folder):
         err.print(f"[yellow]Warning[/]: {_text(folder / 'plan.json')} was changed after `dcplace solve` wrote it (its SHA-256 "
                   f"differs from manifest.json's); what follows shows it as it now stands. Fix: `dcplace check {_text(folder)}` "
                   "lists what no longer holds; re-run `dcplace solve` for a plan you can trust.")

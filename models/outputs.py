@@ -202,9 +202,8 @@ def _moving() -> Iterator[None]:
         yield
     finally:
         _MOVES["depth"] -= 1
-        pending, _MOVES["pending"] = (_MOVES["pending"], None) if not _MOVES["depth"] else (None, _MOVES["pending"])
-        if pending:
-            handler, signum = pending
+        if not _MOVES["depth"] and _MOVES["pending"]:
+            (handler, signum), _MOVES["pending"] = _MOVES["pending"], None
             handler(signum, None)
 
 

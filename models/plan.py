@@ -293,6 +293,19 @@ def write_manifest(folder: str | Path, scenario_hash: str) -> dict[str, Any]:
     return doc
 
 
+def plan_json_edited(folder: str | Path) -> bool:
+    """Whether `folder`/plan.json is not the file write_manifest recorded (its SHA-256 differs);
+    False when there is no manifest or plan.json to compare."""
+    import hashlib
+
+    folder = Path(folder)
+    try:
+        recorded = json.loads((folder / MANIFEST_NAME).read_text())["files"]["plan.json"]["sha256"]
+        return hashlib.sha256((folder / "plan.json").read_bytes()).hexdigest() != recorded
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
+        return False
+
+
 def read_plan(folder: str | Path) -> Plan:
     """The Plan record of a plan folder."""
     return Plan.model_validate_json((Path(folder) / "plan.json").read_text())

@@ -28,7 +28,7 @@ import plotly.io as pio
 from pyproj import Transformer
 
 from dcplace.optimizer.studies.outages import outages_of
-from dcplace.reports.layers import PlanLayers, line_ends, line_parts, plan_extent
+from dcplace.reports.layers import PlanLayers, line_ends, line_parts, plan_extent, window_outline
 from dcplace.reports.output import check_destination
 from dcplace.reports.style import (
     CLOSED_COLOUR, DAY_COLOURS, LAND_COLOUR, OCEAN_COLOUR, REGION_COLOUR, ROLE_COLOURS, ROLE_SYMBOLS, class_colours, flow_scale,
@@ -386,11 +386,8 @@ def _frame(layers: PlanLayers):
     if window is None:
         frame_lon = np.concatenate([np.full(50, -180.0), np.full(50, 180.0)])
         frame_lat = np.concatenate([np.linspace(-90, 90, 50)] * 2)
-    else:  # every edge sampled: in the azimuthal projection a wide window's side edges bulge out between its corners
-        lon_min, lat_min, lon_max, lat_max = window
-        edge_lon, edge_lat = np.linspace(lon_min, lon_max, 50), np.linspace(lat_min, lat_max, 50)
-        frame_lon = np.concatenate([edge_lon, edge_lon, np.full(50, lon_min), np.full(50, lon_max)])
-        frame_lat = np.concatenate([np.full(50, lat_min), np.full(50, lat_max), edge_lat, edge_lat])
+    else:
+        frame_lon, frame_lat = window_outline(window)
     fx, fy = to_map.transform(frame_lon, frame_lat)
     return to_map, np.min(fx), np.max(fx), np.min(fy), np.max(fy)
 

@@ -319,6 +319,16 @@ def _matches(pattern: str, column: str) -> bool:
     return column.startswith(head) and column.endswith(tail) and len(column) > len(head) + len(tail)
 
 
+def window_outline(window: tuple[float, float, float, float], points: int = 50) -> tuple[np.ndarray, np.ndarray]:
+    """(lons, lats) along every edge of a lon/lat window: in an azimuthal projection a wide
+    window's edges bulge out between its corners, so its projected frame needs them all."""
+    lon_min, lat_min, lon_max, lat_max = window
+    along_lon, along_lat = np.linspace(lon_min, lon_max, points), np.linspace(lat_min, lat_max, points)
+    lons = np.concatenate([along_lon, along_lon, np.full(points, lon_min), np.full(points, lon_max)])
+    lats = np.concatenate([np.full(points, lat_min), np.full(points, lat_max), along_lat, along_lat])
+    return lons, lats
+
+
 def plan_extent(layers: PlanLayers) -> tuple[float, float, float, float] | None:
     """(lon_min, lat_min, lon_max, lat_max) of the open sites, served regions and cloud regions
     with rented capacity, with a 10 % margin, or None when the plan spans more than a regional window (draw the world)."""

@@ -32,7 +32,7 @@ from matplotlib.transforms import Bbox
 from pyproj import CRS, Transformer
 from shapely.geometry import box
 
-from dcplace.reports.layers import PlanLayers, line_parts, plan_extent
+from dcplace.reports.layers import PlanLayers, line_parts, plan_extent, window_outline
 from dcplace.reports.mpl import plt  # the one place that picks matplotlib's backend
 from dcplace.reports.output import check_destination, staged_files
 from dcplace.reports.style import (
@@ -215,10 +215,7 @@ def _set_view(ax, window, to_map: Transformer) -> None:
     if window is None:
         ax.autoscale_view()
         return
-    lon_min, lat_min, lon_max, lat_max = window
-    lons = np.concatenate([np.linspace(lon_min, lon_max, 50), np.full(50, lon_max), np.linspace(lon_max, lon_min, 50), np.full(50, lon_min)])
-    lats = np.concatenate([np.full(50, lat_min), np.linspace(lat_min, lat_max, 50), np.full(50, lat_max), np.linspace(lat_max, lat_min, 50)])
-    x, y = to_map.transform(lons, lats)
+    x, y = to_map.transform(*window_outline(window))
     ax.set_xlim(np.min(x), np.max(x))
     ax.set_ylim(np.min(y), np.max(y))
 
@@ -230,6 +227,7 @@ def _place_labels(ax, layers: PlanLayers, site_xy: np.ndarray, site_area: np.nda
     pixels_per_pt = fig.dpi / 72.0
     display = ax.transData.transform(site_xy)
     open_idx = [i for i in np.argsort(-site_area) if site_area[i] > 0]
+    open_centres = display[open_idx]  # a label's marker must be the open site nearest to it (nearest_marker)
     marker_boxes = []
     for i in open_idx:
         radius = math.sqrt(site_area[i] / math.pi) * pixels_per_pt
@@ -237,7 +235,7 @@ def _place_labels(ax, layers: PlanLayers, site_xy: np.ndarray, site_area: np.nda
         marker_boxes.append((i, Bbox.from_extents(cx - radius, cy - radius, cx + radius, cy + radius)))
     placed: list[Bbox] = []
     sites = layers.sites
-    for i in open_idx:
+    for rank, i in enumerate(open_idx):
         text = f"{sites['name'].iat[i]}  {mw_text(sites['it_mw'].iat[i])}"
         radius_pt = math.sqrt(site_area[i] / math.pi)
         for dx, dy in LABEL_OFFSETS_PT:
@@ -254,7 +252,7 @@ def _place_labels(ax, layers: PlanLayers, site_xy: np.ndarray, site_area: np.nda
                 axes_box.contains(extent.x0, extent.y0) and axes_box.contains(extent.x1, extent.y1)
                 and not any(extent.overlaps(b) for b in placed)
                 and not any(extent.overlaps(b) for j, b in marker_boxes if j != i)
-                and nearest_marker(extent, display[open_idx]) == open_idx.index(i)
+                and nearest_marker(extent, open_centres) == rank
             )
             if clear:
                 placed.append(extent)
@@ -347,13 +345,13 @@ def _title_block(fig: Figure, layers: PlanLayers, result: StaticMap) -> None:
 def static_map_files(layers: PlanLayers, png: bool = True, pdf: bool = True, extent: str = "auto") -> dict[str, bytes]:
     """{"map.png": 200 dpi PNG, "map.pdf": vector PDF} as asked, drawn in memory (nothing written)."""
     drawn = draw_static_map(layers, extent=extent)
+    wanted = [("map.png", {"format": "png", "dpi": 200})] * png + [("map.pdf", {"format": "pdf"})] * pdf
     files = {}
     try:
-        for name, fmt, dpi in (("map.png", "png", 200), ("map.pdf", "pdf", None)):
-            if (png if fmt == "png" else pdf):
-                buffer = io.BytesIO()
-                drawn.figure.savefig(buffer, format=fmt, **({"dpi": dpi} if dpi else {}))
-                files[name] = buffer.getvalue()
+        for name, how in wanted:
+            buffer = io.BytesIO()
+            drawn.figure.savefig(buffer, **how)
+            files[name] = buffer.getvalue()
     finally:
         plt.close(drawn.figure)
     return files

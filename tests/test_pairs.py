@@ -23,7 +23,6 @@ from dcplace.optimizer.model.formulation import build_model
 from dcplace.optimizer.model.index import build_index
 from dcplace.optimizer.model import candidates
 from dcplace.optimizer.solvers import pairs
-from dcplace.optimizer.solvers import pairs as pricing  # for tests whose local `pairs` is a plan's record
 from dcplace.optimizer.solvers.pairs import PlacementPricer, in_model_mask, lifted_capacity_duals, price_pairs, solve_priced_lp
 from dcplace.optimizer.solving.pipeline import solve_to_folder
 
@@ -180,19 +179,19 @@ def test_candidate_path_plan_is_feasible_and_honest_about_its_gap(tmp_path, seed
 
     plan, report = solve_to_folder(_scenario(seed), tmp_path / "priced", SolveOptions(mip_gap=0.0, time_limit_s=120, max_full_pairs=0))
     assert report.ok, report.violations  # the independent checker, on the full scenario's inputs
-    pairs = plan.solve.pairs
-    assert pairs["pairs_in_model"] < pairs["pairs_eligible"]
+    record = plan.solve.pairs
+    assert record["pairs_in_model"] < record["pairs_eligible"]
     # pricing converged (the full LP), or stopped within its tolerance of a Lagrangian bound of it
-    assert pairs["bound_kind"] == (pricing.FULL_LP if pairs["converged"] else pricing.LAGRANGIAN)
+    assert record["bound_kind"] == (pairs.FULL_LP if record["converged"] else pairs.LAGRANGIAN)
     z_full = solved_lp(build_model(build_index(_scenario(seed)))).getInfo().objective_function_value
-    assert z_full * (1 - pricing.BOUND_TOLERANCE) - 1e-6 <= pairs["full_lp_bound_usd_per_year"] <= z_full * (1 + 1e-9)
+    assert z_full * (1 - pairs.BOUND_TOLERANCE) - 1e-6 <= record["full_lp_bound_usd_per_year"] <= z_full * (1 + 1e-9)
     optimum = exact.objective_usd_per_year
     assert plan.objective_usd_per_year >= optimum * (1 - 1e-9)  # a subset of the columns cannot beat the full model
     bound = plan.solve.best_bound_usd_per_year
-    assert bound == pytest.approx(pairs["full_lp_bound_usd_per_year"]) and bound <= optimum * (1 + 1e-9)
+    assert bound == pytest.approx(record["full_lp_bound_usd_per_year"]) and bound <= optimum * (1 + 1e-9)
     assert plan.solve.gap == pytest.approx((plan.objective_usd_per_year - bound) / plan.objective_usd_per_year, abs=1e-12)
     assert (plan.solve.status == "optimal") == (plan.solve.gap <= 1e-12)
-    assert pairs["bound_kind"] in plan.solve.termination
+    assert record["bound_kind"] in plan.solve.termination
 
 
 @pytest.fixture

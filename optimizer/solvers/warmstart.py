@@ -330,9 +330,14 @@ def _within_reach(ix: IndexSets, racks_inf: dict) -> None:
             held[s, c, w].append(key)
     for (s, c, w), keys in held.items():
         limit = limits[s, w][0]
+        capacity = sum(racks_inf[key] * ix.tok_s_per_rack[key[1], w] for key in keys)
         for key in sorted(keys, key=lambda key: -ix.tok_s_per_rack[key[1], w]):
-            while racks_inf[key] > 0 and sum(racks_inf.get(q, 0) * ix.tok_s_per_rack[q[1], w] for q in keys) > limit:
-                racks_inf[key] -= 1
+            if capacity <= limit:
+                break
+            tok = ix.tok_s_per_rack[key[1], w]
+            taken = min(racks_inf[key], math.ceil((capacity - limit) / tok))
+            racks_inf[key] -= taken
+            capacity -= taken * tok
             if racks_inf[key] == 0:
                 del racks_inf[key]  # no rack, no zone for it
 
@@ -629,7 +634,7 @@ def _rack_rens(h: highspy.Highs, lm: LinearModel, plan: np.ndarray, deadline: fl
                objective_target: float) -> np.ndarray | None:
     """Step 6: `plan`'s sites, zones, jobs and every other integer column kept; the LP over them
     sizes the inference racks again, and the MIP with each rack count between the floor and the
-    ceiling of its LP value (and each kept site and zone free to close) (a RENS neighbourhood: Berthold, 2014) chooses the whole racks, the
+    ceiling of its LP value, each kept site and zone free to close (a RENS neighbourhood: Berthold, 2014), chooses the whole racks, the
     routing following them, until `deadline`; a plan HiGHS's tolerances leave just outside a row
     is completed by complete_start until `complete_by`. None without a plan that meets every row;
     the model is restored.
