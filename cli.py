@@ -45,7 +45,7 @@ from rich.text import Text
 from dcplace.models import ScenarioError, export_default, load_scenario, scenario_warnings
 from dcplace.models.outputs import OutputRefused, check_destination
 from dcplace.models.overrides import OverrideError, parse_assignments
-from dcplace.models.plan import HAS_PLAN, Plan, plan_json_edited, read_plan
+from dcplace.models.plan import HAS_PLAN, Plan, PlanFileError, plan_json_edited, read_plan
 from dcplace.models.versions import package_versions
 from dcplace.optimizer.solvers.backends import CAPABILITIES
 from dcplace.optimizer.check import check_plan_folder
@@ -1073,6 +1073,9 @@ def _friendly(command):
             raise typer.Exit(EXIT_BAD_INPUT)
         except (typer.Exit, typer.Abort, click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise  # the exit codes and usage errors above, as click prints them
+        except PlanFileError as exc:  # a plan.json edited or damaged by hand: the file, the record, the field
+            err.print(f"[red]Cannot read the plan:[/] {_text(exc, newlines=True)}")
+            raise typer.Exit(EXIT_BAD_INPUT)
         except OSError as exc:
             if exc.errno not in _USER_OS_ERRORS:
                 _internal_error(exc)

@@ -110,6 +110,15 @@ def write(args, base, base_s, default_budget, runs, today, secured, best, best_l
                          f"{(bound / base.objective_usd_per_year - 1) * 100:+.2f} % and "
                          f"{(plan.objective_usd_per_year / base.objective_usd_per_year - 1) * 100:+.2f} %; target "
                          f"(within 0.5 % in at most 60 s): {'met' if met else 'not met'}.")
+    for limit, plan, wall, ok, _ in runs:
+        held = plan.solve.failover.get("held_sites")
+        if held and "skipped" not in held:
+            lines.append(f"- {limit:g} s run, the search held to the first broken round's {held['sites']} open sites "
+                         f"(optimizer/solving/failover_sites.py; {held['reroutings']:,} re-routings, {held['columns']:,} columns): "
+                         f"{money(held['objective_usd_per_year']) if held['objective_usd_per_year'] is not None else 'no plan'} in "
+                         f"{held['s']:.1f} s, {'secure' if held['secure'] else 'not secure'}.")
+        elif held:
+            lines.append(f"- {limit:g} s run: the search held to the first broken round's sites was skipped ({held['skipped']}).")
     lines.append("")
     lines.append("Rounds of the lazy loop (" + f"{best_limit:g} s run): objective, open sites whose loss broke, min cuts and re-routings added, "
                  "tok/s left unserved by the broken losses:")

@@ -36,6 +36,9 @@ from dcplace.models.versions import package_versions
 MARKER = ".dcplace-folder.json"
 KINDS = ("plan", "batch", "report", "export", "compare", "pareto")
 _HOST = re.sub(r"[^A-Za-z0-9]", "", socket.gethostname())[:40] or "host"
+NAME_MAX_BYTES = 255  # a file name's limit on Linux and macOS file systems
+STAGING_NAME_BYTES = len(f"..dcplace-{_HOST}-{'9' * 10}-{'f' * 8}.tmp")  # what _sibling adds to a destination's name
+MAX_NAME_BYTES = NAME_MAX_BYTES - STAGING_NAME_BYTES
 _STAGING = re.compile(r"^\.(?P<name>.+)\.dcplace-(?P<host>[A-Za-z0-9]+)-(?P<pid>\d+)-[0-9a-f]+\.(?P<what>tmp|old)$")
 
 
@@ -115,6 +118,10 @@ def check_destination(out_dir: str | Path, kind: str) -> Path:
     if any(ord(ch) < 32 or ord(ch) == 127 for ch in str(out_dir)):  # GDAL's writers, among others, fail on them
         raise OutputRefused(out_dir, "has a control character (a line break, tab or the like) in its path.",
                             "give a folder path without control characters.")
+    if len(out_dir.name.encode()) > MAX_NAME_BYTES:
+        raise OutputRefused(out_dir, f"has a name of {len(out_dir.name.encode())} bytes; dcplace first writes beside it in a "
+                            f"staging folder whose name adds {STAGING_NAME_BYTES} bytes, and file systems allow {NAME_MAX_BYTES}.",
+                            f"give --out a folder name of at most {MAX_NAME_BYTES} bytes.")
     _not_under_a_file(out_dir)
     _not_in_plan_inputs(out_dir)
     if out_dir.is_symlink():

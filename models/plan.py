@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Callable, Literal
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from dcplace.models.files import write_scenario
 from dcplace.models.outputs import check_destination, staged_folder
@@ -306,9 +306,54 @@ def plan_json_edited(folder: str | Path) -> bool:
         return False
 
 
+class PlanFileError(ValueError):
+    """A folder's plan.json cannot be read as a plan: the message names the file, the record and
+    the field, and says what would fix it."""
+
+    def __init__(self, path: Path, problem: str):
+        self.path = path
+        super().__init__(f"{path}: {problem} Fix: restore plan.json as `dcplace solve` wrote it, or solve again; "
+                         f"`dcplace check {path.parent}` lists every problem of the folder.")
+
+
 def read_plan(folder: str | Path) -> Plan:
-    """The Plan record of a plan folder."""
-    return Plan.model_validate_json((Path(folder) / "plan.json").read_text())
+    """The Plan record of a plan folder. Raises PlanFileError when plan.json is not JSON, is of
+    another format version, or breaks the plan's schema (up to three fields named)."""
+    path = Path(folder) / "plan.json"
+    text = path.read_text()
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise PlanFileError(path, f"not readable as JSON ({type(exc).__name__}: {exc}).") from None
+    version = doc.get("format_version", PLAN_FORMAT_VERSION) if isinstance(doc, dict) else PLAN_FORMAT_VERSION
+    if version != PLAN_FORMAT_VERSION:
+        raise PlanFileError(path, f"format_version is {version!r}; this dcplace reads plan.json version {PLAN_FORMAT_VERSION}.")
+    try:
+        return Plan.model_validate(doc)
+    except ValidationError as exc:
+        problems = [_where(doc, err["loc"]) + f": {err['msg']}" for err in exc.errors()[:3]]
+        more = f" (and {exc.error_count() - 3} more)" if exc.error_count() > 3 else ""
+        raise PlanFileError(path, "does not hold a plan: " + "; ".join(problems) + more + ".") from None
+
+
+def _where(doc: Any, loc: tuple) -> str:
+    """A validation error's location, with a list entry named by its record's id where it has one:
+    sites[12] (id 'tokyo') -> racks[0], field 'racks'."""
+    parts, node = [], doc
+    for step in loc[:-1] if loc else ():
+        if isinstance(step, int):
+            node = node[step] if isinstance(node, list) and -len(node) <= step < len(node) else None
+            name = next((node[k] for k in ("id", "region", "job", "name") if isinstance(node, dict) and isinstance(node.get(k), str)), None)
+            entry = f"[{step}]" + (f" ({name!r})" if name is not None else "")
+            if parts:
+                parts[-1] += entry
+            else:
+                parts.append(entry)
+        else:
+            node = node.get(step) if isinstance(node, dict) else None
+            parts.append(str(step))
+    field = f"field {loc[-1]!r}" if loc and not isinstance(loc[-1], int) else (f"entry {loc[-1]}" if loc else "the document")
+    return " -> ".join(parts + [field]) if parts else field
 
 
 HAS_PLAN = frozenset({"optimal", "feasible"})  # SolveRecord statuses that come with a plan

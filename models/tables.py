@@ -430,14 +430,16 @@ def catalog_from_tables(tables: dict[str, Table | None], log: ProblemLog) -> Cat
             check_unique(parts[name], labels[name], log)
     chips = {c.id for _, c in parts["chips"]}
     workloads = {w.id for _, w in parts["workloads"]}
+    # a table that could not be read is one problem, said once: its ids are not checked against (no knock-on errors)
+    check_chips, check_workloads = tables.get("chips") is not None, tables.get("workloads") is not None
     for row, rc in parts["rack_configs"]:
-        if rc.chip not in chips:
+        if check_chips and rc.chip not in chips:
             log.add(labels["rack_configs"], row, "chip", f"rack config '{rc.id}' names unknown chip '{rc.chip}'.", known_hint("chips", chips))
     seen_pairs: set[tuple[str, str]] = set()
     for row, tp in parts["throughput"]:
-        if tp.chip not in chips:
+        if check_chips and tp.chip not in chips:
             log.add(labels["throughput"], row, "chip", f"unknown chip '{tp.chip}'.", known_hint("chips", chips))
-        if tp.workload not in workloads:
+        if check_workloads and tp.workload not in workloads:
             log.add(labels["throughput"], row, "workload", f"unknown workload '{tp.workload}'.", known_hint("workloads", workloads))
         if (tp.chip, tp.workload) in seen_pairs:
             log.add(labels["throughput"], row, "chip", f"throughput for ({tp.chip}, {tp.workload}) given twice.", "keep one row per chip and workload.")

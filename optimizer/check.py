@@ -87,6 +87,11 @@ class _Inputs:
 
     def __init__(self, folder: Path):
         spec = yaml.safe_load((folder / "scenario.yaml").read_text())
+        if not isinstance(spec, dict):
+            raise ValueError("inputs/scenario.yaml is empty or not a YAML mapping")
+        missing = [key for key in ("economics", "latency", "policies", "sites", "regions") if key not in spec]
+        if missing:
+            raise ValueError(f"inputs/scenario.yaml lacks {', '.join(repr(k) for k in missing)}")
         self.name = spec.get("name")
         self.economics = spec["economics"]
         self.latency = spec["latency"]
@@ -202,7 +207,8 @@ class PlanChecker:
             self.inp = _Inputs(self.folder / "inputs")
         except Exception as exc:  # a missing or unreadable table: reported, never raised
             self.inp = None
-            self.fail("inputs", f"inputs/ cannot be read as a scenario ({type(exc).__name__}: {exc}); the checker "
+            why = str(exc) if type(exc) is ValueError else f"{type(exc).__name__}: {exc}"
+            self.fail("inputs", f"inputs/ cannot be read as a scenario ({why}); the checker "
                       "needs every resolved table. Re-run `dcplace solve` to write a complete folder.")
 
     def _read_json(self, name: str, family: str):

@@ -288,3 +288,13 @@ def test_validate_with_its_output_closed_still_ends_with_its_code(world):
     append_yaml(world / "scenario.yaml", "clock:\n  hours: true\n")
     done = subprocess.run(["bash", "-c", f"{sys.executable} -m dcplace.cli validate {world / 'scenario.yaml'} >&- 2>&-"], timeout=120)
     assert done.returncode == 2
+
+
+@pytest.mark.parametrize("table", ["chips", "workloads"])
+def test_a_missing_catalog_table_is_one_problem_not_one_per_reference(world, table):
+    """Without chips.csv every rack config and throughput row named an 'unknown chip' (27 problems for one
+    missing file); the tables that name its ids are not checked against a table that could not be read."""
+    shutil.copytree(DEFAULT.parent / "catalog", world / "catalog")
+    append_yaml(world / "scenario.yaml", "\ncatalog: catalog\n")
+    (world / "catalog" / f"{table}.csv").unlink()
+    only(problems(world / "scenario.yaml"), f"catalog/{table}.csv", None, None, "file not found")

@@ -194,3 +194,18 @@ def test_rows_added_at_a_site_whose_links_are_back_join_them_at_once():
     assert upper[first] == 0.0 and lazy.back[-n]  # its site's links are back: so is it
     if held_site:
         assert np.isinf(upper[first + 1]) and lazy.held[-1]  # a held site's new link waits to be broken
+
+
+def test_models_with_n1_rows_keep_every_row_in_unless_the_lazy_rows_are_many(monkeypatch):
+    """lazy_rows: the warm start holds share_needs_open back, except in a model with N-1's aggregate rows (their
+    cut rows make each re-solve nearly a whole solve: 27 s against 15 s on the default world) and fewer than
+    N1_HOLD_MIN_ROWS lazy rows (a large candidate model's warm start only finished with them held back)."""
+    scenario = synthetic_scenario(1, 6, 20)
+    plain = build_model(build_index(scenario))
+    assert isinstance(lazy_rows.lazy_rows(plain), LazyRows) and len(lazy_rows.lazy_rows(plain).index)
+    survive = scenario.model_copy(update={"policies": scenario.policies.model_copy(update={"survive_site_loss": {"chat": 1.0}})})
+    n1 = build_model(build_index(survive))
+    assert "failover_aggregate" in n1.families
+    assert lazy_rows.lazy_rows(n1) is None
+    monkeypatch.setattr(lazy_rows, "N1_HOLD_MIN_ROWS", len(LazyRows(n1).index))
+    assert isinstance(lazy_rows.lazy_rows(n1), LazyRows)

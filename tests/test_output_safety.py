@@ -255,3 +255,20 @@ def test_destinations_with_control_characters_or_inside_a_plans_inputs_are_refus
     with pytest.raises(OutputRefused, match="inside the inputs/ of the plan folder"):
         check_destination(plan / "inputs" / "gis", "export")
     assert check_destination(plan / "export", "export") == plan / "export"  # beside inputs/ is fine
+
+
+def test_a_destination_name_too_long_for_its_staging_folder_is_refused(tmp_path):
+    """The staging folder beside the destination adds host, pid and token to its name (models/outputs.py):
+    a name that fits the file system's 255 bytes but not with them was a raw 'File name too long'."""
+    from dcplace.models.outputs import MAX_NAME_BYTES, NAME_MAX_BYTES, new_stage
+
+    longest = tmp_path / ("p" * MAX_NAME_BYTES)
+    assert check_destination(longest, "plan") == longest
+    stage = new_stage(longest)
+    assert len(stage.name.encode()) <= NAME_MAX_BYTES
+    stage.rmdir()
+    too_long = tmp_path / ("é" * ((MAX_NAME_BYTES + 2) // 2))  # counted in bytes: two per é
+    with pytest.raises(OutputRefused, match=f"at most {MAX_NAME_BYTES} bytes"):
+        check_destination(too_long, "plan")
+    result = CliRunner().invoke(app, ["solve", "--out", str(tmp_path / ("q" * 230)), "--time-limit", "5"])
+    assert result.exit_code == 2 and "at most" in result.output and "Traceback" not in result.output, result.output

@@ -27,6 +27,7 @@ from dcplace.optimizer.check import PlanChecker
 from dcplace.optimizer.check_schedule import ScheduleChecker
 from dcplace.optimizer.model import formulation
 from dcplace.optimizer.model.families import BOUNDS, REGISTRY, ROWS, family, render_markdown
+from dcplace.optimizer.model.failover import spread_rows
 from dcplace.optimizer.model.index import build_index
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "formulation.md"
@@ -184,6 +185,8 @@ TIGHTENING = {  # implied in the MIP by the families named; kept for the LP boun
     "zone_needs_open": (with_job, ("density_needs_zone", "site_power")),
     "place_needs_zone": (with_job, ("training_capacity", "density_needs_zone")),
     "failover_aggregate": (lambda p: two_backups(p), ("failover_reserve", "failover_capacity")),
+    # holds for every secure plan with whole opens (OPTIMALITY_ROWS: a plan judged as it is, the diagnosis, periods)
+    "failover_open_spread": (lambda p: two_backups(p), ("failover_aggregate", "failover_reserve", "failover_capacity")),
     # a cheapest plan closes a site it puts no rack in (optimizer.model.formulation.OPTIMALITY_ROWS)
     "open_site_has_zone": (with_job, ("density_needs_zone", "inference_capacity", "training_capacity")),
     # a cheapest plan builds no rack beyond the load a site can reach (OPTIMALITY_ROWS)
@@ -388,11 +391,44 @@ def test_optimality_rows_keep_every_cases_optimum(row, name, tmp_path, monkeypat
     """These rows are no law of the model: on every family's case (N-1, standby, the clock's backfill and rentals,
     single-purpose sites, self-build, the policies) the optimum with the row is the optimum without it."""
     path = CASES[name](tmp_path / "in")
+    if row not in formulation.build_model(build_index(load_scenario(path))).families:
+        return  # the case writes no row of it (failover_open_spread: no class survives a site loss there)
     full = solve(load_scenario(path), OPTIONS)
     monkeypatch.setattr("dcplace.optimizer.solving.solve.build_model",
                         lambda ix: formulation.build_model(ix, without=(row,)))
     loose = solve(load_scenario(path), OPTIONS)
     assert loose.objective_usd_per_year == pytest.approx(full.objective_usd_per_year, rel=1e-9)
+
+
+def three_air_sites(tmp_path, survive: float = 1.0):
+    """One town of 4,800 tok/s that three air-only sites reach, all within each other's failover budget."""
+    return make_scenario(tmp_path, sites=[site(s, lat, lon, cooling_allowed="air") for s, lat, lon in (("a", 0, 0), ("b", 0, 0.2), ("c", 0.2, 0))],
+                         regions=[region("town", 0.1, 0.1, chat=4800, budget=50)], policies={"survive_site_loss": {"chat": survive}})
+
+
+def test_failover_open_spread_makes_the_lp_open_whole_sites_by_hand(tmp_path):
+    """Three air-only sites, one town of 4,800 tok/s that must survive any loss; a server-air rack serves 800 tok/s
+    for $13,828 a year, a site costs $1,000 (tests/test_resilience.py). The loss rows ask each site's load to fit in
+    the others' spare; summed over the three sites, 4,800 <= 2 x spare: 2,400 tok/s of spare, 9 racks ($124,452)
+    whatever the opens. The LP without the row opens each site a third (share <= open, max share 1): $1,000 of
+    opens, $125,452. With it, lo = 4,800 / 3 = 1,600 and the row of site f reads load_f + 1,600 (1 - open_f) <=
+    spare of the other two; at loads of 1,600 and spare of 800 a site, open_f must be 1: $3,000 of opens,
+    $127,452, which is the MIP's optimum (3 racks at each of the three sites)."""
+    path = three_air_sites(tmp_path / "in")
+    assert [(f, lo) for f, _, lo, _ in spread_rows(build_index(load_scenario(path)))] == [("a", 1600.0), ("b", 1600.0), ("c", 1600.0)]
+    without_row = lp_value(path, without=("failover_open_spread",))
+    with_row = lp_value(path)
+    assert without_row == pytest.approx(9 * 13828 + 1000, rel=1e-9)
+    assert with_row == pytest.approx(9 * 13828 + 3 * 1000, rel=1e-9)
+    assert solve(load_scenario(path), OPTIONS).objective_usd_per_year == pytest.approx(with_row, rel=1e-9)
+
+
+@pytest.mark.parametrize("survive, lo", [(0.8, 4800 / 3 - 0.2 * 4800), (0.5, None)])
+def test_failover_open_spread_takes_off_what_may_be_lost(survive, lo, tmp_path):
+    """With a share a < 1 surviving, a site's loss may cost (1 - a) x the demand it may serve: lo falls by as much
+    (80 %: 1,600 - 960 = 640 tok/s); where nothing is left (50 %: 1,600 - 2,400 < 0) no row is written."""
+    rows = spread_rows(build_index(load_scenario(three_air_sites(tmp_path / "in", survive))))
+    assert [r[2] for r in rows] == ([pytest.approx(lo)] * 3 if lo is not None else [])
 
 
 @pytest.mark.parametrize("name", sorted(BOUND_ONLY))

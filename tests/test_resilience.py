@@ -413,7 +413,9 @@ def test_the_warm_start_keeps_every_site_the_lp_opens_when_the_kept_ones_cannot_
     0.03, so only 'c' is kept at first, and the LP over 'c' alone is infeasible (nothing
     re-serves its loss). The warm start then keeps every site the LP opens at all and rounds a
     secure plan over them (it had rounded the whole LP's point instead, which broke a site's
-    limits at 200 x 1,000 and left no plan)."""
+    limits at 200 x 1,000 and left no plan). The model is built without failover_open_spread,
+    whose rows make this LP open all three sites whole (tests/test_registry.py): with it there is
+    no fractional site to fall back on, and the path is not taken."""
     import math
 
     from dcplace.optimizer.model.formulation import build_model
@@ -426,7 +428,7 @@ def test_the_warm_start_keeps_every_site_the_lp_opens_when_the_kept_ones_cannot_
                                           site("c", 0.2, 0, power_price_usd_per_mwh=200)],
                          regions=[region("town", 0.1, 0.1, chat=4800, budget=50)], policies={"survive_site_loss": {"chat": 1.0}})
     ix = build_index(load_scenario(path))
-    lm = build_model(ix)
+    lm = build_model(ix, without=("failover_open_spread",))
     integer = lm.integer_columns()
     x, _ = warmstart.solve_relaxation(to_highs(lm), integer, [], math.inf, LazyRows(lm))
     kept = warmstart._sites_to_keep(x, lm, ix)

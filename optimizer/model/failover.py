@@ -199,6 +199,87 @@ def failover_aggregate(lm: LinearModel, ix: IndexSets) -> None:
         lm.add_row("failover_aggregate", (f"cut {f}", w, ",".join(inside)), terms, upper=upper)
 
 
+SPREAD_BLOCK = 1024  # regions per block of spread_rows' product: R x 1,024 floats at most
+
+
+def spread_rows(ix: IndexSets) -> list[tuple[str, str, float, tuple[str, ...]]]:
+    """(f, w, lo, N) for every site f and survivable w of failover_open_spread whose lo is positive.
+
+    For each region r, F(r) = the sites that may serve r, R_F = the regions every one of whose
+    serving sites lies in F(r) and that rent no capacity, lo(r) = sum_{R_F} demand / |F(r)| - (1 - a) x the most any
+    site of F(r) may serve; per site f, the region r of f with the largest lo(r), and N = every
+    site other than f within the failover budget of a region some site of F(r) serves, or of a region of f."""
+    alpha = survivable(ix.scenario)
+    if not alpha or ix.clock.on:
+        return []
+    by_rw, by_sw = ix.group("serve_by_rw"), ix.group("serve_by_sw")
+    rented = {(r, w) for r, w, _ in getattr(ix.clock, "rent_serve", ())}
+    has = {key for key in ix.group("inf_by_sw") if key[1] in alpha}
+    site_ids = [site.id for site in ix.scenario.sites]
+    out = []
+    for w, a in sorted(alpha.items()):
+        regions = [r for r in ix.regions if ix.demand(r, w) > 0 and by_rw.get((r, w))]
+        if not regions:
+            continue
+        serves = np.zeros((len(regions), len(site_ids)), dtype=bool)  # serves[i, j]: site j may serve regions[i]
+        for i, r in enumerate(regions):
+            serves[i, [ix.site_pos[s] for s in by_rw[r, w]]] = True
+        demand = np.array([0.0 if (r, w) in rented else ix.demand(r, w) for r in regions])
+        region_load = {s: sum(ix.demand(r, w) for r in by_sw.get((s, w), [])) for s in site_ids}
+        as_float, outside = serves.astype(np.float32), (~serves).astype(np.float32)
+        lo = np.zeros(len(regions))
+        for start in range(0, len(regions), SPREAD_BLOCK):  # inside[q, k]: every site of q serves region start + k
+            inside = (as_float @ outside[start:start + SPREAD_BLOCK].T) < 0.5
+            lo[start:start + SPREAD_BLOCK] = demand @ inside
+        lo /= np.maximum(serves.sum(axis=1), 1)
+        if a < 1.0:
+            lo -= (1.0 - a) * np.array([max(region_load[site_ids[j]] for j in np.flatnonzero(row)) for row in serves])
+        reach = ix.failover[w][[ix.region_pos[r] for r in regions]]
+        for f in sorted(s for s in ix.sites if (s, w) in has and by_sw.get((s, w))):
+            mine = np.flatnonzero(serves[:, ix.site_pos[f]])
+            best = mine[np.argmax(lo[mine])]
+            if lo[best] <= 0:
+                continue
+            served = serves[:, serves[best]].any(axis=1) | serves[:, ix.site_pos[f]]
+            near = tuple(site_ids[j] for j in np.flatnonzero(reach[served].any(axis=0)) if (site_ids[j], w) in has and site_ids[j] != f)
+            out.append((f, w, float(lo[best]), near))
+    return out
+
+
+@family(checker="check_failover", section="resilience", not_relaxed="holds for every N-1-secure plan with whole "
+        "sites (an open site's loss row, and for a closed one the loss of the busiest site of F); it only tightens the LP "
+        "relaxation, and a multi-period or elastic model is built without it (OPTIMALITY_ROWS)")
+def failover_open_spread(lm: LinearModel, ix: IndexSets) -> None:
+    """sum_{r in R(f)} share[r,w,f] * demand[r,w] + lo[f,w] * (1 - open[f]) - sum_{s in N} spare[s,w] <= (1 - a[w]) * sum_{r in R(f)} demand[r,w]
+    for every site f and survivable w with lo[f,w] > 0 (spread_rows: F a set of sites holding f, R_F the regions
+    only F may serve, lo = sum_{R_F} demand / |F| - (1 - a[w]) x the most a site of F may serve, N the backups
+    other than f of every region a site of F or f serves). The clock's hourly serving and rented capacity are left out.
+
+    Why it holds, for a plan with whole opens that survives every loss: if f is open the row is
+    f's loss row of failover_aggregate over more backups. If f is closed its load and spare are
+    0, and R_F is served by F's open sites only, so the busiest of them, g, carries at least
+    sum_{R_F} demand / |F|; g's own loss row (its backups lie in N, or are f, with no spare)
+    then gives sum_N spare >= load[g] - (1 - a) x demand of g's regions >= lo. What it buys is the LP
+    bound: there a site opened a tenth carries a whole site's load (share_needs_open only
+    keeps each region's share below the open), so the LP spreads load, and with it the spare
+    every loss needs, over many sites it pays a fraction of; here a site opened a fraction
+    asks for lo x the rest in spare. Default world, chat and reasoning survivable: the LP
+    rises $4.7 M (2026-12-06, docs/resilience.md).
+    """
+    rows = spread_rows(ix)
+    if not rows or "spare" not in lm.blocks:  # spare[s,w] is failover_aggregate's: built without it, no row here
+        return
+    alpha = survivable(ix.scenario)
+    spare = lm.blocks["spare"]
+    by_sw = ix.group("serve_by_sw")
+    for f, w, lo, near in rows:
+        regions = by_sw[f, w]
+        total = sum(ix.demand(r, w) for r in regions)  # the row divided by it: coefficients near 1, as the cut rows'
+        terms = [(lm.col("share", (r, w, f)), ix.demand(r, w) / total) for r in regions]
+        terms += [(lm.col("open", f), -lo / total)] + [(spare.start + spare.pos[s, w], -1.0 / total) for s in near]
+        lm.add_row("failover_open_spread", (f, w), terms, upper=(1.0 - alpha[w]) - lo / total)
+
+
 def cut_row(lm: LinearModel, ix: IndexSets, f: str, w: str, inside, near) -> tuple[list[tuple[int, float]], float]:
     """(terms, upper bound) of the cut row of failover_aggregate for lost site f, class w, regions
     `inside` (Q) and backups `near` (N): sum_Q share[q,w,f] * demand[q,w] - sum_N spare[s,w] <=
@@ -259,4 +340,4 @@ def training_standby(lm: LinearModel, ix: IndexSets) -> None:
         lm.add_row(name, ("capacity", s, f, x), need + have, upper=0.0)
 
 
-__all__ = ["hall_cuts", "cut_row", "failover_reserve", "failover_capacity", "failover_aggregate", "training_standby", "reroute_keys", "standby_keys"]
+__all__ = ["hall_cuts", "cut_row", "spread_rows", "failover_open_spread", "failover_reserve", "failover_capacity", "failover_aggregate", "training_standby", "reroute_keys", "standby_keys"]

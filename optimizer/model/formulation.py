@@ -510,10 +510,12 @@ import dcplace.optimizer.model.periods  # noqa: E402,F401 - registers the famili
 FAMILIES = tuple(f.builder for f in REGISTRY.values() if f.section != "periods")  # build_model's families, in build order
 
 
-# families that hold for some cheapest plan of one period, not for every plan: a model whose plan is not
-# free to be a cheapest one (a multi-period model, a plan's decisions held fixed or judged as they are,
-# near-optimal alternatives, the elastic diagnosis, whose objective is the moves) is built without them
-OPTIMALITY_ROWS = ("open_site_has_zone", "zone_racks_within_reach")
+# families that hold for some cheapest plan of one period, not for every plan (open_site_has_zone,
+# zone_racks_within_reach), or only for plans that serve all demand from whole sites and survive every loss
+# (failover_open_spread): a model whose plan is not free to be a cheapest one (a multi-period model, a plan's
+# decisions held fixed or judged as they are, near-optimal alternatives, the elastic diagnosis, whose
+# objective is the moves and whose demand may go unserved) is built without them
+OPTIMALITY_ROWS = ("open_site_has_zone", "zone_racks_within_reach", "failover_open_spread")
 
 
 def build_model(ix: IndexSets, without: tuple[str, ...] | frozenset = ()) -> LinearModel:

@@ -212,8 +212,10 @@ def run_highs(lm: LinearModel, options, ix: IndexSets | None = None, relaxation:
     phase HiGHS is in (highs_model.run_until); `relaxation` is an LP solution the caller
     already has, for the warm start. A warm start that is feasible and costs at most
     `good_enough_usd` (the caller's bound plus its gap) is returned without a search,
-    which could only confirm it. `incumbent` is a plan the caller already has (column values,
-    e.g. a solved plan that meets this scenario's limits): kept when it is feasible and
+    which could only confirm it; `good_enough_usd = inf` takes any warm start so, unimproved,
+    with the LP's bound (the N-1 loop's first round: it wants a plan's sites and the bound,
+    then searches over those sites). `incumbent` is a plan the caller already has (column
+    values, e.g. a solved plan that meets this scenario's limits): kept when it is feasible and
     cheaper than the warm start, so the search never ends with less.
 
     The start (the warm start's plan or the caller's) is held back from HiGHS, and HiGHS's
@@ -266,7 +268,8 @@ def run_highs(lm: LinearModel, options, ix: IndexSets | None = None, relaxation:
         if progress:
             progress.phase("warm start")
         try:
-            warm_start, start = rounded_lp_start(h, lm, ix, deadline - time.perf_counter(), options.mip_gap, relaxation)
+            warm_start, start = rounded_lp_start(h, lm, ix, deadline - time.perf_counter(), options.mip_gap, relaxation,
+                                                   improve=good_enough_usd is None or not math.isinf(good_enough_usd))
             if start is not None:
                 warm_start = f"{warm_start} {'held back' if HOLD_BACK_START else 'offered'}"
         except HighsAbandoned as exc:
@@ -300,6 +303,10 @@ def run_highs(lm: LinearModel, options, ix: IndexSets | None = None, relaxation:
             warm_start = f"the caller's start plan {'held' if HOLD_BACK_START else 'offered'} " \
                          f"(${float(lm.objective() @ start):,.0f}/yr); {warm_start}"
     if start is not None and good_enough_usd is not None and lm.objective() @ start <= good_enough_usd and lm.is_feasible(start):
+        if math.isinf(good_enough_usd):  # the caller takes any plan: the LP relaxation's optimum bounds this very model
+            lp_bound = getattr(h, "relaxation_bound", -math.inf)
+            return result("feasible", "the caller takes the warm start's plan; search skipped", start,
+                          float(lm.objective() @ start), lp_bound if np.isfinite(lp_bound) else None)
         return result("feasible", "warm start within the gap of the caller's bound; search skipped", start,
                       float(lm.objective() @ start))
     lp_bound = getattr(h, "relaxation_bound", -math.inf)

@@ -128,6 +128,24 @@ class LazyRows:
         self.back[:] = False
 
 
+N1_FAMILIES = ("failover_aggregate",)  # N-1's aggregate and cut rows (optimizer.model.failover)
+N1_HOLD_MIN_ROWS = 40_000  # with N-1 rows, lazy rows are held back only when at least this many
+
+
+def lazy_rows(lm: LinearModel) -> LazyRows | None:
+    """The lazy rows of `lm` to hold back in its LP relaxations, or None to solve with every row
+    in. With N-1's aggregate and cut rows most of each solve is theirs and every re-solve after
+    rows are put back costs nearly a whole one, so they are held back only where there are many
+    (N1_HOLD_MIN_ROWS), as on large candidate models. Measured 2026-12-06: the default world with
+    chat and reasoning survivable (13,978 rows of share_needs_open) took 27 s held back and 15 s
+    with every row in; the synthetic 500 x 3,000 world's N-1 model (65,768 candidate pairs) did
+    not finish its warm start's LPs in a 120 s solve with every row in, and held back it did."""
+    lazy = LazyRows(lm)
+    if len(lazy.index) < N1_HOLD_MIN_ROWS and any(name.split("@")[0] in N1_FAMILIES for name in lm.families):
+        return None
+    return lazy
+
+
 def solve_lazily(h: highspy.Highs, lazy: LazyRows, deadline: float) -> Relaxed | None:
     """Solve the LP in `h` (its lazy rows held) until no held row is broken or `deadline`:
     the last optimum reached (None if none was). Raises HighsAbandoned as run_until does

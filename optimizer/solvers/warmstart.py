@@ -63,7 +63,7 @@ from dcplace.optimizer.model.formulation import reach_limits
 from dcplace.optimizer.model.index import IndexSets
 from dcplace.optimizer.model.linear import LinearModel
 from dcplace.optimizer.solvers.highs_model import HighsAbandoned, run_until, set_deadline  # noqa: F401 - set_deadline re-exported
-from dcplace.optimizer.solvers.lazy_rows import LazyRows, solve_lazily
+from dcplace.optimizer.solvers.lazy_rows import LazyRows, lazy_rows, solve_lazily
 
 
 KEEP_OPEN_AT = 0.5  # a site the LP opens at least this much is kept for the restricted re-solve
@@ -490,7 +490,7 @@ def complete_start(h: highspy.Highs, lm: LinearModel, x: np.ndarray, deadline: f
     fixed = np.clip(np.round(x[integer_cols]), lower, upper)
     h.changeColsBounds(n, integer_cols, fixed, fixed)
     with _restoring(lambda: h.changeColsBounds(n, integer_cols, lower, upper)):
-        relaxed = solve_relaxation(h, integer_cols, [], deadline, LazyRows(lm))
+        relaxed = solve_relaxation(h, integer_cols, [], deadline, lazy_rows(lm))
     if relaxed is None or not lm.is_feasible(relaxed[0]):
         return None
     completed = relaxed[0]
@@ -540,17 +540,19 @@ def _sites_to_keep(x: np.ndarray, lm: LinearModel, ix: IndexSets) -> set[str]:
 
 
 def rounded_lp_start(h: highspy.Highs, lm: LinearModel, ix: IndexSets, time_limit_s: float, mip_gap: float = 0.0,
-                     relaxation: tuple[np.ndarray, float] | None = None) -> tuple[str, np.ndarray | None]:
+                     relaxation: tuple[np.ndarray, float] | None = None, improve: bool = True) -> tuple[str, np.ndarray | None]:
     """Round the LP relaxation of `lm` (held by HiGHS instance `h`) into a plan. Returns what
     happened, for the plan record, and the plan's column values (None if there is none); the
     caller decides what HiGHS is told of it (backends.run_highs). `relaxation`, when
     the caller has already solved the LP (the candidate-pair path has), saves solving it again.
+    `improve=False` stops after step 4 when the rounding made a plan (the N-1 loop's first round
+    wants its sites; the search held to them improves on it, optimizer.solving.failover_sites).
     """
     integer_cols = lm.integer_columns()
     if not len(integer_cols):
         return "none: the model has no integer columns", None
     deadline = time.perf_counter() + time_limit_s  # the LPs and the polish share the caller's remaining time
-    lazy = LazyRows(lm)
+    lazy = lazy_rows(lm)
     if relaxation is None:
         relaxation = solve_relaxation(h, integer_cols, [], deadline, lazy)
     if relaxation is None:
@@ -586,6 +588,8 @@ def rounded_lp_start(h: highspy.Highs, lm: LinearModel, ix: IndexSets, time_limi
             completed = complete_start(h, lm, col_value, deadline) if col_value is not None else None
         col_value = completed
     start = col_value
+    if not improve and start is not None:  # without a rounded plan, step 5's MIP may still find one
+        return f"rounded LP relaxation (${float(lm.objective() @ start):,.0f}/yr, {len(keep)} sites kept)", start
     polish_s = min(POLISH_SHARE * (deadline - time.perf_counter()), POLISH_MAX_S)
     if len(keep) > POLISH_MAX_KEPT_SHARE * len(ix.sites):
         polish_s = 0.0  # the restricted MIP would be nearly the whole MIP: leave the search to HiGHS
@@ -657,7 +661,7 @@ def _rack_rens(h: highspy.Highs, lm: LinearModel, plan: np.ndarray, deadline: fl
         h.changeColsBounds(len(other), other, lower[other], upper[other])
 
     with _restoring(restore):
-        relaxed = solve_relaxation(h, integer_cols, [], deadline, LazyRows(lm))
+        relaxed = solve_relaxation(h, integer_cols, [], deadline, lazy_rows(lm))
         found = None
         if relaxed is not None:
             sized = relaxed[0][rack_cols]

@@ -410,11 +410,17 @@ def _new_reroutings(ix: IndexSets, losses: dict[str, dict[str, Reroute]], bad: d
 
 
 def secure(ix: IndexSets, lm: LinearModel, result, x, build: Callable[[IndexSets], LinearModel],
-           solve_again: Callable[..., tuple], deadline: float, threads: int = 1, mip_gap: float = 0.0):
+           solve_again: Callable[..., tuple], deadline: float, threads: int = 1, mip_gap: float = 0.0,
+           on_sites: Callable[..., tuple] | None = None):
     """The lazy loop (module docstring): returns (lm, result, x, record). Stops when no loss
     breaks (record["secure"] True), when every region of every broken loss already has its
     re-routing in the model (a family left out, or the solver's tolerance: record["secure"]
-    False), or when the deadline leaves no time for another round (record["stopped"] says why)."""
+    False), or when the deadline leaves no time for another round (record["stopped"] says why).
+
+    `on_sites(lm, sites, start)`, if given, is tried once, at the first round that breaks: a
+    secure plan (columns of lm) searched over that round's open sites with every loss in the
+    model (optimizer.solving.failover_sites.secure_on_sites), or None, and its record; when it
+    beats the repaired plan it is the next round's start and the plan to fall back on."""
     started = time.perf_counter()
     rounds: list[Round] = []
     solve_s = result.solve_time_s
@@ -459,7 +465,8 @@ def secure(ix: IndexSets, lm: LinearModel, result, x, build: Callable[[IndexSets
         if len(rounds) > MAX_ROUNDS:
             record["stopped"] = f"more than {MAX_ROUNDS} rounds"
             break
-        repaired = None if deadline - time.perf_counter() > 2 * REPAIR_MIP_S else repair(x, lm, ix, threads)
+        held_next = on_sites is not None and "held_sites" not in record  # its search starts from the greedy repair
+        repaired = None if deadline - time.perf_counter() > 2 * REPAIR_MIP_S and not held_next else repair(x, lm, ix, threads)
         if deadline - time.perf_counter() <= 1.0:
             record["stopped"] = "time limit"
             if repaired is not None:
@@ -486,6 +493,12 @@ def secure(ix: IndexSets, lm: LinearModel, result, x, build: Callable[[IndexSets
                 fallback = (lm, fallback[1], kept)
                 if start is None or fallback[1] < lm.objective() @ start:
                     start = kept
+        if on_sites is not None and "held_sites" not in record:
+            sites = {s for s in ix.sites if x[old_lm.col("open", s)] > 0.5}
+            sites |= {s for s in ix.sites if start is not None and start[lm.col("open", s)] > 0.5}
+            held, record["held_sites"] = on_sites(lm, sorted(sites), start)
+            if held is not None and (start is None or lm.objective() @ held < lm.objective() @ start):
+                start = held
         if start is not None:
             rounds[-1].repaired_usd_per_year = float(lm.objective() @ start)
         if start is not None and (fallback is None or lm.objective() @ start < fallback[1]):

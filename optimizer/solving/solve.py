@@ -17,6 +17,7 @@ prechecks can already tell will not work raise ScenarioError before any model is
 
 from __future__ import annotations
 
+import math
 import platform
 import sys
 import threading
@@ -35,6 +36,7 @@ from dcplace.optimizer.model.formulation import build_model
 from dcplace.optimizer.solvers.backends import RunResult, get_backend, run_backend
 from dcplace.optimizer.solving.diagnose import diagnose
 from dcplace.optimizer.solving.failover import ROUND_SHARE as N1_ROUND_SHARE, needs_n1, secure
+from dcplace.optimizer.solving.failover_sites import HELD_SHARE, secure_on_sites
 from dcplace.optimizer.model.index import MAX_FULL_PAIRS, IndexSets, PruningRules
 from dcplace.optimizer.model.linear import LinearModel
 from dcplace.optimizer.solvers.pairs import BOUND_TOLERANCE, GAP_SHARE, PricedLP, solve_priced_lp
@@ -187,6 +189,7 @@ def _solve(scenario: Scenario, options: SolveOptions, start, feed: ProgressFeed)
     incumbent = start(lm, ix) if start is not None else None
     if needs_n1(ix):  # the first round of the N-1 loop gets a share of the time: later rounds follow
         remaining_s = max(remaining_s * N1_ROUND_SHARE, 1e-3)
+        good_enough = math.inf  # ... and ends at its warm start, whose sites the search held to them starts from
     result, x = run_backend(lm, ix, replace(options, time_limit_s=remaining_s), relaxation, good_enough, incumbent,
                             progress=feed if feed else None)
     failover: dict = {}
@@ -198,8 +201,16 @@ def _solve(scenario: Scenario, options: SolveOptions, start, feed: ProgressFeed)
             left = max((deadline - reserve - keep_s - time.perf_counter()) * (1.0 if final else N1_ROUND_SHARE), 1e-3)
             return run_backend(model, ix, replace(options, time_limit_s=left), incumbent=start_plan, progress=feed if feed else None)
 
+        def solve_held(model: LinearModel, held: IndexSets, start_plan):
+            feed.phase("search")  # its own bound holds for its sites only: the feed keeps the whole model's
+            left = max((deadline - reserve - time.perf_counter()) * HELD_SHARE, 1e-3)
+            return run_backend(model, held, replace(options, time_limit_s=left), incumbent=start_plan)
+
+        def on_sites(model: LinearModel, sites: list[str], start_plan):
+            return secure_on_sites(ix, model, sites, start_plan, build_model, solve_held, deadline - reserve, options.threads)
+
         lm, result, x, failover = secure(ix, lm, result, x, build_model, solve_again, deadline - reserve, options.threads,
-                                         options.mip_gap)
+                                         options.mip_gap, on_sites)
         if result.has_plan and not failover["secure"] and failover["stopped"] == "time limit":
             result = replace(result, status="no_solution", termination=f"{result.termination}; the time limit ended before "
                              f"every single-site loss could be re-routed ({failover['scenarios_generated']} generated)")

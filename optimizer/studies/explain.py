@@ -34,7 +34,11 @@ def plan_and_scenario(folder: str | Path) -> tuple[Plan, Scenario]:
         raise NotExplainable(f"{folder}: not a plan folder (plan.json and inputs/scenario.yaml are needed). "
                              "Fix: give a folder written by `dcplace solve`.")
     plan = read_plan(folder)
-    if plan.solve.status not in HAS_PLAN or plan.objective_usd_per_year is None:
+    if plan.solve.status in HAS_PLAN and plan.objective_usd_per_year is None:
+        raise NotExplainable(f"{folder}: plan.json says status {plan.solve.status} but records no objective_usd_per_year; "
+                             f"the folder is damaged or was edited by hand. Fix: restore it or solve again; "
+                             f"`dcplace check {folder}` lists every problem.")
+    if plan.solve.status not in HAS_PLAN:
         raise NotExplainable(f"{folder}: holds no plan (status {plan.solve.status}); there is nothing to explain. "
                              "Fix: solve a feasible scenario first.")
     return plan, load_scenario(folder / "inputs" / "scenario.yaml")
