@@ -338,7 +338,7 @@ def read_plan(folder: str | Path) -> Plan:
 
 def _where(doc: Any, loc: tuple) -> str:
     """A validation error's location, with a list entry named by its record's id where it has one:
-    sites[12] (id 'tokyo') -> racks[0], field 'racks'."""
+    sites[12] ('tokyo') -> racks[0] -> field 'racks'."""
     parts, node = [], doc
     for step in loc[:-1] if loc else ():
         if isinstance(step, int):

@@ -27,7 +27,8 @@ from dcplace.optimizer.model.formulation import build_model
 from dcplace.optimizer.solvers.backends import run_backend
 from dcplace.optimizer.solving import failover as fo
 from dcplace.optimizer.model.failover import reroute_keys
-from dcplace.optimizer.solving.failover_sites import close_idle, held_index, held_model, open_sites, reroute_count, secure_on_sites
+from dcplace.optimizer.solving.failover import open_sites
+from dcplace.optimizer.solving.failover_sites import close_idle, held_index, held_model, reroute_count, secure_on_sites
 from dcplace.optimizer.solving.precheck import checked_index
 
 OPTIONS = SolveOptions(mip_gap=0.0, time_limit_s=60)

@@ -206,14 +206,13 @@ def spread_rows(ix: IndexSets) -> list[tuple[str, str, float, tuple[str, ...]]]:
     """(f, w, lo, N) for every site f and survivable w of failover_open_spread whose lo is positive.
 
     For each region r, F(r) = the sites that may serve r, R_F = the regions every one of whose
-    serving sites lies in F(r) and that rent no capacity, lo(r) = sum_{R_F} demand / |F(r)| - (1 - a) x the most any
+    serving sites lies in F(r), lo(r) = sum_{R_F} demand / |F(r)| - (1 - a) x the most any
     site of F(r) may serve; per site f, the region r of f with the largest lo(r), and N = every
     site other than f within the failover budget of a region some site of F(r) serves, or of a region of f."""
     alpha = survivable(ix.scenario)
-    if not alpha or ix.clock.on:
+    if not alpha or ix.clock.on:  # the clock's hourly serving and its rentals (cloud regions serve only with the clock on)
         return []
     by_rw, by_sw = ix.group("serve_by_rw"), ix.group("serve_by_sw")
-    rented = {(r, w) for r, w, _ in getattr(ix.clock, "rent_serve", ())}
     has = {key for key in ix.group("inf_by_sw") if key[1] in alpha}
     site_ids = [site.id for site in ix.scenario.sites]
     out = []
@@ -224,7 +223,7 @@ def spread_rows(ix: IndexSets) -> list[tuple[str, str, float, tuple[str, ...]]]:
         serves = np.zeros((len(regions), len(site_ids)), dtype=bool)  # serves[i, j]: site j may serve regions[i]
         for i, r in enumerate(regions):
             serves[i, [ix.site_pos[s] for s in by_rw[r, w]]] = True
-        demand = np.array([0.0 if (r, w) in rented else ix.demand(r, w) for r in regions])
+        demand = np.array([ix.demand(r, w) for r in regions])
         region_load = {s: sum(ix.demand(r, w) for r in by_sw.get((s, w), [])) for s in site_ids}
         as_float, outside = serves.astype(np.float32), (~serves).astype(np.float32)
         lo = np.zeros(len(regions))
@@ -253,7 +252,7 @@ def failover_open_spread(lm: LinearModel, ix: IndexSets) -> None:
     """sum_{r in R(f)} share[r,w,f] * demand[r,w] + lo[f,w] * (1 - open[f]) - sum_{s in N} spare[s,w] <= (1 - a[w]) * sum_{r in R(f)} demand[r,w]
     for every site f and survivable w with lo[f,w] > 0 (spread_rows: F a set of sites holding f, R_F the regions
     only F may serve, lo = sum_{R_F} demand / |F| - (1 - a[w]) x the most a site of F may serve, N the backups
-    other than f of every region a site of F or f serves). The clock's hourly serving and rented capacity are left out.
+    other than f of every region a site of F or f serves). No row with the clock on (hourly serving, rentals).
 
     Why it holds, for a plan with whole opens that survives every loss: if f is open the row is
     f's loss row of failover_aggregate over more backups. If f is closed its load and spare are

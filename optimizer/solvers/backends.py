@@ -239,6 +239,7 @@ def run_highs(lm: LinearModel, options, ix: IndexSets | None = None, relaxation:
     version = h.version()
     h.setOptionValue("random_seed", options.seed)
     warm_start, start = "off", None
+    takes_any = good_enough_usd is not None and math.isinf(good_enough_usd)  # the N-1 loop's first round
 
     def result(status, termination, x=None, objective=None, bound=None, notes=()) -> tuple[RunResult, np.ndarray | None]:
         return RunResult(solver="highs", solver_version=version, status=status, termination=termination,
@@ -269,7 +270,7 @@ def run_highs(lm: LinearModel, options, ix: IndexSets | None = None, relaxation:
             progress.phase("warm start")
         try:
             warm_start, start = rounded_lp_start(h, lm, ix, deadline - time.perf_counter(), options.mip_gap, relaxation,
-                                                   improve=good_enough_usd is None or not math.isinf(good_enough_usd))
+                                                   improve=not takes_any)
             if start is not None:
                 warm_start = f"{warm_start} {'held back' if HOLD_BACK_START else 'offered'}"
         except HighsAbandoned as exc:
@@ -303,7 +304,7 @@ def run_highs(lm: LinearModel, options, ix: IndexSets | None = None, relaxation:
             warm_start = f"the caller's start plan {'held' if HOLD_BACK_START else 'offered'} " \
                          f"(${float(lm.objective() @ start):,.0f}/yr); {warm_start}"
     if start is not None and good_enough_usd is not None and lm.objective() @ start <= good_enough_usd and lm.is_feasible(start):
-        if math.isinf(good_enough_usd):  # the caller takes any plan: the LP relaxation's optimum bounds this very model
+        if takes_any:  # the LP relaxation's optimum bounds this very model
             lp_bound = getattr(h, "relaxation_bound", -math.inf)
             return result("feasible", "the caller takes the warm start's plan; search skipped", start,
                           float(lm.objective() @ start), lp_bound if np.isfinite(lp_bound) else None)

@@ -588,8 +588,9 @@ def rounded_lp_start(h: highspy.Highs, lm: LinearModel, ix: IndexSets, time_limi
             completed = complete_start(h, lm, col_value, deadline) if col_value is not None else None
         col_value = completed
     start = col_value
+    rounded = f"rounded LP relaxation (${float(lm.objective() @ start):,.0f}/yr, {len(keep)} sites kept)" if start is not None else ""
     if not improve and start is not None:  # without a rounded plan, step 5's MIP may still find one
-        return f"rounded LP relaxation (${float(lm.objective() @ start):,.0f}/yr, {len(keep)} sites kept)", start
+        return rounded, start
     polish_s = min(POLISH_SHARE * (deadline - time.perf_counter()), POLISH_MAX_S)
     if len(keep) > POLISH_MAX_KEPT_SHARE * len(ix.sites):
         polish_s = 0.0  # the restricted MIP would be nearly the whole MIP: leave the search to HiGHS
@@ -606,7 +607,7 @@ def rounded_lp_start(h: highspy.Highs, lm: LinearModel, ix: IndexSets, time_limi
         col_value, objective = polished
         how = f"{'rounded LP relaxation polished' if start is not None else 'found'} by the MIP on the {len(keep)} kept sites (${objective:,.0f}/yr)"
     elif start is not None:
-        how = f"rounded LP relaxation (${float(lm.objective() @ col_value):,.0f}/yr, {len(keep)} sites kept)"
+        how = rounded
     else:
         return "none: the rounded LP broke a site limit or a policy", None
     if float(lm.objective() @ col_value) > target and RACKS in lm.blocks and lm.blocks[RACKS].keys:

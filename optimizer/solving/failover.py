@@ -129,6 +129,12 @@ class ServingState:
         return {s: max(0.0, cap - self.load.get((s, w), 0.0)) for (s, ww), cap in self.capacity.items() if ww == w}
 
 
+def open_sites(x: np.ndarray, lm: LinearModel, above: float = 0.5) -> list[str]:
+    """The sites a model's column values `x` open (open above `above`), in the model's order."""
+    block = lm.blocks["open"]
+    return [s for i, s in enumerate(block.keys) if x[block.start + i] > above]
+
+
 def state_from_columns(x: np.ndarray, lm: LinearModel, ix: IndexSets, fractional: bool = False) -> ServingState:
     """The serving state of a solved model's column values (racks rounded as extract does);
     `fractional`: of an LP relaxation's, racks as they are and every site with a share or a
@@ -141,7 +147,7 @@ def state_from_columns(x: np.ndarray, lm: LinearModel, ix: IndexSets, fractional
             capacity[s, w] += n * ix.tok_s_per_rack[k, w]
     block = lm.blocks["share"]
     shares = {ix.serve[i]: min(1.0, float(x[block.start + i])) for i in np.flatnonzero(x[block.start:block.stop] > 1e-9)}
-    opened = {s for s in ix.sites if x[lm.col("open", s)] > (1e-9 if fractional else 0.5)}
+    opened = set(open_sites(x, lm, 1e-9 if fractional else 0.5))
     return with_load(ServingState(opened, dict(capacity), shares), ix)
 
 
@@ -494,8 +500,7 @@ def secure(ix: IndexSets, lm: LinearModel, result, x, build: Callable[[IndexSets
                 if start is None or fallback[1] < lm.objective() @ start:
                     start = kept
         if on_sites is not None and "held_sites" not in record:
-            sites = {s for s in ix.sites if x[old_lm.col("open", s)] > 0.5}
-            sites |= {s for s in ix.sites if start is not None and start[lm.col("open", s)] > 0.5}
+            sites = set(open_sites(x, old_lm)) | (set(open_sites(start, lm)) if start is not None else set())
             held, record["held_sites"] = on_sites(lm, sorted(sites), start)
             if held is not None and (start is None or lm.objective() @ held < lm.objective() @ start):
                 start = held
@@ -605,5 +610,5 @@ def standby_reachable(ix: IndexSets) -> list[InputProblem]:
     return out
 
 
-__all__ = ["Reroute", "reroute_lp", "ServingState", "state_from_columns", "with_load", "lost_need", "failover_arcs",
+__all__ = ["Reroute", "reroute_lp", "ServingState", "open_sites", "state_from_columns", "with_load", "lost_need", "failover_arcs",
            "check_losses", "broken", "min_cut", "secure", "needs_n1", "failover_reachable", "standby_reachable", "UNSERVED_MS"]

@@ -29,16 +29,11 @@ import numpy as np
 from dcplace.optimizer.model.index import IndexSets
 from dcplace.optimizer.model.linear import LinearModel
 from dcplace.optimizer.model.resilience import survivable
-from dcplace.optimizer.solving.failover import broken, check_losses, state_from_columns, transfer
+from dcplace.optimizer.solving.failover import broken, check_losses, open_sites, state_from_columns, transfer
 
 HELD_SHARE = 0.85  # of the time left, for the model held to the plan's sites: the lazy loop's next round gets the rest
 HELD_MIN_S = 10.0  # time left below which it is not tried (its LP alone takes about 5 s on the default world)
 HELD_MAX_REROUTES = 500_000  # re-routing columns above which it is not tried (the default world's: about 100,000)
-
-
-def open_sites(x: np.ndarray, lm: LinearModel) -> list[str]:
-    block = lm.blocks["open"]
-    return [s for i, s in enumerate(block.keys) if x[block.start + i] > 0.5]
 
 
 def held_index(ix: IndexSets, sites: list[str]) -> IndexSets:
@@ -124,20 +119,16 @@ def secure_on_sites(ix: IndexSets, lm: LinearModel, sites: list[str], start: np.
         offered = transfer(start, lm, model, held, check_losses(held, state_from_columns(start, lm, held), threads))
         offered = offered if model.is_feasible(offered) else None
     result, y = solve_held(model, held, offered)
-    record = {"sites": len(sites), "reroutings": len(held.failover_lost), "columns": model.n_cols,
-              "objective_usd_per_year": result.objective_usd_per_year, "s": 0.0, "secure": False}
     plan = None
     if result.has_plan and y is not None:
         losses = check_losses(ix, state_from_columns(y, model, held), threads)
         if not broken(losses):
-            plan = close_idle(transfer(y, model, lm, ix, losses), lm, ix)
-            if not lm.is_feasible(plan):
-                plan = transfer(y, model, lm, ix, losses)
-            plan = plan if lm.is_feasible(plan) else None
-    record.update(s=time.perf_counter() - started, secure=plan is not None,
-                  objective_usd_per_year=float(lm.objective() @ plan) if plan is not None else result.objective_usd_per_year)
-    return plan, record
+            as_is = transfer(y, model, lm, ix, losses)
+            plan = next((p for p in (close_idle(as_is, lm, ix), as_is) if lm.is_feasible(p)), None)
+    return plan, {"sites": len(sites), "reroutings": len(held.failover_lost), "columns": model.n_cols,
+                  "objective_usd_per_year": float(lm.objective() @ plan) if plan is not None else result.objective_usd_per_year,
+                  "s": time.perf_counter() - started, "secure": plan is not None}
 
 
 __all__ = ["HELD_SHARE", "HELD_MIN_S", "HELD_MAX_REROUTES", "reroute_count", "held_index", "held_model", "close_idle",
-           "secure_on_sites", "open_sites"]
+           "secure_on_sites"]
