@@ -15,7 +15,22 @@ The world of benchmarks/resilience.py (chat and reasoning survivable, chat's fai
    this is where it would rise;
 3. the first round's MIP as solve() runs it (run_backend with its warm start): its plan, its
    bound, the losses it breaks and what the greedy repair and the repair MIP add;
-4. spare capacity (built minus served tok/s) per class in the LP and in that plan.
+4. spare capacity (built minus served tok/s) per class in the LP and in that plan;
+5. where the money between the LP and that plan sits: cost by column block (site opens, zones
+   per cooling, inference racks per class, training racks);
+6. with --exact-lp, the full N-1 LP (every loss re-routed region by region,
+   optimizer.solving.failover_sites.held_index) over the sites the LP opens, every other site
+   closed. It restricts the full model's LP, whose value therefore lies between the lazy LP
+   of step 1 (a relaxation of it) and this one: if the two are close, no N-1 row the lazy model
+   lacks can raise the bound;
+7. with --cluster-rounds N, N rounds of count cuts on the LP of step 1: for a set S of sites
+   (a region's eligible sites, or two overlapping regions'), R = the regions that may be served
+   only from S and k = the sites of S open, some site of S carries D_R / k of R's demand, so
+   the spare within R's failover reach is at least D_R / k; with k whole, the secant through
+   k0 = floor(k) and k0 + 1 holds: sum spare + D_R * k / (k0 (k0 + 1)) >= D_R / k0 + D_R / (k0 + 1)
+   (k counted by open[s]); the most violated 60 per round are added;
+8. with --bnb-s T, HiGHS's own branch and bound on the first round's model for T seconds
+   (one thread): how far its cuts and branching move the bound.
 """
 
 from __future__ import annotations
@@ -36,6 +51,7 @@ from dcplace.optimizer.model.formulation import build_model  # noqa: E402
 from dcplace.optimizer.solvers.backends import run_backend  # noqa: E402
 from dcplace.optimizer.solvers.highs_model import run_until, to_highs  # noqa: E402
 from dcplace.optimizer.solving import failover as fo  # noqa: E402
+from dcplace.optimizer.solving.failover_sites import held_index, reroute_count  # noqa: E402
 from dcplace.optimizer.solving.precheck import checked_index  # noqa: E402
 from dcplace.optimizer.solving.solve import SolveOptions  # noqa: E402
 
@@ -57,11 +73,80 @@ def spare_table(state: fo.ServingState, classes) -> list[str]:
     return out
 
 
+def cost_by_block(lm, ix, x: np.ndarray) -> list[str]:
+    """Annual cost of `x` per column block, zones per cooling and inference racks per class."""
+    c = lm.objective()
+    out = []
+    for name, b in lm.blocks.items():
+        part = slice(b.start, b.start + len(b.keys))
+        if abs(c[part] @ x[part]) > 1e4:
+            out.append(f"{name} {musd(c[part] @ x[part])} (sum of columns {x[part].sum():,.2f})")
+    for block, at, names in (("zone", 1, ix.cooling), ("racks_inf", 3, ix.workloads)):
+        b = lm.blocks[block]
+        for name in names:
+            cols = np.array([b.start + i for i, key in enumerate(b.keys) if key[at] == name], dtype=np.int64)
+            if len(cols) and x[cols].sum() > 1e-6:
+                out.append(f"  {block} {name}: {musd(c[cols] @ x[cols])} (sum {x[cols].sum():,.2f})")
+    return out
+
+
+def exact_lp(ix, x_lp: np.ndarray, lm, threads: int) -> str:
+    """Step 6: the full N-1 LP over the sites the LP opens (module docstring)."""
+    sites = sorted(s for s in ix.sites if x_lp[lm.col("open", s)] > 0.01)
+    held = held_index(ix, sites)
+    model = build_model(held)
+    for s in model.blocks["open"].keys:
+        if s not in sites:
+            model.fix("open", s, 0.0)
+    h = to_highs(model, threads)
+    cols = model.integer_columns()
+    h.changeColsIntegrality(len(cols), cols, np.full(len(cols), highspy.HighsVarType.kContinuous))
+    started = time.perf_counter()
+    run_until(h, started + 1800)
+    return (f"exact N-1 LP over the {len(sites)} sites the LP opens ({reroute_count(held):,} re-routings, "
+            f"{model.n_cols:,} columns): {musd(h.getInfo().objective_function_value)} in {time.perf_counter() - started:.1f} s")
+
+
+def count_cuts(h, lm, ix, x: np.ndarray, classes, top: int = 60) -> int:
+    """Step 7: add to `h` the `top` most violated count cuts at the LP point `x` (module docstring)."""
+    spare = lm.blocks["spare"]
+    site_ids = list(ix.site_pos)
+    open_of = np.array([x[lm.col("open", s)] if s in lm.blocks["open"].pos else 0.0 for s in site_ids])
+    cuts = []
+    for w in classes:
+        eligible, reach = ix.eligible[w], ix.failover[w]
+        demand = np.array([ix.demand(r, w) for r in ix.region_pos])
+        served = eligible.any(axis=1) & (demand > 0)
+        spare_col = np.array([spare.start + spare.pos[s, w] if (s, w) in spare.pos else -1 for s in site_ids])
+        seen = set()
+        for i in np.flatnonzero(served):
+            for j in np.flatnonzero(served & (eligible & eligible[i]).any(axis=1)):
+                sites = eligible[i] | eligible[j]
+                if sites.tobytes() in seen:
+                    continue
+                seen.add(sites.tobytes())
+                regions = served & ~(eligible & ~sites).any(axis=1)
+                total = demand[regions].sum()
+                count = [lm.col("open", site_ids[k]) for k in np.flatnonzero(sites) if site_ids[k] in lm.blocks["open"].pos]
+                k0 = max(1, int(np.floor(open_of[sites].sum() + 1e-9)))
+                near = spare_col[(reach[regions].any(axis=0) | sites) & (spare_col >= 0)]
+                slope, rhs = total / (k0 * (k0 + 1)), total / k0 + total / (k0 + 1)
+                short = rhs - x[near].sum() - slope * open_of[sites].sum()
+                if short > 1e-3 * total / k0:
+                    cuts.append((short, list(near) + count, [1.0] * len(near) + [slope] * len(count), rhs))
+    for _, cols, coefs, rhs in sorted(cuts, key=lambda cut: -cut[0])[:top]:
+        h.addRow(1.0, highspy.kHighsInf, len(cols), np.array(cols, dtype=np.int32), np.array(coefs) / rhs)
+    return min(len(cuts), top)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--round-s", type=float, default=30.0, help="time limit of the first round's MIP")
     parser.add_argument("--lp-rounds", type=int, default=6)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--exact-lp", action="store_true", help="step 6: the full N-1 LP over the LP's sites")
+    parser.add_argument("--cluster-rounds", type=int, default=0, help="step 7: rounds of count cuts")
+    parser.add_argument("--bnb-s", type=float, default=0.0, help="step 8: seconds of HiGHS branch and bound")
     args = parser.parse_args()
     scenario = load_scenario(None, overrides={"policies.survive_site_loss": SURVIVE, "policies.failover_rtt_ms": FAILOVER})
     ix = checked_index(scenario)
@@ -79,7 +164,8 @@ def main() -> None:
         run_until(h, time.perf_counter() + 600)
         x = np.asarray(h.getSolution().col_value)
         state = fo.state_from_columns(x, lm, ix, fractional=True)
-        lp_state = lp_state or state
+        if lp_state is None:
+            lp_state, x_lp = state, x
         losses = fo.check_losses(ix, state, args.threads)
         bad = fo.broken(losses)
         print(f"LP round {n}: {musd(h.getInfo().objective_function_value)} in {time.perf_counter() - started:.1f} s; "
@@ -97,6 +183,29 @@ def main() -> None:
         cuts_found = cuts_found + new
     ix.failover_cuts = []
     print(*(f"  LP (round 0) {line}" for line in spare_table(lp_state, classes)), sep="\n")
+    print(*(f"  LP (round 0) {line}" for line in cost_by_block(lm, ix, x_lp)), sep="\n", flush=True)
+    if args.exact_lp:
+        print(exact_lp(ix, x_lp, lm, args.threads), flush=True)
+    if args.cluster_rounds:
+        h = to_highs(lm, args.threads)
+        h.changeColsIntegrality(len(integer_cols), integer_cols, np.full(len(integer_cols), highspy.HighsVarType.kContinuous))
+        run_until(h, time.perf_counter() + 600)
+        for n in range(1, args.cluster_rounds + 1):
+            added = count_cuts(h, lm, ix, np.asarray(h.getSolution().col_value), classes)
+            if not added:
+                break
+            started = time.perf_counter()
+            run_until(h, started + 600)
+            print(f"LP with count cuts, round {n} ({added} added): {musd(h.getInfo().objective_function_value)} "
+                  f"in {time.perf_counter() - started:.1f} s", flush=True)
+    if args.bnb_s:
+        h = to_highs(lm, 1)
+        h.setOptionValue("time_limit", args.bnb_s)
+        started = time.perf_counter()
+        h.run()
+        print(f"HiGHS branch and bound, {args.bnb_s:g} s, one thread: bound {musd(h.getInfo().mip_dual_bound)}, "
+              f"plan {musd(h.getInfo().objective_function_value)} (of the lazy model, not checked for N-1), "
+              f"{h.getInfo().mip_node_count:,} nodes in {time.perf_counter() - started:.0f} s", flush=True)
 
     started = time.perf_counter()
     result, x = run_backend(lm, ix, SolveOptions(time_limit_s=args.round_s, threads=args.threads, mip_gap=5e-3))
@@ -106,6 +215,7 @@ def main() -> None:
         return
     state = fo.state_from_columns(x, lm, ix)
     print(*(f"  plan {line}" for line in spare_table(state, classes)), sep="\n")
+    print(*(f"  plan {line}" for line in cost_by_block(lm, ix, x)), sep="\n")
     losses = fo.check_losses(ix, state, args.threads)
     bad = fo.broken(losses)
     print(f"  breaks {len(bad)} losses: " + ", ".join(f"{f} {v:,.0f} tok/s" for f, v in sorted(bad.items())))

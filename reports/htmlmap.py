@@ -27,7 +27,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from pyproj import Transformer
 
-from dcplace.optimizer.studies.outages import outages_of
+from dcplace.optimizer.studies.outages import AT_RISK_TOL_TOK_S, outages_of
 from dcplace.reports.layers import PlanLayers, line_ends, line_parts, plan_extent, window_outline
 from dcplace.reports.output import check_destination
 from dcplace.reports.style import (
@@ -276,12 +276,12 @@ def outage_hover(layers: PlanLayers) -> dict[str, str]:
     """Site id -> what its loss costs, for the site's hover (optimizer.studies.outages, the
     same table as `dcplace outages` and the report's section)."""
     table = outages_of(layers.plan, layers.scenario, str(layers.folder))
-    peak = sum(o.lost_total_tok_s for o in table.outages) or 1.0
+    peak = table.served_tok_s or 1.0
     out = {}
     for o in table.outages:
         parts = []
         if o.lost_total_tok_s > 0:
-            if o.at_risk_total_tok_s > 1e-6:
+            if o.at_risk_total_tok_s > AT_RISK_TOL_TOK_S:
                 regions = o.regions_at_risk()
                 named = ", ".join(esc(r.region_name) for r in regions[:3]) + (f" and {len(regions) - 3} more" if len(regions) > 3 else "")
                 parts.append(f"{tok_s_text(o.at_risk_total_tok_s)} at risk ({o.at_risk_total_tok_s / peak:.1%} of peak): {named}")

@@ -8,7 +8,7 @@ optimizer.studies.outages; this module only formats them.
 
 from __future__ import annotations
 
-from dcplace.optimizer.studies.outages import OutageTable, outages_of
+from dcplace.optimizer.studies.outages import AT_RISK_TOL_TOK_S, OutageTable, outages_of
 from dcplace.reports.layers import PlanLayers
 from dcplace.reports.report import EXTRA_SECTIONS, Paragraphs, Section, Table
 from dcplace.reports.style import short_name, tok_s_text
@@ -75,7 +75,7 @@ def summary_lines(table: OutageTable) -> list[str]:
     if worst is not None and worst.at_risk_total_tok_s > 0:
         out.append(f"Of the {n} open sites, losing {worst.name} puts the most at risk: {tok_s_text(worst.at_risk_total_tok_s)} "
                    f"of {tok_s_text(worst.lost_total_tok_s)} it serves find no spare capacity within the failover budgets.")
-        uncovered = sorted({w for o in table.outages for w, v in o.at_risk_tok_s.items() if v > 1e-6 and w not in table.survive_site_loss})
+        uncovered = sorted({w for o in table.outages for w, v in o.at_risk_tok_s.items() if v > AT_RISK_TOL_TOK_S and w not in table.survive_site_loss})
         if table.survive_site_loss and uncovered:
             share = sum(v for o in table.outages for w, v in o.at_risk_tok_s.items() if w in uncovered) \
                 / max(sum(o.at_risk_total_tok_s for o in table.outages), 1e-9)

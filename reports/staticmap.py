@@ -10,6 +10,10 @@ are placed greedily, largest site first, at the first of eight positions around 
 marker that overlaps no placed label and no other marker and lies nearer its own marker's
 centre than any other open site's (so a reader pairs it with the right one); a label with
 no free position is left out and counted in the footnote rather than drawn over another.
+A red ring marks every open site whose loss leaves demand short (its row of the outage table,
+optimizer.studies.outages: a class the policy names, or any class when it names none); the
+legend says how many and names the worst, as the report's section and the HTML map's hover
+say in full.
 
 World plans use Equal Earth (EPSG:8857); a plan whose open sites and served regions fit
 in a regional window gets a Lambert azimuthal equal-area projection centred on it.
@@ -32,12 +36,13 @@ from matplotlib.transforms import Bbox
 from pyproj import CRS, Transformer
 from shapely.geometry import box
 
+from dcplace.optimizer.studies.outages import OutageTable, outages_of
 from dcplace.reports.layers import PlanLayers, line_parts, plan_extent, window_outline
 from dcplace.reports.mpl import plt  # the one place that picks matplotlib's backend
 from dcplace.reports.output import check_destination, staged_files
 from dcplace.reports.style import (
-    BORDER_COLOUR, CLOSED_COLOUR, LAND_COLOUR, OCEAN_COLOUR, REGION_COLOUR, ROLE_COLOURS, ROLE_MARKERS, FlowScale, class_colours,
-    countries, flow_scale, money, mw_text, nice_floor, tok_s_text, workload_classes,
+    BORDER_COLOUR, CLOSED_COLOUR, LAND_COLOUR, OCEAN_COLOUR, REGION_COLOUR, RISK_COLOUR, ROLE_COLOURS, ROLE_MARKERS, FlowScale,
+    class_colours, countries, flow_scale, money, mw_text, nice_floor, tok_s_text, workload_classes,
 )
 
 WORLD_CRS = CRS("EPSG:8857")  # Equal Earth: equal-area, and a world that still looks like the world
@@ -47,6 +52,7 @@ LABEL_FONT_PT = 7
 LABEL_OFFSETS_PT = [(6, 0), (-6, 0), (0, 6), (0, -6), (5, 5), (-5, 5), (5, -5), (-5, -5)]
 FLOW_ALPHA = 0.6
 FLOW_MAX_PT, FLOW_MIN_PT = 7.0, 0.3
+RING_GAP_PT, RING_WIDTH_PT = 2.0, 1.2  # the outage ring: its stroke this far outside the site's symbol, this thick
 Z_LINES, Z_REGIONS, Z_CANDIDATES, Z_SITES, Z_LABELS = 2, 3, 4, 5, 6
 
 
@@ -66,6 +72,9 @@ class StaticMap:
     candidates: object = None  # ... the unopened candidates ...
     sites: dict[str, object] = field(default_factory=dict)  # ... and the open sites by role
     legend: object = None
+    outages: OutageTable | None = None  # what each open site's loss costs ...
+    ringed: list[str] = field(default_factory=list)  # ... and the site ids ringed for it, in the sites layer's order
+    rings: object = None
 
 
 @dataclass(frozen=True)
@@ -118,10 +127,12 @@ def draw_static_map(layers: PlanLayers, extent: str = "auto", width_in: float = 
     _draw_flows(ax, layers, to_map, result, scales)
     _draw_regions(ax, layers, to_map, result, scales)
     site_xy, site_area = _draw_sites(ax, layers, to_map, result, scales)
+    _draw_outage_rings(ax, layers, site_xy, site_area, result)
     _set_view(ax, window, to_map)
 
-    _place_labels(ax, layers, site_xy, site_area, result)
     _legend(ax, layers, result, scales)
+    _fit_legend(ax, result.legend)  # before the labels: they are placed in the map's final display box
+    _place_labels(ax, layers, site_xy, site_area, result)
     _title_block(fig, layers, result)
     return result
 
@@ -211,6 +222,43 @@ def _draw_sites(ax, layers: PlanLayers, to_map: Transformer, result: StaticMap, 
     return np.column_stack([x, y]), area
 
 
+def _draw_outage_rings(ax, layers: PlanLayers, site_xy: np.ndarray, site_area: np.ndarray, result: StaticMap) -> None:
+    """A ring just outside the symbol of every open site whose loss breaks (OutageTable.breaks)."""
+    result.outages = table = outages_of(layers.plan, layers.scenario, str(layers.folder))
+    breaking = {o.site for o in table.outages if table.breaks(o)}
+    ids = layers.sites["id"].to_numpy()
+    idx = np.flatnonzero([site in breaking and area > 0 for site, area in zip(ids, site_area)])
+    result.ringed = [str(ids[i]) for i in idx]
+    if len(idx):
+        diameter_pt = np.sqrt(site_area[idx] * 4 / math.pi) + 2 * RING_GAP_PT
+        result.rings = ax.scatter(site_xy[idx, 0], site_xy[idx, 1], s=diameter_pt ** 2, marker="o", facecolors="none",
+                                  edgecolors=RISK_COLOUR, linewidths=RING_WIDTH_PT, zorder=Z_SITES)
+
+
+def _outage_legend_lines(table: OutageTable, ringed: int) -> list[str]:
+    """The legend's entries under 'If one of N open sites is lost': the ring's (when any site
+    is ringed), the worst loss and the training that stalls, each on at most two lines."""
+    breaking = [o for o in table.outages if table.breaks(o)]
+    if ringed:
+        what = "breaks survive_site_loss" if table.survive_site_loss else "leaves inference short"
+        lines = [f"{ringed} ringed: the loss\n{what}"]
+    elif table.survive_site_loss:
+        lines = ["none breaks\nsurvive_site_loss"]
+    else:
+        lines = ["all inference re-served\nin its failover budget"]
+    worst = max(breaking, key=lambda o: o.at_risk_total_tok_s) if breaking else table.worst()
+    if worst is not None and worst.at_risk_total_tok_s > 0:
+        share = worst.at_risk_total_tok_s / max(table.served_tok_s, 1e-9)
+        if breaking or not table.survive_site_loss:
+            lines.append(f"worst: {_wrap(worst.name, 16).splitlines()[0]},\n{tok_s_text(worst.at_risk_total_tok_s)} short ({share:.0%})")
+        else:  # what is short lies in classes the policy leaves out
+            lines.append(f"other classes short, worst:\n{_wrap(worst.name, 10).splitlines()[0]}, {tok_s_text(worst.at_risk_total_tok_s)}")
+    stalls = sum(1 for o in table.outages if o.jobs)
+    if stalls:
+        lines.append(f"training stalls: {stalls} site{'s' if stalls > 1 else ''}")
+    return lines
+
+
 def _set_view(ax, window, to_map: Transformer) -> None:
     if window is None:
         ax.autoscale_view()
@@ -228,16 +276,19 @@ def _place_labels(ax, layers: PlanLayers, site_xy: np.ndarray, site_area: np.nda
     display = ax.transData.transform(site_xy)
     open_idx = [i for i in np.argsort(-site_area) if site_area[i] > 0]
     open_centres = display[open_idx]  # a label's marker must be the open site nearest to it (nearest_marker)
+    ringed = set(result.ringed)
+    ids = layers.sites["id"].to_numpy()
+    outside_pt = np.array([RING_GAP_PT + RING_WIDTH_PT / 2 if site in ringed else 0.0 for site in ids])  # a ring widens the symbol
     marker_boxes = []
     for i in open_idx:
-        radius = math.sqrt(site_area[i] / math.pi) * pixels_per_pt
+        radius = (math.sqrt(site_area[i] / math.pi) + outside_pt[i]) * pixels_per_pt
         cx, cy = display[i]
         marker_boxes.append((i, Bbox.from_extents(cx - radius, cy - radius, cx + radius, cy + radius)))
     placed: list[Bbox] = []
     sites = layers.sites
     for rank, i in enumerate(open_idx):
         text = f"{sites['name'].iat[i]}  {mw_text(sites['it_mw'].iat[i])}"
-        radius_pt = math.sqrt(site_area[i] / math.pi)
+        radius_pt = math.sqrt(site_area[i] / math.pi) + outside_pt[i]
         for dx, dy in LABEL_OFFSETS_PT:
             scale = (radius_pt + 2) / max(abs(dx), abs(dy))
             label = ax.annotate(
@@ -295,6 +346,13 @@ def _legend(ax, layers: PlanLayers, result: StaticMap, scales: MapScales) -> Non
                           markeredgecolor=CLOSED_COLOUR, markeredgewidth=0.9, label="candidate, not opened"))
     handles.append(Line2D([], [], marker="o", linestyle="", markersize=5, color=REGION_COLOUR, alpha=0.45, markeredgewidth=0,
                           label="demand region (size: tok/s)"))
+    if result.outages is not None and result.outages.outages:
+        handles.append(heading(f"If one of {len(result.outages.outages)} open\nsites is lost"))
+        lines = _outage_legend_lines(result.outages, len(result.ringed))
+        if result.ringed:
+            handles.append(Line2D([], [], marker="o", linestyle="", markersize=9, markerfacecolor="none", markeredgecolor=RISK_COLOUR,
+                                  markeredgewidth=RING_WIDTH_PT, label=lines.pop(0)))
+        handles += [Line2D([], [], linestyle="", marker="", label=line) for line in lines]
     if result.flows:
         names = workload_classes(layers)
         handles.append(heading("Flows by class\nregion → site"))
@@ -308,9 +366,24 @@ def _legend(ax, layers: PlanLayers, result: StaticMap, scales: MapScales) -> Non
     legend = ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False, labelspacing=1.0,
                        borderpad=0.9, handlelength=2.6)
     for text, handle in zip(legend.get_texts(), handles):
+        text.set_parse_math(False)  # a '$' in a site or class name is text, not TeX
         if any(handle is h for h in headings):
             text.set_fontweight("bold")
     result.legend = legend
+
+
+LEGEND_MARGIN_PX = 4
+
+
+def _fit_legend(ax, legend) -> None:
+    """Narrow the map until the legend beside it ends inside the figure: a long name or a
+    many-line entry would otherwise be cut at the page's edge (the figure is saved as drawn)."""
+    fig = ax.figure
+    for _ in range(4):  # the map keeps its aspect, so its right edge moves by about what it is asked to
+        over = legend.get_window_extent(fig.canvas.get_renderer()).x1 - (fig.bbox.x1 - LEGEND_MARGIN_PX)
+        if over <= 0.5:
+            return
+        fig.subplots_adjust(right=fig.subplotpars.right - over / fig.bbox.width)
 
 
 def _wrap(text: str, width: int = 22) -> str:

@@ -25,6 +25,7 @@ ROLE_COLOURS = {"training": "#d95f02", "inference": "#1b9e77", "mixed": "#7570b3
 ROLE_MARKERS = {"training": "s", "inference": "o", "mixed": "D", "idle": "^"}
 ROLE_SYMBOLS = {"training": "square", "inference": "circle", "mixed": "diamond", "idle": "triangle-up"}
 CLOSED_COLOUR = "#4d4d4d"  # outline of an unopened candidate (white inside), drawn above the demand dots
+RISK_COLOUR = "#b2182b"  # the static map's ring around a site whose loss leaves demand short: no role or class colour
 REGION_COLOUR = "#8a94a3"  # demand regions: a neutral slate, so the coloured flows and sites carry the story
 # Flow lines by workload class, in catalog order; none of them is a role colour or the
 # region colour, so a line never reads as a site.

@@ -15,7 +15,7 @@ from dcplace.optimizer.solving.pipeline import solve_to_folder
 from dcplace.reports import load_plan_layers
 from dcplace.reports.htmlmap import plan_figure
 from dcplace.reports.mpl import plt
-from dcplace.reports.staticmap import draw_static_map
+from dcplace.reports.staticmap import RING_GAP_PT, draw_static_map
 from dcplace.reports.style import ROLE_MARKERS, flow_scale
 
 
@@ -142,3 +142,66 @@ def test_html_site_hover_says_what_its_loss_costs(world):
             assert "re-served within the failover budgets" in text
         if outage.jobs:
             assert f"{len(outage.jobs)} training job(s) stall" in text
+
+
+def _legend_texts(drawn) -> list[str]:
+    return [text.get_text() for text in drawn.legend.get_texts()]
+
+
+def test_static_map_rings_the_sites_whose_loss_leaves_demand_short(world):
+    """Issue 16: the printed map shows which single-site losses leave inference short (the
+    outage table's own rows), names the worst with its share of peak, and keeps its legend
+    inside the figure."""
+    from dcplace.optimizer.studies.outages import outages_of
+
+    table = outages_of(world.plan, world.scenario)
+    short = {o.site for o in table.outages if o.at_risk_total_tok_s > 1e-6}
+    drawn = draw_static_map(world)
+    try:
+        assert short, "the hostile world's plan has no N-1 policy: some loss must leave demand short"
+        assert set(drawn.ringed) == short
+        assert len(drawn.rings.get_offsets()) == len(short)
+        # each ring lies outside its site's symbol: its diameter is the symbol's plus twice the gap
+        symbols = {sid: size for role in drawn.sites.values() for sid, size in zip(
+            world.sites.loc[world.sites["open"], "id"], role.get_sizes())} if len(drawn.sites) == 1 else None
+        if symbols:
+            for sid, ring in zip(drawn.ringed, drawn.rings.get_sizes()):
+                assert np.sqrt(ring) == pytest.approx(np.sqrt(symbols[sid] * 4 / np.pi) + 2 * RING_GAP_PT)
+        texts = _legend_texts(drawn)
+        assert f"If one of {len(table.outages)} open\nsites is lost" in texts
+        assert f"{len(short)} ringed: the loss\nleaves inference short" in texts
+        worst = max((o for o in table.outages if o.site in short), key=lambda o: o.at_risk_total_tok_s)
+        share = worst.at_risk_total_tok_s / sum(o.lost_total_tok_s for o in table.outages)
+        assert any(t.startswith(f"worst: {worst.name[:8]}") and t.endswith(f"short ({share:.0%})") for t in texts)
+        assert all(not text.get_parse_math() for text in drawn.legend.get_texts())  # '$1$' in a name stays text
+        renderer = drawn.figure.canvas.get_renderer()
+        box = drawn.legend.get_window_extent(renderer)
+        page = drawn.figure.bbox
+        assert page.x0 <= box.x0 and box.x1 <= page.x1 + 1 and page.y0 <= box.y0 and box.y1 <= page.y1
+    finally:
+        plt.close(drawn.figure)
+
+
+def test_static_map_of_an_n1_secure_plan_rings_nothing_and_says_so(tmp_path):
+    """Three sites around one town, chat must survive the loss of any one (the hand-derived
+    case of tests/test_resilience.py): no ring, and the legend says no loss breaks the policy.
+    The same town without the policy: its one open site's loss leaves the town short."""
+    from helpers import make_scenario, region, site
+
+    sites = [site("a", 0, 0), site("b", 0, 0.2), site("c", 0.2, 0)]
+    town = [region("town", 0.1, 0.1, chat=4800, budget=50)]
+    for name, policies in (("n1", {"survive_site_loss": {"chat": 1.0}}), ("today", {})):
+        solve_to_folder(make_scenario(tmp_path / name, sites=sites, regions=town, policies=policies), tmp_path / f"{name}-plan")
+    secure = draw_static_map(load_plan_layers(tmp_path / "n1-plan"))
+    today = draw_static_map(load_plan_layers(tmp_path / "today-plan"))
+    try:
+        assert secure.ringed == [] and secure.rings is None
+        assert "none breaks\nsurvive_site_loss" in _legend_texts(secure)
+        assert secure.outages.secure is True
+        open_today = [o.site for o in today.outages.outages]
+        assert today.ringed == open_today and len(open_today) == 1  # one site holds the town: losing it loses all
+        assert "worst: " + today.outages.outages[0].name[:8] in " ".join(_legend_texts(today))
+        assert any(t.endswith("short (100%)") for t in _legend_texts(today))
+    finally:
+        plt.close(secure.figure)
+        plt.close(today.figure)

@@ -29,6 +29,9 @@ from dcplace.optimizer.model.resilience import failover_budget_ms, reach_mask, s
 from dcplace.optimizer.solving.failover import ServingState, failover_arcs, lost_need, reroute_lp, with_load
 
 
+AT_RISK_TOL_TOK_S = 1e-6  # below this, a loss leaves nothing at risk (the re-route LP's round-off)
+
+
 class NoOutageTable(Exception):
     """The folder holds no plan to take sites away from; the message says why and what to do."""
 
@@ -91,7 +94,7 @@ class SiteOutage:
         return sum(j.days_at_risk * j.gpus_h100_equiv for j in self.jobs)
 
     def regions_at_risk(self) -> list[RegionLoss]:
-        return sorted((r for r in self.regions if r.at_risk_tok_s > 1e-6), key=lambda r: -r.at_risk_tok_s)
+        return sorted((r for r in self.regions if r.at_risk_tok_s > AT_RISK_TOL_TOK_S), key=lambda r: -r.at_risk_tok_s)
 
 
 @dataclass(frozen=True)
@@ -116,6 +119,18 @@ class OutageTable:
 
     def worst(self) -> SiteOutage | None:
         return max(self.outages, key=lambda o: (o.at_risk_total_tok_s, o.gpu_days_at_risk), default=None)
+
+    @property
+    def served_tok_s(self) -> float:
+        """The plan's peak inference: what every open site serves, summed (each loss takes its own)."""
+        return sum(o.lost_total_tok_s for o in self.outages)
+
+    def breaks(self, outage: SiteOutage) -> bool:
+        """The loss leaves short a class it should not: one the policy names, or any class when
+        the scenario names none (today's plan, judged as it is)."""
+        if self.survive_site_loss:
+            return outage.meets_policy is False
+        return outage.at_risk_total_tok_s > AT_RISK_TOL_TOK_S
 
 
 def state_from_plan(plan: Plan, ix: IndexSets) -> ServingState:
@@ -198,4 +213,4 @@ def outage_table(folder: str | Path) -> OutageTable:
     return outages_of(read_plan(folder), load_scenario(folder / "inputs" / "scenario.yaml"), str(folder))
 
 
-__all__ = ["OutageTable", "SiteOutage", "RegionLoss", "JobLoss", "NoOutageTable", "outage_table", "outages_of", "state_from_plan"]
+__all__ = ["AT_RISK_TOL_TOK_S", "OutageTable", "SiteOutage", "RegionLoss", "JobLoss", "NoOutageTable", "outage_table", "outages_of", "state_from_plan"]
