@@ -72,6 +72,7 @@ class StaticMap:
     candidates: object = None  # ... the unopened candidates ...
     sites: dict[str, object] = field(default_factory=dict)  # ... and the open sites by role
     legend: object = None
+    legend_entries: tuple = ()  # (handles, the headings among them)
     outages: OutageTable | None = None  # what each open site's loss costs ...
     ringed: list[str] = field(default_factory=list)  # ... and the site ids ringed for it, in the sites layer's order
     rings: object = None
@@ -131,7 +132,7 @@ def draw_static_map(layers: PlanLayers, extent: str = "auto", width_in: float = 
     _set_view(ax, window, to_map)
 
     _legend(ax, layers, result, scales)
-    _fit_legend(ax, result.legend)  # before the labels: they are placed in the map's final display box
+    _fit_legend(ax, result)  # before the labels: they are placed in the map's final display box
     _place_labels(ax, layers, site_xy, site_area, result)
     _title_block(fig, layers, result)
     return result
@@ -363,24 +364,38 @@ def _legend(ax, layers: PlanLayers, result: StaticMap, scales: MapScales) -> Non
         for ref in scale.references:
             handles.append(Line2D([], [], color="#555555", alpha=FLOW_ALPHA, linewidth=float(scale.width(ref)), solid_capstyle="butt",
                                   label=tok_s_text(ref)))
-    legend = ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False, labelspacing=1.0,
-                       borderpad=0.9, handlelength=2.6)
+    result.legend_entries = (handles, headings)  # kept to lay the legend out again (_fit_legend)
+    result.legend = _make_legend(ax, handles, headings, *LEGEND_LAYOUTS[0])
+
+
+LEGEND_MARGIN_PX = 4
+LEGEND_LAYOUTS = ((1.0, 1), (0.5, 1), (0.4, 2))  # (line spacing, columns), the roomiest first
+
+
+def _make_legend(ax, handles: list, headings: list, spacing: float, columns: int):
+    legend = ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False,
+                       labelspacing=spacing, ncols=columns, borderpad=0.9, handlelength=2.6)
     for text, handle in zip(legend.get_texts(), handles):
         text.set_parse_math(False)  # a '$' in a site or class name is text, not TeX
         if any(handle is h for h in headings):
             text.set_fontweight("bold")
-    result.legend = legend
+    return legend
 
 
-LEGEND_MARGIN_PX = 4
-
-
-def _fit_legend(ax, legend) -> None:
-    """Narrow the map until the legend beside it ends inside the figure: a long name or a
-    many-line entry would otherwise be cut at the page's edge (the figure is saved as drawn)."""
+def _fit_legend(ax, result: StaticMap) -> None:
+    """Keep the legend beside the map inside the figure, which is saved as drawn: tighter lines,
+    then two columns, while it runs off the page's bottom (many classes or long names); then
+    narrow the map until its right edge ends inside the page."""
     fig = ax.figure
+    renderer = fig.canvas.get_renderer()
+    floor_px = fig.bbox.y0 + LEGEND_MARGIN_PX  # the footnote runs along the bottom left, under the map, not the legend
+    for spacing, columns in LEGEND_LAYOUTS:
+        if result.legend.get_window_extent(renderer).y0 >= floor_px - 0.5:
+            break
+        result.legend.remove()
+        result.legend = _make_legend(ax, *result.legend_entries, spacing, columns)
     for _ in range(4):  # the map keeps its aspect, so its right edge moves by about what it is asked to
-        over = legend.get_window_extent(fig.canvas.get_renderer()).x1 - (fig.bbox.x1 - LEGEND_MARGIN_PX)
+        over = result.legend.get_window_extent(renderer).x1 - (fig.bbox.x1 - LEGEND_MARGIN_PX)
         if over <= 0.5:
             return
         fig.subplots_adjust(right=fig.subplotpars.right - over / fig.bbox.width)
