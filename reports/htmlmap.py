@@ -27,7 +27,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from pyproj import Transformer
 
-from dcplace.optimizer.studies.outages import AT_RISK_TOL_TOK_S, outages_of
+from dcplace.optimizer.studies.outages import AT_RISK_TOL_TOK_S
 from dcplace.reports.layers import PlanLayers, line_ends, line_parts, plan_extent, window_outline
 from dcplace.reports.output import check_destination
 from dcplace.reports.style import (
@@ -275,7 +275,7 @@ def _site_hover(row) -> str:
 def outage_hover(layers: PlanLayers) -> dict[str, str]:
     """Site id -> what its loss costs, for the site's hover (optimizer.studies.outages, the
     same table as `dcplace outages` and the report's section)."""
-    table = outages_of(layers.plan, layers.scenario, str(layers.folder))
+    table = layers.outages
     peak = table.served_tok_s or 1.0
     out = {}
     for o in table.outages:

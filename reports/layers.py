@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import geopandas as gpd
@@ -65,6 +66,14 @@ class PlanLayers:
 
     def layers(self) -> dict[str, gpd.GeoDataFrame]:
         return {"sites": self.sites, "regions": self.regions, "assignments": self.assignments}
+
+    @cached_property
+    def outages(self):
+        """What losing each open site costs (optimizer.studies.outages.OutageTable), computed once
+        for the maps and the report's section that all show it."""
+        from dcplace.optimizer.studies.outages import outages_of  # a re-route LP per open site: only when asked
+
+        return outages_of(self.plan, self.scenario, str(self.folder))
 
 
 def load_plan_layers(folder: str | Path) -> PlanLayers:

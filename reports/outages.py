@@ -8,7 +8,7 @@ optimizer.studies.outages; this module only formats them.
 
 from __future__ import annotations
 
-from dcplace.optimizer.studies.outages import AT_RISK_TOL_TOK_S, OutageTable, outages_of
+from dcplace.optimizer.studies.outages import AT_RISK_TOL_TOK_S, OutageTable
 from dcplace.reports.layers import PlanLayers
 from dcplace.reports.report import EXTRA_SECTIONS, Paragraphs, Section, Table
 from dcplace.reports.style import short_name, tok_s_text
@@ -97,7 +97,7 @@ REPORT_REGION_ROWS = 15  # the report shows the largest; the command lists them 
 
 def outages_section(layers: PlanLayers) -> Section | None:
     """The report's resilience section: what losing each open site costs."""
-    table = outages_of(layers.plan, layers.scenario, str(layers.folder))
+    table = layers.outages
     if not table.outages:
         return None
     columns, rows, numeric = site_rows(table)

@@ -36,7 +36,7 @@ from matplotlib.transforms import Bbox
 from pyproj import CRS, Transformer
 from shapely.geometry import box
 
-from dcplace.optimizer.studies.outages import OutageTable, outages_of
+from dcplace.optimizer.studies.outages import OutageTable
 from dcplace.reports.layers import PlanLayers, line_parts, plan_extent, window_outline
 from dcplace.reports.mpl import plt  # the one place that picks matplotlib's backend
 from dcplace.reports.output import check_destination, staged_files
@@ -225,7 +225,7 @@ def _draw_sites(ax, layers: PlanLayers, to_map: Transformer, result: StaticMap, 
 
 def _draw_outage_rings(ax, layers: PlanLayers, site_xy: np.ndarray, site_area: np.ndarray, result: StaticMap) -> None:
     """A ring just outside the symbol of every open site whose loss breaks (OutageTable.breaks)."""
-    result.outages = table = outages_of(layers.plan, layers.scenario, str(layers.folder))
+    result.outages = table = layers.outages
     breaking = {o.site for o in table.outages if table.breaks(o)}
     ids = layers.sites["id"].to_numpy()
     idx = np.flatnonzero([site in breaking and area > 0 for site, area in zip(ids, site_area)])
@@ -236,13 +236,14 @@ def _draw_outage_rings(ax, layers: PlanLayers, site_xy: np.ndarray, site_area: n
                                   edgecolors=RISK_COLOUR, linewidths=RING_WIDTH_PT, zorder=Z_SITES)
 
 
-def _outage_legend_lines(table: OutageTable, ringed: int) -> list[str]:
+def _outage_legend_lines(table: OutageTable) -> list[str]:
     """The legend's entries under 'If one of N open sites is lost': the ring's (when any site
-    is ringed), the worst loss and the training that stalls, each on at most two lines."""
+    is ringed: every open site whose loss breaks), the worst loss and the training that stalls,
+    each on at most two lines."""
     breaking = [o for o in table.outages if table.breaks(o)]
-    if ringed:
+    if breaking:
         what = "breaks survive_site_loss" if table.survive_site_loss else "leaves inference short"
-        lines = [f"{ringed} ringed: the loss\n{what}"]
+        lines = [f"{len(breaking)} ringed: the loss\n{what}"]
     elif table.survive_site_loss:
         lines = ["none breaks\nsurvive_site_loss"]
     else:
@@ -349,7 +350,7 @@ def _legend(ax, layers: PlanLayers, result: StaticMap, scales: MapScales) -> Non
                           label="demand region (size: tok/s)"))
     if result.outages is not None and result.outages.outages:
         handles.append(heading(f"If one of {len(result.outages.outages)} open\nsites is lost"))
-        lines = _outage_legend_lines(result.outages, len(result.ringed))
+        lines = _outage_legend_lines(result.outages)
         if result.ringed:
             handles.append(Line2D([], [], marker="o", linestyle="", markersize=9, markerfacecolor="none", markeredgecolor=RISK_COLOUR,
                                   markeredgewidth=RING_WIDTH_PT, label=lines.pop(0)))

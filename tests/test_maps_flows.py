@@ -221,3 +221,23 @@ def test_static_map_of_an_n1_secure_plan_rings_nothing_and_says_so(tmp_path):
     finally:
         plt.close(secure.figure)
         plt.close(today.figure)
+
+
+def test_the_maps_and_the_report_section_share_one_outage_table(world, monkeypatch):
+    """Each open site's loss is re-routed once per plan read (PlanLayers.outages), however many
+    outputs show it: the static map, the HTML map and the report's section."""
+    import dcplace.optimizer.studies.outages as studies
+    from dcplace.reports.outages import outages_section
+
+    calls = []
+    real = studies.outages_of
+    monkeypatch.setattr(studies, "outages_of", lambda *args, **kwargs: calls.append(args) or real(*args, **kwargs))
+    layers = load_plan_layers(world.folder)
+    drawn = draw_static_map(layers)
+    try:
+        plan_figure(layers)
+        section = outages_section(layers)
+    finally:
+        plt.close(drawn.figure)
+    assert len(calls) == 1
+    assert drawn.outages is layers.outages and section is not None
