@@ -359,6 +359,8 @@ def solve(
         help="Above this many eligible (region, class, site) pairs, start from candidate pairs and price the rest in "
         "(docs/solvers.md); the gap is then stated against the full model's LP bound.",
     ),
+    race: bool = typer.Option(True, "--race/--no-race", help="With --solver highs on 2+ cores, race OR-Tools' SCIP on the "
+                              "full model in a second process; the first to prove the gap wins (docs/solvers.md)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="For scripts: no progress, no tables; one summary line (and errors)."),
     set_: list[str] = typer.Option([], "--set", help="Override one scenario value, PATH=VALUE, as a scenario's overrides: "
                                    "e.g. --set clock.hours=24 (docs/clock.md), --set 'sites[ashburn].power_limit_kw=*1.2'. Repeatable."),
@@ -366,7 +368,7 @@ def solve(
     """Solve a scenario and write its plan folder."""
     try:
         options = SolveOptions(solver=solver, time_limit_s=time_limit, mip_gap=gap, threads=threads, seed=seed,
-                               max_full_pairs=max_full_pairs)
+                               max_full_pairs=max_full_pairs, race=race)
         overrides = parse_assignments(set_)
     except (ValueError, OverrideError) as exc:
         err.print(f"[red]Bad option:[/] {_text(exc, newlines=True)}")

@@ -176,6 +176,7 @@ class SolveRecord(PlanRecord):
     model: dict[str, int]
     pairs: dict[str, Any] = {}  # candidate-pair path only (optimizer.pairs): pricing rounds, full LP bound
     failover: dict[str, Any] = {}  # N-1 only (optimizer.solving.failover): classes, losses generated, rounds, secure
+    race: dict[str, Any] = {}  # HiGHS against OR-Tools' SCIP on the full model (optimizer.solving.race): each engine, winner; or why none ran
 
 
 class Plan(PlanRecord):

@@ -64,3 +64,23 @@ def synthetic_scenario(
         jobs=tuple(jobs), economics=base.economics, latency=base.latency, policies=policies or Policies(),
     )
     return scenario.model_copy(update={"content_hash": scenario_hash(scenario)})
+
+
+def cflp_instance(seed: int, n_facilities: int, n_customers: int, capacity_ratio: float) -> dict:
+    """A capacitated facility location instance of the kind Cornuejols, Sridharan & Thizy
+    (1991) generated, as the arguments of scenario_from_cost_matrix: facilities and customers
+    uniform in the unit square; demand U[5, 35] (whole units); capacity U[10, 160] scaled so that
+    total capacity / total demand = `capacity_ratio` (whole units, rounded down); fixed cost
+    U[0, 90] + U[100, 110] x sqrt(capacity); serving all of customer j from facility i costs
+    10 x distance x demand_j. Keys m, n, f, d, s, c (c an m x n array)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    facilities, customers = rng.random((n_facilities, 2)), rng.random((n_customers, 2))
+    demand = np.round(rng.uniform(5, 35, n_customers))
+    capacity = rng.uniform(10, 160, n_facilities)
+    capacity = np.floor(capacity * capacity_ratio * demand.sum() / capacity.sum())
+    fixed = rng.uniform(0, 90, n_facilities) + rng.uniform(100, 110, n_facilities) * np.sqrt(capacity)
+    distance = np.sqrt(((facilities[:, None, :] - customers[None, :, :]) ** 2).sum(axis=2))
+    return {"m": n_facilities, "n": n_customers, "f": fixed.tolist(), "d": demand.tolist(), "s": capacity.tolist(),
+            "c": 10 * distance * demand[None, :]}

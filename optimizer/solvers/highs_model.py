@@ -19,7 +19,9 @@ import atexit
 import math
 import threading
 import time
-from typing import Callable
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Callable, Iterator
 
 import highspy
 import numpy as np
@@ -27,6 +29,19 @@ import numpy as np
 from dcplace.optimizer.model.linear import LinearModel
 
 GRACE_S = 1.0  # after the deadline, how long a HiGHS run may take to reach its next check
+# A race (optimizer.solving.race) sets this event when another engine has proven the answer: every
+# HiGHS instance made under `stopped_by(event)` then stops at its next check, as at its deadline.
+_stop_event: ContextVar["threading.Event | None"] = ContextVar("dcplace_highs_stop", default=None)
+
+
+@contextmanager
+def stopped_by(event: threading.Event) -> Iterator[None]:
+    """HiGHS instances made (to_highs) inside this block stop as soon as `event` is set."""
+    token = _stop_event.set(event)
+    try:
+        yield
+    finally:
+        _stop_event.reset(token)
 
 
 class HighsAbandoned(Exception):
@@ -55,7 +70,11 @@ class QuietHighs(highspy.Highs):
     held_x: "np.ndarray | None" = None  # the held plan's column values, handed to HiGHS at held_offer_at
     held_offer_at: float = math.inf  # time.perf_counter() value from which the held plan is handed over
     held_offered: bool = False
+    stop_event: "threading.Event | None" = None  # set by a race the other engine won: stop as at the deadline
     _watched: bool = False
+
+    def should_stop(self) -> bool:
+        return time.perf_counter() >= self.deadline or (self.stop_event is not None and self.stop_event.is_set())
 
     def enableCallbacks(self):
         self.setOptionValue("output_flag", False)
@@ -76,7 +95,7 @@ class QuietHighs(highspy.Highs):
 def _interrupt_at_deadline(e) -> None:
     # set both ways: HiGHS keeps the flag between runs of an instance, so an interrupt of
     # the warm start's polish at its own deadline would otherwise stop the search at once
-    e.interrupt(time.perf_counter() >= e.user_data.deadline)
+    e.interrupt(e.user_data.should_stop())
 
 
 def _interrupt_mip(e) -> None:
@@ -85,7 +104,7 @@ def _interrupt_mip(e) -> None:
     h = e.user_data
     if h.held_objective < math.inf and h.held_objective - h.dual_bound <= h.held_gap * abs(h.held_objective):
         h.held_proven = True
-    e.interrupt(time.perf_counter() >= h.deadline or h.held_proven)
+    e.interrupt(h.should_stop() or h.held_proven)
 
 
 def _offer_held(e) -> None:
@@ -136,6 +155,7 @@ def to_highs(lm: LinearModel, threads: int = 1) -> highspy.Highs:
     """A silent highspy instance holding the model (integrality included)."""
     threads = use_threads(threads)
     h = QuietHighs()
+    h.stop_event = _stop_event.get()
     h.setOptionValue("threads", threads)  # the first run sizes HiGHS's thread pool
     start, index, value = lm.matrix()
     row_lower, row_upper = lm.row_bounds()

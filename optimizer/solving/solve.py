@@ -22,6 +22,7 @@ import platform
 import sys
 import threading
 import time
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from typing import Callable
@@ -33,7 +34,7 @@ from dcplace.models.plan import HAS_PLAN, Plan, SolveRecord
 from dcplace.models.versions import package_versions
 from dcplace.optimizer.solving.extract import extract
 from dcplace.optimizer.model.formulation import build_model
-from dcplace.optimizer.solvers.backends import RunResult, get_backend, run_backend
+from dcplace.optimizer.solvers.backends import RunResult, get_backend, relative_gap, run_backend
 from dcplace.optimizer.solving.diagnose import diagnose
 from dcplace.optimizer.solving.failover import ROUND_SHARE as N1_ROUND_SHARE, needs_n1, secure
 from dcplace.optimizer.solving.failover_sites import HELD_SHARE, secure_on_sites
@@ -41,6 +42,9 @@ from dcplace.optimizer.model.index import MAX_FULL_PAIRS, IndexSets, PruningRule
 from dcplace.optimizer.model.linear import LinearModel
 from dcplace.optimizer.solvers.pairs import BOUND_TOLERANCE, GAP_SHARE, PricedLP, solve_priced_lp
 from dcplace.optimizer.solving.precheck import checked_index
+from dcplace.optimizer.solving.budget import Budget
+from dcplace.optimizer.solving.race import RACE_MAX_PAIRS, Race, combine, race_skipped, transfer_by_keys
+from dcplace.optimizer.solvers.highs_model import stopped_by
 from dcplace.optimizer.solving.progress import ProgressCallback, ProgressFeed, SolveProgress, as_feed  # noqa: F401 - re-exported
 
 PRICING_SHARE = 0.5  # of the time limit, at most, for pricing in serving pairs (optimizer.pairs)
@@ -72,6 +76,7 @@ class SolveOptions:
     warm_start: bool = True
     max_full_pairs: int = MAX_FULL_PAIRS  # above this many eligible serving pairs, candidates + pricing (optimizer.pairs)
     pruning: PruningRules = PruningRules()  # switchable only to test that each rule keeps the optimum
+    race: bool = True  # with solver 'highs' on 2+ cores: OR-Tools' SCIP races HiGHS on the full model (optimizer.solving.race)
 
     def __post_init__(self) -> None:
         get_backend(self.solver)  # ValueError listing the registry
@@ -130,7 +135,8 @@ def plan_record(scenario: Scenario, options: SolveOptions, record: SolveRecord, 
             "python": sys.version.split()[0],
             "platform": platform.platform(),
             "rerun": f"dcplace solve inputs/scenario.yaml --solver {options.solver} --time-limit {options.time_limit_s:g} "
-            f"--gap {options.mip_gap:g} --threads {options.threads} --seed {options.seed} --max-full-pairs {options.max_full_pairs}",
+            f"--gap {options.mip_gap:g} --threads {options.threads} --seed {options.seed} --max-full-pairs {options.max_full_pairs}"
+            + ("" if options.race else " --no-race"),
         },
     )
 
@@ -157,10 +163,66 @@ def solve(scenario: Scenario, options: SolveOptions | None = None,
 
 
 def _solve(scenario: Scenario, options: SolveOptions, start, feed: ProgressFeed) -> Plan:
-    started = time.perf_counter()
-    deadline = started + options.time_limit_s
+    budget = Budget.of(options.time_limit_s)
+    started, deadline = budget.started, budget.deadline
+    reserve = min(POST_SOLVE_RESERVE_S, POST_SOLVE_RESERVE_SHARE * options.time_limit_s)  # extraction and the record
     feed.phase("index")
     ix = checked_index(scenario, options.max_full_pairs, options.pruning)
+    n1 = needs_n1(ix)
+    candidates_only = len(ix.serve) < ix.eligible_pairs()
+    race_note = race_skipped(options, ix, n1)
+    full: tuple[IndexSets, LinearModel] | None = None  # the full model, when it is built beside a candidate one
+    race: Race | None = None
+    if race_note is None:
+        feed.phase("build")
+        full_ix = checked_index(scenario, ix.eligible_pairs(), options.pruning) if candidates_only else ix
+        full = (full_ix, build_model(full_ix))
+        race_note = race_skipped(options, ix, n1, full[1].n_cols)
+        if race_note is None:  # SCIP starts first, on the other core, and races everything that follows
+            race = Race(full[1], budget.until(deadline - reserve), options.mip_gap, options.seed)
+    try:
+        with stopped_by(race.stop_event) if race else nullcontext():
+            lm, ix, result, x, priced, build_time, failover = _search(scenario, options, start, feed, budget, ix, full, reserve,
+                                                                      race.proven if race else lambda: False)
+        if race is not None:
+            proven = result.status in ("infeasible", "unbounded") or (result.status == "optimal" and not race.proven())
+            answer = race.finish(highs_proven=proven)
+            if lm is not full[1] and proven:  # HiGHS proved the gap over candidate pairs: its plan stands on its model
+                answer = replace(answer, x=None)
+            elif lm is not full[1]:  # HiGHS's plan carried over to the full model, on which SCIP's plan is
+                x = transfer_by_keys(x, lm, full[1]) if x is not None else None
+                ix, lm = full
+            result, x, race_record = combine(lm, result, x, answer, options.mip_gap, deadline)
+        else:
+            race_record = {"skipped": race_note}
+    finally:
+        if race is not None:
+            race.finish(highs_proven=True)  # a failure above leaves no SCIP running on
+    record_args = dict(result.record(), build_time_s=build_time, options=asdict(options), model=lm.size(),
+                       pairs=priced.record() if priced else {}, failover=failover, race=race_record)
+    record_args["solve_time_s"] = max(time.perf_counter() - started - build_time, 0.0)  # wall time, every phase after the build
+    if result.status in ("infeasible", "unbounded"):
+        feed.phase("diagnose")
+        plan = plan_record(scenario, options, SolveRecord(**record_args), None, _diagnosis(ix, lm, options, deadline))
+        raise InfeasibleScenario(scenario, plan)
+    if not result.has_plan or x is None:
+        raise NoPlanFound(scenario, plan_record(scenario, options, SolveRecord(**record_args), None, []))
+    feed.update(result.objective_usd_per_year, result.best_bound_usd_per_year, phase="extract")
+    extract_start = time.perf_counter()
+    parts = extract(x, lm, ix)
+    if ix.clock.on:
+        record_args.update(_against_dispatch(record_args, parts["objective"], options.mip_gap))
+    record = SolveRecord(**record_args, extract_time_s=time.perf_counter() - extract_start)
+    return plan_record(scenario, options, record, parts, [])
+
+
+def _search(scenario: Scenario, options: SolveOptions, start, feed: ProgressFeed, budget: Budget, ix: IndexSets,
+            full: tuple[IndexSets, LinearModel] | None, reserve: float, race_proven: Callable[[], bool]):
+    """The HiGHS side of a solve: pricing (above max_full_pairs), the search, the N-1 loop, and
+    then, while the gap is not proven and time is left, the search on the full model from the
+    best plan so far. Returns (model, index, result, plan, priced, build seconds, N-1 record)
+    of the model the plan's columns belong to."""
+    started, deadline = budget.started, budget.deadline
     priced = None
     if len(ix.serve) < ix.eligible_pairs():
         # too many pairs to build: candidates, priced in by the LP (optimizer.pairs)
@@ -171,13 +233,15 @@ def _solve(scenario: Scenario, options: SolveOptions, start, feed: ProgressFeed)
         build_time = index_s + priced.build_s
         if feed:
             feed.fix_bound(priced.full_lp_bound)  # the candidate MIP's own bound proves nothing about the full model
+    elif full is not None:
+        lm = full[1]
+        build_time = time.perf_counter() - started
     else:
         feed.phase("build")
         lm = build_model(ix)
         build_time = time.perf_counter() - started
     # One deadline for the whole solve: what the build used is not given to the solver again.
-    remaining_s = deadline - time.perf_counter()
-    if remaining_s <= 0:
+    if budget.left() <= 0:
         record = SolveRecord(solver=options.solver, solver_version="", status="no_solution", termination="timeLimitDuringModelBuild",
                              objective_usd_per_year=None, best_bound_usd_per_year=None, gap=None, build_time_s=build_time,
                              solve_time_s=0.0, options=asdict(options), model=lm.size())
@@ -185,7 +249,7 @@ def _solve(scenario: Scenario, options: SolveOptions, start, feed: ProgressFeed)
     relaxation = (priced.x, priced.objective) if priced and priced.x is not None else None
     good_enough = priced.full_lp_bound * (1 + options.mip_gap) if relaxation and priced.full_lp_bound is not None else None
     # the back-end stops a little early: extraction and the plan record come after it
-    remaining_s = max(remaining_s - min(POST_SOLVE_RESERVE_S, POST_SOLVE_RESERVE_SHARE * options.time_limit_s), 1e-3)
+    remaining_s = max(budget.left() - reserve, 1e-3)
     incumbent = start(lm, ix) if start is not None else None
     if needs_n1(ix):  # the first round of the N-1 loop gets a share of the time: later rounds follow
         remaining_s = max(remaining_s * N1_ROUND_SHARE, 1e-3)
@@ -194,7 +258,6 @@ def _solve(scenario: Scenario, options: SolveOptions, start, feed: ProgressFeed)
                             progress=feed if feed else None)
     failover: dict = {}
     if needs_n1(ix) and result.has_plan and x is not None:  # N-1: losses generated lazily (optimizer.solving.failover)
-        reserve = min(POST_SOLVE_RESERVE_S, POST_SOLVE_RESERVE_SHARE * options.time_limit_s)
 
         def solve_again(model: LinearModel, start_plan, final: bool = False, keep_s: float = 0.0):
             feed.phase("build")
@@ -215,23 +278,47 @@ def _solve(scenario: Scenario, options: SolveOptions, start, feed: ProgressFeed)
             result = replace(result, status="no_solution", termination=f"{result.termination}; the time limit ended before "
                              f"every single-site loss could be re-routed ({failover['scenarios_generated']} generated)")
             x = None
-    if len(ix.serve) < ix.eligible_pairs():
+    if priced is not None:
         result = against_full_bound(result, priced, options.mip_gap)
-    record_args = dict(result.record(), build_time_s=build_time, options=asdict(options), model=lm.size(),
-                       pairs=priced.record() if priced else {}, failover=failover)
-    if result.status in ("infeasible", "unbounded"):
-        feed.phase("diagnose")
-        plan = plan_record(scenario, options, SolveRecord(**record_args), None, _diagnosis(ix, lm, options, deadline))
-        raise InfeasibleScenario(scenario, plan)
-    if not result.has_plan or x is None:
-        raise NoPlanFound(scenario, plan_record(scenario, options, SolveRecord(**record_args), None, []))
-    feed.update(result.objective_usd_per_year, result.best_bound_usd_per_year, phase="extract")
-    extract_start = time.perf_counter()
-    parts = extract(x, lm, ix)
-    if ix.clock.on:
-        record_args.update(_against_dispatch(record_args, parts["objective"], options.mip_gap))
-    record = SolveRecord(**record_args, extract_time_s=time.perf_counter() - extract_start)
-    return plan_record(scenario, options, record, parts, [])
+        if not race_proven() and _search_on(result, budget, reserve, ix):
+            lm, ix, result, x = _continue_on_full(scenario, options, feed, budget, reserve, ix, lm, result, x, full)
+    return lm, ix, result, x, priced, build_time, failover
+
+
+CONTINUE_MIN_S = 1.0  # less time left than this after the search over candidate pairs: it is not continued
+
+
+def _search_on(result: RunResult, budget: Budget, reserve: float, ix: IndexSets) -> bool:
+    """Does the search over candidate pairs go on over the full model? Only while the asked gap is
+    not proven, time is left and the full model is one a race would build (RACE_MAX_PAIRS)."""
+    if result.status in ("optimal", "infeasible", "unbounded") or needs_n1(ix) or ix.eligible_pairs() > RACE_MAX_PAIRS:
+        return False
+    return budget.left() - reserve > CONTINUE_MIN_S
+
+
+def _continue_on_full(scenario, options, feed, budget, reserve, ix, lm, result, x, full):
+    """The search over the full model for the time left, from the candidate search's plan
+    (carried over by variable), with no warm start (the plan is the start). Its bound and the
+    pricing bound both bound the full model: the higher is kept."""
+    if full is None:
+        feed.phase("build")
+        full_ix = checked_index(scenario, ix.eligible_pairs(), options.pruning)
+        full = (full_ix, build_model(full_ix))
+    full_ix, full_lm = full
+    incumbent = transfer_by_keys(x, lm, full_lm) if x is not None else None
+    left = max(budget.left() - reserve, 1e-3)
+    again, x_full = run_backend(full_lm, full_ix, replace(options, time_limit_s=left, warm_start=False), incumbent=incumbent,
+                                progress=feed if feed else None)
+    if not again.has_plan or x_full is None:
+        return lm, ix, result, x  # nothing better: the candidate plan stands, on its own model
+    bounds = [b for b in (result.best_bound_usd_per_year, again.best_bound_usd_per_year) if b is not None]
+    objective = again.objective_usd_per_year
+    bound = min(max(bounds), objective) if bounds else None
+    gap = relative_gap(objective, bound)
+    merged = replace(again, best_bound_usd_per_year=bound, gap=gap,
+                     status="optimal" if gap is not None and gap <= options.mip_gap + 1e-12 else "feasible",
+                     termination=f"{result.termination}; then searched on the full model: {again.termination}")
+    return full_lm, full_ix, merged, x_full
 
 
 def _diagnosis(ix, lm, options: SolveOptions, deadline: float) -> list[str]:

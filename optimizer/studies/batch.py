@@ -213,7 +213,7 @@ def _finished_plan(folder: Path, scenario_hash: str, options: SolveOptions):
         plan = read_plan(folder)
     except (OSError, ValueError):
         return None
-    wanted = asdict(options)
+    wanted = {k: v for k, v in asdict(options).items() if k != "race"}  # who races changes how, not what is proven
     same_options = {k: plan.solve.options.get(k) for k in wanted} == wanted
     if plan.scenario_hash == scenario_hash and same_options and plan.solve.status in FINISHED:
         return plan
@@ -382,6 +382,8 @@ def run_batch(
     `starts` maps a member's name to plan folders that may meet its limits; `start_fns` to a
     picklable `start(lm, ix)` function (a first incumbent, as for solve())."""
     options = batch_options(sweep)
+    if workers > 1 or scheduler:  # the members already share the cores: no member races a second engine
+        options.setdefault("race", False)
     out_dir = claim_folder(out_dir, "batch")
     member_starts = {name: tuple(str(p) for p in folders) for name, folders in (starts or {}).items()}
     with _exclusive(out_dir) as lock:

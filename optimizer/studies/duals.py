@@ -208,8 +208,13 @@ def limit_prices(scenario: Scenario, plan: Plan, latency: bool = True, fd_checks
         ("site_power", "site power", "MW", 1000.0, lambda s: ix.sites[s].power_limit_kw / 1000.0),
         ("site_space", "floor space", "rack", 1.0, lambda s: float(ix.sites[s].floor_racks)),
     ):
-        for s, row in lm.families.get(family, _Empty()).rows().items():
-            if s not in opened:
+        rows = lm.families.get(family, _Empty()).rows()
+        for s in sorted(opened & set(ix.sites)):
+            row = rows.get(s)
+            if row is None:  # site_power leaves out a row its floor implies (formulation.site_power): never binding
+                if family == "site_power":
+                    used = next(x.facility_kw for x in plan.sites if x.id == s) / 1000.0
+                    prices.append(LimitPrice(limit, s, ix.sites[s].name, unit, 0.0, size(s), used, "implied by the floor"))
                 continue
             used = (row_value[row] + size(s) * (1000.0 if family == "site_power" else 1.0)) / (1000.0 if family == "site_power" else 1.0)
             prices.append(LimitPrice(limit, s, ix.sites[s].name, unit, -row_dual[row] * scale, size(s), used, "LP dual"))
