@@ -54,6 +54,7 @@ import numpy as np
 import pandas as pd
 
 from dcplace.models import ScenarioError
+from dcplace.models.csvtext import spreadsheet_frame
 from dcplace.models.outputs import check_destination, claim_folder, process_alive, remove_stale_staging
 from dcplace.models.plan import HAS_PLAN, Plan, SolveRecord, read_plan, write_plan_folder
 from dcplace.models.schedule import read_schedule, schedule_kpis
@@ -538,7 +539,7 @@ def _write_index(out_dir: Path, sweep: Sweep, options: dict[str, Any], results: 
                "gap": r.gap, **{k: r.kpis.get(k) for k in KPI_COLUMNS}, "seconds": round(r.seconds, 3),
                "overrides": json.dumps(r.overrides), "scenario_hash": r.scenario_hash, "message": r.message}
         rows.append(row)
-    _atomic_write(out_dir / "batch.csv", pd.DataFrame(rows).to_csv(index=False))
+    _atomic_write(out_dir / "batch.csv", spreadsheet_frame(pd.DataFrame(rows)).to_csv(index=False))  # for spreadsheets (models.csvtext)
 
 
 def _atomic_write(path: Path, text: str) -> None:
