@@ -13,12 +13,18 @@ into place whole. The one home of the rules that keep a user's files safe:
   destination, and only when its name says it was made on this host by a process that is
   no longer alive. A destination caught mid-swap (its old copy renamed aside, the process
   killed before the new one moved in) is restored from that copy.
+* Only one run writes a destination at a time: `solve` takes `destination_lock` (an flock on
+  `.<name>.dcplace-lock` beside it) before it solves and keeps it until its folder is in place,
+  so a second run with the same --out is refused at once (naming the other process) instead of
+  reporting a folder that the first then replaces, or being replaced by it. A lock left by a
+  dead process is taken over. `batch` takes the same kind of lock inside its folder.
 * Folders are made with os.mkdir, so they honour the umask like any other tool (a shared
   server's colleagues can read plans when the umask lets them).
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -168,6 +174,111 @@ def process_alive(pid: int) -> bool:
     except OSError:
         return True  # no /proc: the signal test is all we have
     return stat.rsplit(")", 1)[-1].split()[0] != "Z"
+
+
+class OutputBusy(OutputRefused):
+    """Another live process holds the lock on this output (exit 2, like any refused output)."""
+
+
+class ExclusiveLock:
+    """An flock on the file `path`: one writer at a time (released by the kernel even on kill -9).
+
+    The file records the owner's pid, host and start time. A lock that is held although its
+    recorded owner is dead (a process that inherited the file and outlived its run: a batch's
+    pool worker where workers cannot be tied to their parent) is taken over: the file is
+    replaced by a new one and locked. Every acquisition (and, with `remove`, every release)
+    happens under a short flock on `guard` (a file, or a folder), so two runs cannot both take
+    a stale lock over. `busy(owner)` makes the exception for a live owner ("pid 12 on host").
+    With `remove` the file goes when the lock is released, so nothing is left beside the output."""
+
+    def __init__(self, path: Path, guard: Path, busy, remove: bool = False):
+        self.path, self.guard, self.busy, self.remove = Path(path), Path(guard), busy, remove
+
+    def _try(self):
+        handle = self.path.open("a+")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return handle, False
+        return handle, True
+
+    @contextmanager
+    def _guarded(self) -> Iterator[None]:
+        fd = os.open(self.guard, os.O_RDONLY) if self.guard.is_dir() else os.open(self.guard, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing releases the flock
+
+    def __enter__(self):
+        with self._guarded():
+            handle, ok = self._try()
+            if not ok:
+                handle.seek(0)
+                owner = handle.read().split()
+                pid = int(owner[0]) if owner and owner[0].isdigit() else None
+                same_host = len(owner) > 1 and owner[1] == socket.gethostname()
+                if pid is not None and same_host and not process_alive(pid) and os.fstat(handle.fileno()).st_ino == os.stat(self.path).st_ino:
+                    os.unlink(self.path)  # its holder is an orphan of a dead run; a new lock file
+                    handle.close()
+                    handle, ok = self._try()
+                if not ok:
+                    handle.close()
+                    who = f"pid {pid} on {owner[1]}" + (f", since {owner[2]}" if len(owner) > 2 else "") if pid is not None and len(owner) > 1 else "a process"
+                    raise self.busy(who)
+            handle.seek(0)
+            handle.truncate()
+            handle.write(f"{os.getpid()} {socket.gethostname()} {datetime.now(timezone.utc).isoformat(timespec='seconds')}\n")
+            handle.flush()
+            self.handle = handle
+        return self
+
+    def __exit__(self, *exc):
+        if self.remove:
+            with self._guarded():  # no acquisition between the unlink and the unlock
+                try:
+                    if os.fstat(self.handle.fileno()).st_ino == os.stat(self.path).st_ino:
+                        os.unlink(self.path)
+                except OSError:
+                    pass
+                self._release()
+        else:
+            self._release()
+
+    def _release(self) -> None:
+        try:
+            self.handle.truncate(0)
+        except OSError:
+            pass
+        fcntl.flock(self.handle, fcntl.LOCK_UN)
+        self.handle.close()
+
+
+@contextmanager
+def destination_lock(out_dir: str | Path, kind: str) -> Iterator[Path]:
+    """Hold the lock on the `kind` folder `out_dir` (checked with check_destination first) for a
+    whole run: take it before the work, keep it until the folder is in place. Another live run
+    holding it raises OutputBusy at once, naming that process. The lock file lives beside the
+    destination (`.<name>.dcplace-lock`, removed on release); folders above it that are made
+    for it and stay empty are removed again."""
+    out_dir = check_destination(out_dir, kind)
+    made = [p for p in reversed(out_dir.parents) if not p.exists()]
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+
+    def busy(who: str) -> OutputBusy:
+        return OutputBusy(out_dir, f"is being written by another dcplace run ({who}); two runs writing one folder would "
+                          "leave only one of their results.", "wait for that run to finish, or give this one another --out.")
+
+    try:
+        with ExclusiveLock(out_dir.parent / f".{out_dir.name}.dcplace-lock", out_dir.parent, busy, remove=True):
+            yield out_dir
+    finally:
+        for folder in reversed(made):
+            try:
+                folder.rmdir()  # made for the lock and still empty (a run that failed before writing)
+            except OSError:
+                break
 
 
 def remove_stale_staging(parent: Path, name: str | None = None) -> list[Path]:
@@ -324,4 +435,4 @@ def claim_folder(out_dir: str | Path, kind: str) -> Path:
     return out_dir
 
 
-__all__ = ["OutputRefused", "MARKER", "check_destination", "check_new_folder", "staged_folder", "staged_files", "Stage", "claim_folder", "remove_stale_staging", "remove_own_staging", "new_stage", "drop_stage", "defer_while_moving"]
+__all__ = ["OutputRefused", "OutputBusy", "ExclusiveLock", "destination_lock", "MARKER", "check_destination", "check_new_folder", "staged_folder", "staged_files", "Stage", "claim_folder", "remove_stale_staging", "remove_own_staging", "new_stage", "drop_stage", "defer_while_moving"]
