@@ -94,3 +94,108 @@ def test_a_lock_whose_recorded_owner_is_dead_is_taken_over(tmp_path):
     finally:
         holder.kill()
         holder.wait()
+
+
+# ----------------------------------------------------------------------------- items 3, 4, 10a: physical ranges, unit slips
+
+
+def _problems(path: Path) -> list:
+    from dcplace.models import ScenarioError, load_scenario
+
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(path)
+    return info.value.problems
+
+
+def _numeric(annotation) -> bool:
+    import types
+    import typing
+
+    if annotation in (int, float):
+        return True
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _numeric(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        return any(_numeric(a) for a in typing.get_args(annotation) if a is not type(None))
+    return origin is dict and _numeric(typing.get_args(annotation)[1])
+
+
+def test_every_numeric_input_field_has_a_physical_range():
+    """Item 3: a site's power_limit_mw = 1e30 passed validate, and solve then gave up ('raise the time
+    limit'): every number of sites, regions, jobs, catalog tables and the scenario sections is bounded."""
+    import typing
+
+    from dcplace.models import records
+    from dcplace.models.ranges import _field_bounds
+
+    checked_by_a_validator = {("Site", "power_price_usd_per_mwh")}  # '... looks like a price per kWh', with its range
+    unbounded = []
+    for name in dir(records):
+        model = getattr(records, name)
+        if not (isinstance(model, type) and issubclass(model, records.Row)) or model in (records.Row, records.Record):
+            continue
+        for field, info in model.model_fields.items():
+            if not _numeric(info.annotation) or (name, field) in checked_by_a_validator:
+                continue
+            loc = [field, "x"] if typing.get_origin(info.annotation) is dict else [field]
+            bounds = _field_bounds(model, loc)
+            if bounds is None or bounds[0] is None or bounds[2] is None:
+                unbounded.append(f"{name}.{field}")
+    assert not unbounded, unbounded
+
+
+def test_a_number_out_of_its_range_is_refused_naming_file_row_field_and_range(tmp_path):
+    path = _tiny(tmp_path, power_limit_kw=1e30, fixed_cost_usd_per_year=1e40)
+    problems = {(p.file, p.row, p.field): p for p in _problems(path)}
+    power = problems[("sites.csv", 2, "power_limit_kw")]
+    assert "1e+30" in power.message and "0 < power_limit_kw <= 10,000,000" in power.message
+    assert "0 <= fixed_cost_usd_per_year <= 1,000,000,000,000" in problems[("sites.csv", 2, "fixed_cost_usd_per_year")].message
+    # the scenario's sections and the other tables too
+    path = make_scenario(tmp_path / "r", [site("a", 40.0, -74.0)], [region("r", 40.5, -74.5, chat=1e30)])
+    fields = {p.field: p.message for p in _problems(path)}
+    assert "physical range is 0 <= demand_chat_tok_s <= 1,000,000,000,000" in fields["demand_chat_tok_s"]
+    path = make_scenario(tmp_path / "b", [site("a", 40.0, -74.0)], [region("r", 40.5, -74.5)], jobs=[job("j", 1e30)],
+                         economics={"carbon_price_usd_per_t": 1e12}, latency={"overhead_ms": 1e9},
+                         policies={"capex_budget_usd": 1e30})
+    fields = {p.field: p.message for p in _problems(path)}
+    assert "physical range is 0 < gpus_h100_equiv <= 100,000,000" in fields["gpus_h100_equiv"]
+    for field in ("economics.carbon_price_usd_per_t", "latency.overhead_ms", "policies.capex_budget_usd"):
+        assert "physical range is 0 <= " in fields[field], (field, fields[field])
+
+
+def test_power_limit_mw_problems_name_the_users_column_in_its_unit(tmp_path):
+    """Item 10: 'inf' in power_limit_mw was reported as field power_limit_kw; 1e30 MW is refused in MW."""
+    import csv
+
+    path = _tiny(tmp_path)
+    rows = list(csv.DictReader((tmp_path / "sites.csv").open()))
+    for row, value in zip(rows, ("inf", "20000000")):
+        row["power_limit_mw"] = value
+        del row["power_limit_kw"]
+    with (tmp_path / "sites.csv").open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    problems = {p.row: p for p in _problems(path)}
+    assert problems[2].field == "power_limit_mw" and "NaN or infinite" in problems[2].message
+    assert "0 < power_limit_mw <= 10,000" in problems[2].message
+    assert problems[3].field == "power_limit_mw" and "is 20000000, outside its physical range 0 < power_limit_mw <= 10,000" \
+        in problems[3].message
+    assert "probably kW" in problems[3].fix
+
+
+def test_unit_slips_in_a_sites_power_are_warned(tmp_path):
+    """Item 4: a site of 20 kW (one rack of the densest configuration needs 60 kW) and one of 5 GW
+    were accepted without a word; each is now a warning that says what the slip looks like."""
+    from dcplace.models import load_scenario
+    from dcplace.models.checks import scenario_warnings
+
+    sites = [site("tiny", 40.0, -74.0, power_limit_kw=20), site("huge", 41.0, -75.0, power_limit_kw=5e6),
+             site("fine", 41.0, -74.0)]
+    path = make_scenario(tmp_path, sites, [region("r", 40.5, -74.5, chat=800)])
+    warnings = {w.row: w for w in scenario_warnings(load_scenario(path))}
+    assert set(warnings) == {2, 3}
+    assert warnings[2].field == "power_limit_kw" and "less than one rack of 'trainer-dense'" in warnings[2].message
+    assert "unit slip" in warnings[2].message
+    assert "5,000 MW (5 GW)" in warnings[3].message and "looks like kW" in warnings[3].message
