@@ -54,7 +54,7 @@ from dcplace.optimizer.solving.pipeline import PlanCheckFailed, solve_schedule_t
 from dcplace.optimizer.solving.precheck import checked_index
 from dcplace.optimizer.solving.progress import SolveProgress
 from dcplace.optimizer.solving.solve import InfeasibleScenario, NoPlanFound, SolveOptions
-from dcplace.reports.style import money, mw_number, mw_text
+from dcplace.reports.style import display_name, money, mw_number, mw_text, visible_controls
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Placement engine for AI infrastructure.")
 console = Console()
@@ -67,23 +67,16 @@ EXIT_NO_PLAN = 4
 EXIT_BATCH_INCOMPLETE = 5
 EXIT_INTERNAL_ERROR = 6
 
-# Characters that would act on the terminal instead of showing: C0/C1 controls (ESC starts
-# colour and OSC 8 hyperlink sequences), DEL, and the bidirectional overrides that reorder
-# what is shown.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-
-
 def _clean(value: object, newlines: bool = False) -> str:
     """`value` as text with every terminal control character shown as an escape (`\\x1b`);
-    line breaks kept when `newlines` (for multi-line messages)."""
+    line breaks kept when `newlines` (for multi-line messages). reports.style holds the rule."""
+    return visible_controls(str(value), newlines)
 
-    def visible(m: re.Match) -> str:
-        ch = m.group()
-        if newlines and ch == "\n":
-            return ch
-        return f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}"
 
-    return _CONTROL.sub(visible, str(value))
+def _name(value: object) -> str:
+    """A name from the inputs for a rich markup string or Table cell: as every output shows it
+    (reports.style.display_name: cut to 80 characters, control characters as escapes)."""
+    return escape(display_name(value))
 
 
 def _text(value: object, newlines: bool = False) -> str:
@@ -269,7 +262,7 @@ def print_plan(plan: Plan, out_dir: Path | None = None) -> None:
     s = plan.solve
     gap = f"{s.gap:.2%}" if s.gap is not None else "n/a"
     _say(
-        f"[bold]{_text(plan.scenario)}[/]: [green]{_text(s.status)}[/] in {s.build_time_s + s.solve_time_s:.1f} s "
+        f"[bold]{_name(plan.scenario)}[/]: [green]{_text(s.status)}[/] in {s.build_time_s + s.solve_time_s:.1f} s "
         f"({s.model['rows']:,} rows, {s.model['columns']:,} columns, {s.model['integers']:,} integers; gap {gap})"
     )
     from dcplace.reports.summary import clock_terminal_lines, status_text  # what "optimal" means here: within the gap, in dollars
@@ -283,11 +276,11 @@ def print_plan(plan: Plan, out_dir: Path | None = None) -> None:
             + (f"the gap is against {bound_kind} ({money(s.pairs['full_lp_bound_usd_per_year'])}/yr)."
                if s.pairs["full_lp_bound_usd_per_year"] is not None else f"{bound_kind}.")
         )
-    # Numbers never wrap or shrink to '…'; text columns fold (a name is shown whole, over
-    # several lines, never cut); what still does not fit is left out by priority.
+    # Numbers never wrap or shrink to '…'; text columns fold (a name over several lines, cut
+    # only past 80 characters: reports.style.display_name); what still does not fit is left out by priority.
     sites = sorted((x for x in plan.sites if x.open), key=lambda x: -x.total_cost_usd_per_year)
     columns = [
-        _Col("site", [_text(x.name) for x in sites]),
+        _Col("site", [_name(x.name) for x in sites]),
         _Col("role", [_text(x.role) for x in sites]),
         _Col("racks", [f"{x.racks_total:,}" for x in sites], "number"),
         _Col("GPUs", [f"{x.gpus:,}" for x in sites], "number"),
@@ -302,8 +295,8 @@ def print_plan(plan: Plan, out_dir: Path | None = None) -> None:
     if plan.jobs:
         names = {x.id: x.name for x in plan.sites}
         jobs, dropped_jobs = _fit_table("Training jobs", [
-            _Col("job", [_text(j.name) for j in plan.jobs]),
-            _Col("site", [_text(names.get(j.site, j.site)) for j in plan.jobs]),
+            _Col("job", [_name(j.name) for j in plan.jobs]),
+            _Col("site", [_name(names.get(j.site, j.site)) for j in plan.jobs]),
             _Col("fabric", [_text(j.fabric) for j in plan.jobs]),
             _Col("chip", [_text(j.chip) for j in plan.jobs]),
             _Col("H100-eq GPUs", [f"{j.gpus_h100_equiv:,.0f}" for j in plan.jobs], "number"),
@@ -341,7 +334,7 @@ def plan_summary(plan: Plan, out_dir: Path | None = None) -> str:
     gap = f"gap {s.gap:.2%}" if s.gap is not None else "no gap"
     opened = sum(1 for x in plan.sites if x.open)
     where = f"; plan in {out_dir} (checked)" if out_dir is not None else ""
-    return (f"{plan.scenario}: {s.status}, {money(plan.objective_usd_per_year)}/yr, {gap}, {opened} sites open, "
+    return (f"{display_name(plan.scenario)}: {s.status}, {money(plan.objective_usd_per_year)}/yr, {gap}, {opened} sites open, "
             f"{s.build_time_s + s.solve_time_s:.1f} s{where}")
 
 
@@ -377,7 +370,7 @@ def solve(
         if not quiet:
             _print_warnings(loaded)
             # The solve can take its whole time limit: say at once what is being solved.
-            err.print(f"Solving {_text(loaded.name)} ({len(loaded.sites):,} sites, {len(loaded.regions):,} regions, "
+            err.print(f"Solving {_name(loaded.name)} ({len(loaded.sites):,} sites, {len(loaded.regions):,} regions, "
                       f"limit {time_limit:g} s)…", highlight=False)
         line = _SolveLine(time_limit, err)
         live = _progress_on(quiet)
@@ -412,7 +405,7 @@ def print_schedule(schedule, out_dir: Path, quiet: bool = False) -> None:
 
     s = schedule.solve
     gap = f"gap {s.gap:.2%}" if s.gap is not None else "no gap"
-    head = (f"{schedule.scenario}: {s.status}, NPV {money(schedule.npv_usd)} over {len(schedule.periods)} periods, {gap}, "
+    head = (f"{display_name(schedule.scenario)}: {s.status}, NPV {money(schedule.npv_usd)} over {len(schedule.periods)} periods, {gap}, "
             f"{s.build_time_s + s.solve_time_s:.1f} s; schedule in {out_dir} (checked)")
     console.print(_clean(head), markup=False, highlight=False, soft_wrap=True)
     if not quiet:
@@ -436,7 +429,7 @@ def validate(scenario: Optional[Path] = ScenarioArg) -> None:
     _print_warnings(loaded)
     demand = sum(sum(r.demand_tok_s.values()) for r in loaded.regions)
     console.print(
-        f"[green]OK[/]: scenario '{_text(loaded.name)}': {len(loaded.sites)} sites, {len(loaded.regions)} regions "
+        f"[green]OK[/]: scenario '{_name(loaded.name)}': {len(loaded.sites)} sites, {len(loaded.regions)} regions "
         f"({demand:,.0f} tok/s peak demand), {len(loaded.jobs)} training jobs, {len(loaded.catalog.rack_configs)} rack configurations"
         + (f"; {len(loaded.periods)} periods, {loaded.periods[0].year}-{loaded.periods[-1].year + loaded.periods[-1].years - 1}." if loaded.periods else ".")
     )

@@ -199,3 +199,70 @@ def test_unit_slips_in_a_sites_power_are_warned(tmp_path):
     assert warnings[2].field == "power_limit_kw" and "less than one rack of 'trainer-dense'" in warnings[2].message
     assert "unit slip" in warnings[2].message
     assert "5,000 MW (5 GW)" in warnings[3].message and "looks like kW" in warnings[3].message
+
+
+# ----------------------------------------------------------------------------- item 5, item 10 (glyphs): long names
+
+
+LONG_NAME = "X" * 4990 + "\x1b[31m red"  # 5,000 characters, one word, with a terminal colour code
+
+
+@pytest.fixture(scope="module")
+def long_named_plan(tmp_path_factory):
+    root = tmp_path_factory.mktemp("long")
+    sites = [site("a", 40.0, -74.0, name=LONG_NAME), site("b", 52.4, 4.9, country="NL", name="Amsterdam")]
+    regions = [region("r", 40.5, -74.5, chat=800, budget=20, name=LONG_NAME), region("e", 52.3, 4.8, chat=800, budget=20, country="NL")]
+    path = make_scenario(root / "s", sites, regions, jobs=[job("j", 48, name=LONG_NAME)], name=LONG_NAME)
+    solve_to_folder(path, root / "plan", SolveOptions(time_limit_s=60))
+    return root / "plan"
+
+
+def test_a_long_word_is_wrapped_with_few_measurements(monkeypatch):
+    """Item 5: the PDF layout broke a word longer than its line by trying every length from the end
+    (a 5,000-character name: hundreds of thousands of measurements, minutes per table)."""
+    import dcplace.reports.report as report
+
+    calls = []
+    real = report.text_width
+    monkeypatch.setattr(report, "text_width", lambda *a, **k: (calls.append(1), real(*a, **k))[1])
+    lines = report.wrap("x" * 5000, 100, report.TABLE_PT)
+    assert "".join(lines) == "x" * 5000 and all(real(line, report.TABLE_PT) <= 100 for line in lines)
+    assert len(calls) < 5000  # was about 660,000
+
+
+def test_the_report_and_maps_of_a_5000_character_name_finish_and_cut_it(long_named_plan, tmp_path, recwarn):
+    """Item 5: 'dcplace report' did not finish in 240 s on a plan with a 5,000-character site name;
+    item 10: matplotlib warned 'Glyph 27 missing' with a raw ESC byte for a name holding one."""
+    from dcplace.reports import load_plan_layers, save_maps, save_report
+
+    began = time.monotonic()
+    layers = load_plan_layers(long_named_plan)
+    paths = save_report(layers, tmp_path / "report") + save_maps(layers, tmp_path / "maps")
+    assert time.monotonic() - began < 60
+    assert not [w for w in recwarn if "Glyph" in str(w.message)]
+    page = (tmp_path / "report" / "report.html").read_text()
+    assert "X" * 79 + "…" in page and "X" * 80 not in page
+    assert "\x1b" not in page and "\x1b" not in (tmp_path / "maps" / "map.html").read_text()
+    text = subprocess.run(["pdftotext", str(tmp_path / "report" / "report.pdf"), "-"], capture_output=True, text=True).stdout \
+        if any(p.suffix == ".pdf" for p in paths) and shutil_which("pdftotext") else ""
+    assert "X" * 100 not in text.replace("\n", "")
+    # the data keep the name exactly
+    assert LONG_NAME in {s.name for s in layers.plan.sites} and LONG_NAME in set(layers.sites["name"])
+
+
+def shutil_which(name: str):
+    import shutil
+
+    return shutil.which(name)
+
+
+def test_the_terminal_cuts_a_long_name(long_named_plan, monkeypatch):
+    import dcplace.cli as cli
+    from dcplace.models.plan import read_plan
+    from rich.console import Console
+
+    monkeypatch.setattr(cli, "console", Console(width=200, record=True))
+    cli.print_plan(read_plan(long_named_plan), long_named_plan)
+    shown = cli.console.export_text()
+    assert "…" in shown
+    assert "X" * 200 not in shown.replace("\n", "").replace(" ", "").replace("│", "")
