@@ -4,7 +4,9 @@ Exit codes: 0 success; 1 a plan failed its independent check; 2 bad input (every
 is listed, naming file, row and field); 3 the scenario is infeasible (the diagnosis says
 which limits must move); 4 the time limit ended before any plan was found; 5 a batch finished with members that
 failed (bad input, error, crash, no plan in time; re-run the same command to retry them);
-6 an internal error (a bug: one line names it and where its full traceback was saved).
+6 an internal error (a bug: one line names it and where its full traceback was saved); 7 a
+resource limit (the machine ran out of memory: a scenario too large for it, not a bug; the
+message says what to cut).
 Ctrl-C ends with 130; SIGTERM removes the run's staging folders and ends by the signal. Either
 waits while an output moves into place, so a stopped run leaves the old output or the new one.
 
@@ -66,6 +68,7 @@ EXIT_INFEASIBLE = 3
 EXIT_NO_PLAN = 4
 EXIT_BATCH_INCOMPLETE = 5
 EXIT_INTERNAL_ERROR = 6
+EXIT_RESOURCE_LIMIT = 7
 
 def _clean(value: object, newlines: bool = False) -> str:
     """`value` as text with every terminal control character shown as an escape (`\\x1b`);
@@ -1076,6 +1079,12 @@ def _friendly(command):
             err.print(f"[red]Could not read or write{where}:[/] {_text(exc.strerror or exc)}. "
                       "Fix: check the path, its permissions and the free space, then run the command again.")
             raise typer.Exit(EXIT_BAD_INPUT)
+        except MemoryError as exc:  # a resource limit, not a bug (models.limits refuses what it can foresee)
+            detail = f" ({_text(exc)})" if str(exc) else ""
+            err.print(f"[red]Out of memory[/]{detail}: the work is too large for this machine's memory; this is a resource "
+                      "limit, not a bug. Fix: cut the sites or regions (dcplace validate estimates what fits), lower "
+                      "clock.hours or the number of periods, close other programs, or run on a machine with more memory.")
+            raise typer.Exit(EXIT_RESOURCE_LIMIT)
         except Exception as exc:  # noqa: BLE001 - the last resort: a bug, said in one line
             _damaged_folder(args, kwargs)  # unless a plan folder it was given fails its check: then the folder is the cause
             _internal_error(exc)

@@ -266,3 +266,46 @@ def test_the_terminal_cuts_a_long_name(long_named_plan, monkeypatch):
     shown = cli.console.export_text()
     assert "…" in shown
     assert "X" * 200 not in shown.replace("\n", "").replace(" ", "").replace("│", "")
+
+
+# ----------------------------------------------------------------------------- item 6: too large for memory
+
+
+def test_a_sites_table_too_large_for_memory_is_refused_before_its_rows_are_validated(tmp_path, monkeypatch):
+    """Item 6: a 1,000,000-row sites table ended in exit 6 'internal error: MemoryError: Unable to
+    allocate 3.92 GiB ... (526, 1000000)' after 2 min 19 s. It is refused at once, with exit 2, the
+    number of sites that fit and how to cut the list."""
+    import dcplace.models.limits as limits
+
+    path = _tiny(tmp_path, floor_racks=-5)  # a bad row: not reached, the size is refused first
+    monkeypatch.setattr(limits, "available_memory_bytes", lambda: 1000)  # 1 region x 2 sites need 800 bytes, 800 allowed
+    assert limits.size_problem(1, 2, "sites.csv") is None
+    monkeypatch.setattr(limits, "available_memory_bytes", lambda: 900)  # 800 bytes needed, 720 allowed
+    problems = _problems(path)
+    assert len(problems) == 1 and problems[0].file == "sites.csv"
+    assert "1 regions x 2 sites" in problems[0].message and "GB available" in problems[0].message
+    monkeypatch.setattr(limits, "available_memory_bytes", lambda: 1)
+    result = runner.invoke(app, ["validate", str(path)])
+    assert result.exit_code == EXIT_BAD_INPUT and "cut the sites list to at most 0 rows" in result.output, result.output
+    assert "Traceback" not in result.output and "bug" not in result.output
+    # a scenario built in memory meets the same limit when it is indexed
+    import dcplace
+    from dcplace.models import ScenarioError
+    from dcplace.optimizer.model.index import build_index
+
+    scenario = dcplace.scenario_from_cost_matrix([1.0, 2.0], [1.0], [[1.0], [2.0]])
+    with pytest.raises(ScenarioError, match="region-site pairs"):
+        build_index(scenario)
+
+
+def test_running_out_of_memory_is_a_resource_limit_not_a_bug(tmp_path, monkeypatch):
+    import dcplace.cli as cli
+
+    def huge(*args, **kwargs):
+        raise MemoryError("Unable to allocate 3.92 GiB for an array with shape (526, 1000000) and data type float64")
+
+    monkeypatch.setattr(cli, "load_scenario", huge)
+    result = runner.invoke(app, ["validate", str(_tiny(tmp_path))])
+    assert result.exit_code == cli.EXIT_RESOURCE_LIMIT == 7, result.output
+    assert "Out of memory" in result.output and "3.92 GiB" in result.output and "resource limit, not a bug" in result.output
+    assert "internal error" not in result.output and "Traceback" not in result.output
