@@ -47,7 +47,7 @@ from rich.text import Text
 from dcplace.models import ScenarioError, export_default, load_scenario, scenario_warnings
 from dcplace.models.outputs import OutputRefused, check_destination
 from dcplace.models.overrides import OverrideError, parse_assignments
-from dcplace.models.plan import HAS_PLAN, Plan, PlanFileError, plan_json_edited, read_plan
+from dcplace.models.plan import HAS_PLAN, Plan, PlanFileError, manifest_removed, plan_json_edited, read_plan
 from dcplace.models.versions import package_versions
 from dcplace.optimizer.solvers.backends import CAPABILITIES
 from dcplace.optimizer.check import check_plan_folder
@@ -454,6 +454,11 @@ def check(folder: Path = typer.Argument(..., help="A plan folder written by `dcp
                   "Fix: re-run `dcplace solve`.")
         raise typer.Exit(EXIT_BAD_INPUT)
     if report.violations and all(v.family == "manifest" and "has no manifest.json" in v.message for v in report.violations):
+        if manifest_removed(folder):  # the folder was written with one: it was deleted, not never there
+            err.print(f"[red]{_text(folder)}: its manifest.json was removed[/] (the folder's marker lists it), so its files "
+                      "cannot be verified. Fix: restore manifest.json, or re-run `dcplace solve` (its command is in "
+                      "inputs/provenance.json, `rerun`).")
+            raise typer.Exit(EXIT_BAD_INPUT)
         err.print(f"[red]{_text(folder)}: written before plan folders carried a manifest[/], so it cannot be verified. "
                   "Fix: re-run `dcplace solve` (its command is in inputs/provenance.json, `rerun`).")
         raise typer.Exit(EXIT_BAD_INPUT)

@@ -307,6 +307,15 @@ def plan_json_edited(folder: str | Path) -> bool:
         return False
 
 
+def manifest_removed(folder: str | Path) -> bool:
+    """Whether `folder` was written with a manifest.json that is gone: its marker (written at the
+    move into place) lists the file. A folder from before manifests has none in its list."""
+    from dcplace.models.outputs import read_marker
+
+    marker = read_marker(Path(folder)) or {}
+    return MANIFEST_NAME in marker.get("files", []) and not (Path(folder) / MANIFEST_NAME).is_file()
+
+
 class PlanFileError(ValueError):
     """A folder's plan.json cannot be read as a plan: the message names the file, the record and
     the field, and says what would fix it."""

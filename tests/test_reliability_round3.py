@@ -309,3 +309,27 @@ def test_running_out_of_memory_is_a_resource_limit_not_a_bug(tmp_path, monkeypat
     assert result.exit_code == cli.EXIT_RESOURCE_LIMIT == 7, result.output
     assert "Out of memory" in result.output and "3.92 GiB" in result.output and "resource limit, not a bug" in result.output
     assert "internal error" not in result.output and "Traceback" not in result.output
+
+
+# ----------------------------------------------------------------------------- item 10: the small ones
+
+
+@pytest.fixture(scope="module")
+def tiny_plan(tmp_path_factory):
+    """A region on its own site (r at a's place) and one near the other site (e), each only within its own site's budget."""
+    root = tmp_path_factory.mktemp("tiny")
+    sites = [site("a", 40.0, -74.0), site("b", 45.0, -80.0)]
+    regions = [region("r", 40.0, -74.0, chat=800, budget=5), region("e", 45.1, -80.1, chat=800, budget=5)]
+    solve_to_folder(make_scenario(root / "s", sites, regions), root / "plan", SolveOptions(time_limit_s=60))
+    return root / "plan"
+
+
+def test_a_deleted_manifest_is_called_removed_not_old(tiny_plan, tmp_path):
+    import shutil
+
+    folder = tmp_path / "plan"
+    shutil.copytree(tiny_plan, folder)
+    (folder / "manifest.json").unlink()
+    result = runner.invoke(app, ["check", str(folder)])
+    assert result.exit_code == EXIT_BAD_INPUT, result.output
+    assert "manifest.json was removed" in result.output and "written before" not in result.output
