@@ -31,6 +31,7 @@ import re
 import secrets
 import shutil
 import socket
+import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -157,7 +158,20 @@ def check_destination(out_dir: str | Path, kind: str) -> Path:
     existing = next(p for p in [out_dir, *out_dir.parents] if p.exists())
     if not os.access(existing, os.W_OK | os.X_OK):
         raise OutputRefused(out_dir, f"cannot be written: {existing} is not writable by this user.", "choose a folder you can write to.")
+    _probe(out_dir, existing)
     return out_dir
+
+
+def _probe(out_dir: Path, existing: Path) -> None:
+    """Create and remove a file in `existing`: os.access says yes to root everywhere, also on
+    /sys, /proc or a read-only mount, which then refused the plan only after the solve."""
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".dcplace-probe-", dir=existing)
+    except OSError as exc:
+        raise OutputRefused(out_dir, f"cannot be written: {existing} does not take new files ({exc.strerror or exc}).",
+                            "choose a folder you can write to.") from None
+    os.close(fd)
+    os.unlink(probe)
 
 
 def process_alive(pid: int) -> bool:

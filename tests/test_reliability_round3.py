@@ -333,3 +333,15 @@ def test_a_deleted_manifest_is_called_removed_not_old(tiny_plan, tmp_path):
     result = runner.invoke(app, ["check", str(folder)])
     assert result.exit_code == EXIT_BAD_INPUT, result.output
     assert "manifest.json was removed" in result.output and "written before" not in result.output
+
+
+@pytest.mark.skipif(not Path("/proc/self").exists(), reason="needs Linux's /proc")
+def test_an_unwritable_out_is_refused_before_the_solve(tmp_path, monkeypatch):
+    """--out /sys/... was refused only after the solve: os.access says yes to root everywhere."""
+    import dcplace.optimizer.solving.pipeline as pipeline
+
+    solved = []
+    monkeypatch.setattr(pipeline, "solve", lambda *a, **k: solved.append(1))
+    result = runner.invoke(app, ["solve", str(_tiny(tmp_path)), "--out", "/proc/dcplace-plan", "--quiet"])
+    assert result.exit_code == EXIT_BAD_INPUT and not solved, result.output
+    assert "/proc does not take new files" in result.output
