@@ -534,6 +534,7 @@ def export(
 ) -> None:
     """Write sites, regions and assignment lines as GIS layers (EPSG:4326)."""
     from dcplace.reports import FORMATS, export_layers
+    from dcplace.reports.layers import zero_length
 
     if fmt not in FORMATS:
         err.print(f"[red]Unknown format {_text(repr(fmt))}.[/] Fix: --format one of {', '.join(FORMATS)}.")
@@ -542,6 +543,10 @@ def export(
     paths = export_layers(layers, out or folder / "export", fmt)
     console.print(f"Exported {fmt}:")  # only once they are written
     _written(paths)
+    unlined = int(zero_length(layers.assignments).sum())
+    if unlined:
+        console.print(f"[dim]{unlined:,} of {len(layers.assignments):,} assignments have no line (an empty geometry): each serves "
+                      "a region from a site at the same place (0 km).[/]")
 
 
 @app.command("map")

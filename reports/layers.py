@@ -253,6 +253,13 @@ def assignment_layer(plan: Plan, scenario: Scenario) -> gpd.GeoDataFrame:
     return gpd.GeoDataFrame(pd.DataFrame(rows, columns=columns), geometry="geometry", crs=CRS)
 
 
+def zero_length(lines: gpd.GeoDataFrame) -> pd.Series:
+    """Assignment lines from a region to a site at the same place (distance 0: a metro area served
+    by its own market). Their two-point line has no length, which GIS tools call invalid; the
+    exports write these rows with an empty geometry (the row, its share and tok/s are kept)."""
+    return lines["distance_km"].eq(0) & lines.geometry.map(lambda g: g is not None and g.length == 0)
+
+
 def great_circle(lon1: float, lat1: float, lon2: float, lat2: float) -> LineString | MultiLineString:
     """The WGS84 geodesic from (lon1, lat1) to (lon2, lat2): a LineString with a vertex about
     every `LINE_STEP_KM` (at least `LINE_MIN_POINTS`), starting and ending exactly at the two

@@ -345,3 +345,17 @@ def test_an_unwritable_out_is_refused_before_the_solve(tmp_path, monkeypatch):
     result = runner.invoke(app, ["solve", str(_tiny(tmp_path)), "--out", "/proc/dcplace-plan", "--quiet"])
     assert result.exit_code == EXIT_BAD_INPUT and not solved, result.output
     assert "/proc does not take new files" in result.output
+
+
+def test_an_exported_region_on_its_own_site_has_no_invalid_line(tiny_plan, tmp_path):
+    """45 of 1,618 exported assignment lines were zero-length LineStrings (invalid in GIS tools)."""
+    from dcplace.reports import read_layer
+
+    result = runner.invoke(app, ["export", str(tiny_plan), "--format", "gpkg", "--out", str(tmp_path / "x")])
+    assert result.exit_code == 0, result.output
+    assert "1 of 2 assignments have no line" in result.output
+    lines = read_layer(tmp_path / "x" / "plan.gpkg", "assignments")
+    assert len(lines) == 2  # the row is kept
+    own = lines[lines["region"] == "r"]
+    assert own.geometry.isna().all() and float(own["distance_km"].iat[0]) == 0.0
+    assert lines.geometry.dropna().is_valid.all() and all(g.length > 0 for g in lines.geometry.dropna())
