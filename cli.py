@@ -684,7 +684,7 @@ def print_batch_summary(results, index: Path) -> None:
         return fmt.format(value) if value is not None else dash
 
     table, dropped = _fit_table("Batch", [
-        _Col("member", [_text(r.name) for r in results]),
+        _Col("member", [_name(r.name) for r in results]),
         _Col("status", [_text(r.status + (" (resumed)" if r.skipped else "")) for r in results]),
         _Col("cost/yr", [money(r.objective_usd_per_year) if r.objective_usd_per_year is not None else dash for r in results], "money"),
         _Col("gap", [f"{r.gap:.2%}" if r.gap is not None else dash for r in results], "number"),
@@ -883,7 +883,7 @@ def pareto(
     else:
         dash = "—"
         view, dropped = _fit_table(f"Cost against {_text(tradeoff)}", [
-            _Col("point", [_text(p.name) for p in frontier]),
+            _Col("point", [_name(p.name) for p in frontier]),
             _Col("setting", [_text(p.parameter) for p in frontier]),
             _Col("status", [_text(p.status) for p in frontier]),
             _Col("cost/yr", [money(p.cost_usd_per_year) if p.cost_usd_per_year is not None else dash for p in frontier], "money"),
@@ -941,7 +941,7 @@ def why_prices(folder: Path = PlanFolderArg) -> None:
         raise typer.Exit(EXIT_BAD_INPUT)
     view, _ = _fit_table("Binding limits (LP duals, integer decisions fixed)", [
         _Col("limit", [_text(p.limit) for p in result.binding()]),
-        _Col("where", [_text(p.name) for p in result.binding()]),
+        _Col("where", [_name(p.name) for p in result.binding()]),
         _Col("$/yr per unit", [f"{p.value_usd_per_year_per_unit:,.2f}" for p in result.binding()], "number"),
         _Col("unit", [_text(p.unit) for p in result.binding()]),
         _Col("check", ["" if p.check_usd_per_year_per_unit is None else f"{p.check_usd_per_year_per_unit:,.2f}"
@@ -973,7 +973,7 @@ def why_worth(
         study = site_worth(folder, workers=workers, options=options, closed_candidates=candidates, on_progress=line)
     rows = sorted(study.items, key=lambda w: (w.kind, -(w.worth_usd_per_year or float("inf"))))
     view, _ = _fit_table("What each site is worth (cost without it; for closed candidates: cost with it)", [
-        _Col("site", [_text(w.name) for w in rows]),
+        _Col("site", [_name(w.name) for w in rows]),
         _Col("kind", [w.kind for w in rows]),
         _Col("worth/yr", ["indispensable" if w.indispensable else money(w.worth_usd_per_year) if w.worth_usd_per_year is not None
                           else _text(w.status) for w in rows], "money"),
@@ -998,7 +998,7 @@ def _alternatives(folder: Path, k: int, slack: float, time_limit: float) -> None
         _bad_option(exc)
     names = study.names
     _say(f"{len(study.alternatives)} alternatives within {slack:.0%}, each checked. Must-haves ({len(study.must_haves())}): "
-         + _text(", ".join(names.get(s, s) for s in study.must_haves())) + f"; interchangeable: {len(study.interchangeable())} sites."
+         + _text(", ".join(display_name(names.get(s, s)) for s in study.must_haves())) + f"; interchangeable: {len(study.interchangeable())} sites."
          + (f" {_text(study.note)}." if study.note else ""))
     _say(f"Saved: {_text(Path(study.folder))} (one checked plan folder per alternative); {study.seconds:,.0f} s.")
 
@@ -1044,7 +1044,7 @@ def why_robustness(
     rates = list(study.flip_rates().items())[:8]
     _say(f"{len(study.solved())} of {len(study.samples)} samples solved in {study.seconds:,.0f} s. "
          + (f"Regret of the plan: median {money(q['p50'])}, p90 {money(q['p90'])}, worst {money(q['max'])}/yr. " if q else "")
-         + ("Decisions that flip: " + _text(", ".join(f"{study.names.get(s, s)} {r:.0%}" for s, r in rates)) if rates else "No decision flips."))
+         + ("Decisions that flip: " + _text(", ".join(f"{display_name(study.names.get(s, s))} {r:.0%}" for s, r in rates)) if rates else "No decision flips."))
     for b in study.tornado()[:5]:
         _say(f"  {_text(b.label)}: least cost {money(b.cost_swing_usd_per_year)} from low to high")
     _say(f"Saved: {_text(Path(study.folder) / 'robustness.json')}")
