@@ -284,9 +284,14 @@ def destination_lock(out_dir: str | Path, kind: str) -> Iterator[Path]:
         return OutputBusy(out_dir, f"is being written by another dcplace run ({who}); two runs writing one folder would "
                           "leave only one of their results.", "wait for that run to finish, or give this one another --out.")
 
+    lock = out_dir.parent / f".{out_dir.name}.dcplace-lock"
     try:
-        with ExclusiveLock(out_dir.parent / f".{out_dir.name}.dcplace-lock", out_dir.parent, busy, remove=True):
-            yield out_dir
+        with ExclusiveLock(lock, out_dir.parent, busy, remove=True):
+            _OWN_LOCKS.add(lock)  # a SIGTERM removes it with the staging (remove_own_staging)
+            try:
+                yield out_dir
+            finally:
+                _OWN_LOCKS.discard(lock)
     finally:
         for folder in reversed(made):
             try:
@@ -317,8 +322,9 @@ def remove_stale_staging(parent: Path, name: str | None = None) -> list[Path]:
 
 
 _OWN_STAGES: set[Path] = set()  # staging folders of this process not yet moved into place or removed
+_OWN_LOCKS: set[Path] = set()  # destination lock files this process holds (destination_lock)
 _OWN_SWAPS: dict[Path, Path] = {}  # old folder set aside -> its destination, while a swap is between its renames
-os.register_at_fork(after_in_child=lambda: (_OWN_STAGES.clear(), _OWN_SWAPS.clear()))  # a forked worker owns none of its parent's
+os.register_at_fork(after_in_child=lambda: (_OWN_STAGES.clear(), _OWN_SWAPS.clear(), _OWN_LOCKS.clear()))  # a forked worker owns none of its parent's
 
 
 _MOVES: dict = {"depth": 0, "pending": None}  # files moving into place, and a signal that came meanwhile
@@ -354,9 +360,9 @@ def defer_while_moving(handler):
 
 
 def remove_own_staging() -> None:
-    """Remove this process's staging folders now: for a SIGTERM handler, since the default action
-    ends the process without unwinding the `finally` that would have removed them. A swap caught
-    between its two renames gets its old folder back."""
+    """Remove this process's staging folders (and the lock files it holds) now: for a SIGTERM
+    handler, since the default action ends the process without unwinding the `finally` that
+    would have removed them. A swap caught between its two renames gets its old folder back."""
     for old, destination in list(_OWN_SWAPS.items()):
         if old.exists() and not destination.exists():
             os.rename(old, destination)  # stopped between the two renames of a swap: the old folder goes back
@@ -364,6 +370,12 @@ def remove_own_staging() -> None:
     for stage in list(_OWN_STAGES):
         shutil.rmtree(stage, ignore_errors=True)
         _OWN_STAGES.discard(stage)
+    for lock in list(_OWN_LOCKS):  # still ours (flocked until the process ends): no other run holds this file
+        try:
+            os.unlink(lock)
+        except OSError:
+            pass
+        _OWN_LOCKS.discard(lock)
 
 
 def _sibling(out_dir: Path, what: str) -> Path:
