@@ -4,7 +4,9 @@ Exit codes: 0 success; 1 a plan failed its independent check; 2 bad input (every
 is listed, naming file, row and field); 3 the scenario is infeasible (the diagnosis says
 which limits must move); 4 the time limit ended before any plan was found; 5 a batch finished with members that
 failed (bad input, error, crash, no plan in time; re-run the same command to retry them);
-6 an internal error (a bug: one line names it and where its full traceback was saved).
+6 an internal error (a bug: one line names it and where its full traceback was saved); 7 a
+resource limit (the machine ran out of memory: a scenario too large for it, not a bug; the
+message says what to cut).
 Ctrl-C ends with 130; SIGTERM removes the run's staging folders and ends by the signal. Either
 waits while an output moves into place, so a stopped run leaves the old output or the new one.
 
@@ -45,7 +47,7 @@ from rich.text import Text
 from dcplace.models import ScenarioError, export_default, load_scenario, scenario_warnings
 from dcplace.models.outputs import OutputRefused, check_destination
 from dcplace.models.overrides import OverrideError, parse_assignments
-from dcplace.models.plan import HAS_PLAN, Plan, PlanFileError, plan_json_edited, read_plan
+from dcplace.models.plan import HAS_PLAN, Plan, PlanFileError, manifest_removed, plan_json_edited, read_plan
 from dcplace.models.versions import package_versions
 from dcplace.optimizer.solvers.backends import CAPABILITIES
 from dcplace.optimizer.check import check_plan_folder
@@ -54,7 +56,7 @@ from dcplace.optimizer.solving.pipeline import PlanCheckFailed, solve_schedule_t
 from dcplace.optimizer.solving.precheck import checked_index
 from dcplace.optimizer.solving.progress import SolveProgress
 from dcplace.optimizer.solving.solve import InfeasibleScenario, NoPlanFound, SolveOptions
-from dcplace.reports.style import money, mw_number, mw_text
+from dcplace.reports.style import display_name, money, mw_number, mw_text, visible_controls
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Placement engine for AI infrastructure.")
 console = Console()
@@ -66,24 +68,18 @@ EXIT_INFEASIBLE = 3
 EXIT_NO_PLAN = 4
 EXIT_BATCH_INCOMPLETE = 5
 EXIT_INTERNAL_ERROR = 6
-
-# Characters that would act on the terminal instead of showing: C0/C1 controls (ESC starts
-# colour and OSC 8 hyperlink sequences), DEL, and the bidirectional overrides that reorder
-# what is shown.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-
+EXIT_RESOURCE_LIMIT = 7
 
 def _clean(value: object, newlines: bool = False) -> str:
     """`value` as text with every terminal control character shown as an escape (`\\x1b`);
-    line breaks kept when `newlines` (for multi-line messages)."""
+    line breaks kept when `newlines` (for multi-line messages). reports.style holds the rule."""
+    return visible_controls(str(value), newlines)
 
-    def visible(m: re.Match) -> str:
-        ch = m.group()
-        if newlines and ch == "\n":
-            return ch
-        return f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}"
 
-    return _CONTROL.sub(visible, str(value))
+def _name(value: object) -> str:
+    """A name from the inputs for a rich markup string or Table cell: as every output shows it
+    (reports.style.display_name: cut to 80 characters, control characters as escapes)."""
+    return escape(display_name(value))
 
 
 def _text(value: object, newlines: bool = False) -> str:
@@ -269,7 +265,7 @@ def print_plan(plan: Plan, out_dir: Path | None = None) -> None:
     s = plan.solve
     gap = f"{s.gap:.2%}" if s.gap is not None else "n/a"
     _say(
-        f"[bold]{_text(plan.scenario)}[/]: [green]{_text(s.status)}[/] in {s.build_time_s + s.solve_time_s:.1f} s "
+        f"[bold]{_name(plan.scenario)}[/]: [green]{_text(s.status)}[/] in {s.build_time_s + s.solve_time_s:.1f} s "
         f"({s.model['rows']:,} rows, {s.model['columns']:,} columns, {s.model['integers']:,} integers; gap {gap})"
     )
     from dcplace.reports.summary import clock_terminal_lines, status_text  # what "optimal" means here: within the gap, in dollars
@@ -283,11 +279,11 @@ def print_plan(plan: Plan, out_dir: Path | None = None) -> None:
             + (f"the gap is against {bound_kind} ({money(s.pairs['full_lp_bound_usd_per_year'])}/yr)."
                if s.pairs["full_lp_bound_usd_per_year"] is not None else f"{bound_kind}.")
         )
-    # Numbers never wrap or shrink to '…'; text columns fold (a name is shown whole, over
-    # several lines, never cut); what still does not fit is left out by priority.
+    # Numbers never wrap or shrink to '…'; text columns fold (a name over several lines, cut
+    # only past 80 characters: reports.style.display_name); what still does not fit is left out by priority.
     sites = sorted((x for x in plan.sites if x.open), key=lambda x: -x.total_cost_usd_per_year)
     columns = [
-        _Col("site", [_text(x.name) for x in sites]),
+        _Col("site", [_name(x.name) for x in sites]),
         _Col("role", [_text(x.role) for x in sites]),
         _Col("racks", [f"{x.racks_total:,}" for x in sites], "number"),
         _Col("GPUs", [f"{x.gpus:,}" for x in sites], "number"),
@@ -302,8 +298,8 @@ def print_plan(plan: Plan, out_dir: Path | None = None) -> None:
     if plan.jobs:
         names = {x.id: x.name for x in plan.sites}
         jobs, dropped_jobs = _fit_table("Training jobs", [
-            _Col("job", [_text(j.name) for j in plan.jobs]),
-            _Col("site", [_text(names.get(j.site, j.site)) for j in plan.jobs]),
+            _Col("job", [_name(j.name) for j in plan.jobs]),
+            _Col("site", [_name(names.get(j.site, j.site)) for j in plan.jobs]),
             _Col("fabric", [_text(j.fabric) for j in plan.jobs]),
             _Col("chip", [_text(j.chip) for j in plan.jobs]),
             _Col("H100-eq GPUs", [f"{j.gpus_h100_equiv:,.0f}" for j in plan.jobs], "number"),
@@ -341,7 +337,7 @@ def plan_summary(plan: Plan, out_dir: Path | None = None) -> str:
     gap = f"gap {s.gap:.2%}" if s.gap is not None else "no gap"
     opened = sum(1 for x in plan.sites if x.open)
     where = f"; plan in {out_dir} (checked)" if out_dir is not None else ""
-    return (f"{plan.scenario}: {s.status}, {money(plan.objective_usd_per_year)}/yr, {gap}, {opened} sites open, "
+    return (f"{display_name(plan.scenario)}: {s.status}, {money(plan.objective_usd_per_year)}/yr, {gap}, {opened} sites open, "
             f"{s.build_time_s + s.solve_time_s:.1f} s{where}")
 
 
@@ -379,7 +375,7 @@ def solve(
         if not quiet:
             _print_warnings(loaded)
             # The solve can take its whole time limit: say at once what is being solved.
-            err.print(f"Solving {_text(loaded.name)} ({len(loaded.sites):,} sites, {len(loaded.regions):,} regions, "
+            err.print(f"Solving {_name(loaded.name)} ({len(loaded.sites):,} sites, {len(loaded.regions):,} regions, "
                       f"limit {time_limit:g} s)…", highlight=False)
         line = _SolveLine(time_limit, err)
         live = _progress_on(quiet)
@@ -414,7 +410,7 @@ def print_schedule(schedule, out_dir: Path, quiet: bool = False) -> None:
 
     s = schedule.solve
     gap = f"gap {s.gap:.2%}" if s.gap is not None else "no gap"
-    head = (f"{schedule.scenario}: {s.status}, NPV {money(schedule.npv_usd)} over {len(schedule.periods)} periods, {gap}, "
+    head = (f"{display_name(schedule.scenario)}: {s.status}, NPV {money(schedule.npv_usd)} over {len(schedule.periods)} periods, {gap}, "
             f"{s.build_time_s + s.solve_time_s:.1f} s; schedule in {out_dir} (checked)")
     console.print(_clean(head), markup=False, highlight=False, soft_wrap=True)
     if not quiet:
@@ -438,7 +434,7 @@ def validate(scenario: Optional[Path] = ScenarioArg) -> None:
     _print_warnings(loaded)
     demand = sum(sum(r.demand_tok_s.values()) for r in loaded.regions)
     console.print(
-        f"[green]OK[/]: scenario '{_text(loaded.name)}': {len(loaded.sites)} sites, {len(loaded.regions)} regions "
+        f"[green]OK[/]: scenario '{_name(loaded.name)}': {len(loaded.sites)} sites, {len(loaded.regions)} regions "
         f"({demand:,.0f} tok/s peak demand), {len(loaded.jobs)} training jobs, {len(loaded.catalog.rack_configs)} rack configurations"
         + (f"; {len(loaded.periods)} periods, {loaded.periods[0].year}-{loaded.periods[-1].year + loaded.periods[-1].years - 1}." if loaded.periods else ".")
     )
@@ -460,6 +456,11 @@ def check(folder: Path = typer.Argument(..., help="A plan folder written by `dcp
                   "Fix: re-run `dcplace solve`.")
         raise typer.Exit(EXIT_BAD_INPUT)
     if report.violations and all(v.family == "manifest" and "has no manifest.json" in v.message for v in report.violations):
+        if manifest_removed(folder):  # the folder was written with one: it was deleted, not never there
+            err.print(f"[red]{_text(folder)}: its manifest.json was removed[/] (the folder's marker lists it), so its files "
+                      "cannot be verified. Fix: restore manifest.json, or re-run `dcplace solve` (its command is in "
+                      "inputs/provenance.json, `rerun`).")
+            raise typer.Exit(EXIT_BAD_INPUT)
         err.print(f"[red]{_text(folder)}: written before plan folders carried a manifest[/], so it cannot be verified. "
                   "Fix: re-run `dcplace solve` (its command is in inputs/provenance.json, `rerun`).")
         raise typer.Exit(EXIT_BAD_INPUT)
@@ -535,6 +536,7 @@ def export(
 ) -> None:
     """Write sites, regions and assignment lines as GIS layers (EPSG:4326)."""
     from dcplace.reports import FORMATS, export_layers
+    from dcplace.reports.layers import zero_length
 
     if fmt not in FORMATS:
         err.print(f"[red]Unknown format {_text(repr(fmt))}.[/] Fix: --format one of {', '.join(FORMATS)}.")
@@ -543,6 +545,10 @@ def export(
     paths = export_layers(layers, out or folder / "export", fmt)
     console.print(f"Exported {fmt}:")  # only once they are written
     _written(paths)
+    unlined = int(zero_length(layers.assignments).sum())
+    if unlined:
+        console.print(f"[dim]{unlined:,} of {len(layers.assignments):,} assignments have no line (an empty geometry): each serves "
+                      "a region from a site at the same place (0 km).[/]")
 
 
 @app.command("map")
@@ -680,7 +686,7 @@ def print_batch_summary(results, index: Path) -> None:
         return fmt.format(value) if value is not None else dash
 
     table, dropped = _fit_table("Batch", [
-        _Col("member", [_text(r.name) for r in results]),
+        _Col("member", [_name(r.name) for r in results]),
         _Col("status", [_text(r.status + (" (resumed)" if r.skipped else "")) for r in results]),
         _Col("cost/yr", [money(r.objective_usd_per_year) if r.objective_usd_per_year is not None else dash for r in results], "money"),
         _Col("gap", [f"{r.gap:.2%}" if r.gap is not None else dash for r in results], "number"),
@@ -879,7 +885,7 @@ def pareto(
     else:
         dash = "—"
         view, dropped = _fit_table(f"Cost against {_text(tradeoff)}", [
-            _Col("point", [_text(p.name) for p in frontier]),
+            _Col("point", [_name(p.name) for p in frontier]),
             _Col("setting", [_text(p.parameter) for p in frontier]),
             _Col("status", [_text(p.status) for p in frontier]),
             _Col("cost/yr", [money(p.cost_usd_per_year) if p.cost_usd_per_year is not None else dash for p in frontier], "money"),
@@ -937,7 +943,7 @@ def why_prices(folder: Path = PlanFolderArg) -> None:
         raise typer.Exit(EXIT_BAD_INPUT)
     view, _ = _fit_table("Binding limits (LP duals, integer decisions fixed)", [
         _Col("limit", [_text(p.limit) for p in result.binding()]),
-        _Col("where", [_text(p.name) for p in result.binding()]),
+        _Col("where", [_name(p.name) for p in result.binding()]),
         _Col("$/yr per unit", [f"{p.value_usd_per_year_per_unit:,.2f}" for p in result.binding()], "number"),
         _Col("unit", [_text(p.unit) for p in result.binding()]),
         _Col("check", ["" if p.check_usd_per_year_per_unit is None else f"{p.check_usd_per_year_per_unit:,.2f}"
@@ -969,7 +975,7 @@ def why_worth(
         study = site_worth(folder, workers=workers, options=options, closed_candidates=candidates, on_progress=line)
     rows = sorted(study.items, key=lambda w: (w.kind, -(w.worth_usd_per_year or float("inf"))))
     view, _ = _fit_table("What each site is worth (cost without it; for closed candidates: cost with it)", [
-        _Col("site", [_text(w.name) for w in rows]),
+        _Col("site", [_name(w.name) for w in rows]),
         _Col("kind", [w.kind for w in rows]),
         _Col("worth/yr", ["indispensable" if w.indispensable else money(w.worth_usd_per_year) if w.worth_usd_per_year is not None
                           else _text(w.status) for w in rows], "money"),
@@ -994,7 +1000,7 @@ def _alternatives(folder: Path, k: int, slack: float, time_limit: float) -> None
         _bad_option(exc)
     names = study.names
     _say(f"{len(study.alternatives)} alternatives within {slack:.0%}, each checked. Must-haves ({len(study.must_haves())}): "
-         + _text(", ".join(names.get(s, s) for s in study.must_haves())) + f"; interchangeable: {len(study.interchangeable())} sites."
+         + _text(", ".join(display_name(names.get(s, s)) for s in study.must_haves())) + f"; interchangeable: {len(study.interchangeable())} sites."
          + (f" {_text(study.note)}." if study.note else ""))
     _say(f"Saved: {_text(Path(study.folder))} (one checked plan folder per alternative); {study.seconds:,.0f} s.")
 
@@ -1040,7 +1046,7 @@ def why_robustness(
     rates = list(study.flip_rates().items())[:8]
     _say(f"{len(study.solved())} of {len(study.samples)} samples solved in {study.seconds:,.0f} s. "
          + (f"Regret of the plan: median {money(q['p50'])}, p90 {money(q['p90'])}, worst {money(q['max'])}/yr. " if q else "")
-         + ("Decisions that flip: " + _text(", ".join(f"{study.names.get(s, s)} {r:.0%}" for s, r in rates)) if rates else "No decision flips."))
+         + ("Decisions that flip: " + _text(", ".join(f"{display_name(study.names.get(s, s))} {r:.0%}" for s, r in rates)) if rates else "No decision flips."))
     for b in study.tornado()[:5]:
         _say(f"  {_text(b.label)}: least cost {money(b.cost_swing_usd_per_year)} from low to high")
     _say(f"Saved: {_text(Path(study.folder) / 'robustness.json')}")
@@ -1085,6 +1091,12 @@ def _friendly(command):
             err.print(f"[red]Could not read or write{where}:[/] {_text(exc.strerror or exc)}. "
                       "Fix: check the path, its permissions and the free space, then run the command again.")
             raise typer.Exit(EXIT_BAD_INPUT)
+        except MemoryError as exc:  # a resource limit, not a bug (models.limits refuses what it can foresee)
+            detail = f" ({_text(exc)})" if str(exc) else ""
+            err.print(f"[red]Out of memory[/]{detail}: the work is too large for this machine's memory; this is a resource "
+                      "limit, not a bug. Fix: cut the sites or regions (dcplace validate estimates what fits), lower "
+                      "clock.hours or the number of periods, close other programs, or run on a machine with more memory.")
+            raise typer.Exit(EXIT_RESOURCE_LIMIT)
         except Exception as exc:  # noqa: BLE001 - the last resort: a bug, said in one line
             _damaged_folder(args, kwargs)  # unless a plan folder it was given fails its check: then the folder is the cause
             _internal_error(exc)

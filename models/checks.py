@@ -10,7 +10,9 @@ fix); they never block solving, and `dcplace validate` / `dcplace solve` print t
   swap lat and lon?" when the swapped point is inside the country;
 - a site whose power limit is below what the smallest rack it could hold needs (kW per
   rack x climate-adjusted PUE over the coolings it allows and the rack configurations
-  those coolings can hold): the site can never host anything.
+  those coolings can hold): the site can never host anything;
+- a site whose power cannot hold one rack of the densest configuration it allows, or that
+  is larger than any campus in operation (2 GW): a unit slip, "looks like kW".
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from dcplace.models.errors import InputProblem
 from dcplace.models.records import Scenario
 
 TOLERANCE_KM = 50.0
+LARGEST_CAMPUS_KW = 2e6  # 2 GW: above every campus in operation (models.records bounds a site at 10 GW)
 SEA_TOLERANCE_KM = 300.0  # a point at sea: 1:110m drops small islands (Batam is 110 km from Indonesia's polygons)
 EARTH_RADIUS_KM = 6371.0088
 
@@ -155,14 +158,32 @@ def power_warnings(scenario: Scenario) -> list[InputProblem]:
                                     "allow a cooling type that can hold a rack configuration of the catalog."))
             continue
         need, rc, c = min(options, key=lambda o: o[0])
+        densest, big, big_c = max(options, key=lambda o: o[0])
+        column = "power_limit_kw"  # or power_limit_mw, converted at load: the messages give both units
         if site.power_limit_kw < need - 1e-9:
             out.append(InputProblem(
-                file, row, "power_limit_kw",
+                file, row, column,
                 f"site '{site.id}' has {site.power_limit_kw:,.6g} kW, less than the smallest rack it could hold needs: "
                 f"{need:,.6g} kW of facility power (rack config '{rc.id}', {rc.kw_per_rack:,.6g} kW per rack, in '{c.id}' cooling at PUE "
                 f"{site.pue(c):.3g}); the site can never host anything.",
                 "raise power_limit_kw (a value meant in MW belongs in a power_limit_mw column), or drop the site."))
+        elif site.power_limit_kw < densest - 1e-9:
+            # a datacenter that cannot power one rack of the configurations it allows: almost always MW
+            # written in a kW column, or kW given as MW / 1000 (the magnitude checks of models.records)
+            out.append(InputProblem(
+                file, row, column,
+                f"site '{site.id}' has {site.power_limit_kw:,.6g} kW ({site.power_limit_kw / 1000:,.6g} MW), less than one rack of '{big.id}' needs ({densest:,.6g} kW of "
+                f"facility power at PUE {site.pue(big_c):.3g}); a datacenter this small looks like a unit slip (MW in a kW column?).",
+                "give the site's power in kW in power_limit_kw or in MW in power_limit_mw (e.g. power_limit_mw = 20 for 20 MW)."))
+        elif site.power_limit_kw > LARGEST_CAMPUS_KW:
+            out.append(InputProblem(
+                file, row, column,
+                f"site '{site.id}' has {site.power_limit_kw / 1000:,.6g} MW ({site.power_limit_kw / 1e6:,.3g} GW), more than any "
+                f"datacenter campus in operation (about {LARGEST_CAMPUS_KW / 1e6:g} GW at most); it looks like kW.",
+                "if the figure is in kW, give it in power_limit_kw (or divide it by 1000 in power_limit_mw); if the campus is real, "
+                "ignore this warning."))
     return out
+
 
 
 def rental_warnings(scenario: Scenario) -> list[InputProblem]:

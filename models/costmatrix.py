@@ -25,6 +25,9 @@ from dcplace.models.records import (
     Catalog,
     Chip,
     Cooling,
+    FLOOR_RACKS_MAX,
+    POWER_LIMIT_KW_MAX,
+    RTT_MS_MAX,
     Economics,
     Latency,
     RackConfig,
@@ -83,18 +86,26 @@ def scenario_from_cost_matrix(
     total_demand = sum(float(d) for d in demands) if not problems else 0.0
     if not math.isfinite(total_demand):
         bad("demands", "add up to more than a float can hold.", "give demands in a larger unit.")
+    # a capacity is a site's floor_racks, which has a physical range (models.records)
+    for k, c in enumerate(capacities or []):
+        if _non_negative(c) and c > FLOOR_RACKS_MAX:
+            bad(f"capacities[{k}]", f"is {c:,.6g}, above the {FLOOR_RACKS_MAX:,} units a facility can hold here.",
+                "give capacities and demands in a larger unit (divide both by the same factor).")
+    if capacities is None and total_demand > FLOOR_RACKS_MAX:
+        bad("demands", f"add up to {total_demand:,.6g}, above the {FLOOR_RACKS_MAX:,} units a facility can hold here.",
+            "give demands in a larger unit (divide them by the same factor), or give capacities.")
     if problems:
         raise ScenarioError(problems)
     caps = [int(c) for c in capacities] if capacities is not None else [max(math.ceil(total_demand), 1)] * m
     sites = [
         dict(id=f"w{i + 1}", name=f"Warehouse {i + 1}", lat=0, lon=0, country="XX", power_price_usd_per_mwh=0,
-             grid_carbon_g_per_kwh=0, power_limit_kw=1e9, floor_racks=caps[i], fixed_cost_usd_per_year=float(fixed_costs[i]),
+             grid_carbon_g_per_kwh=0, power_limit_kw=POWER_LIMIT_KW_MAX, floor_racks=caps[i], fixed_cost_usd_per_year=float(fixed_costs[i]),
              colocation_usd_per_kw_month=0, cooling_allowed=("any",))
         for i in range(m)
     ]
     regions = [
         dict(id=f"c{j + 1}", name=f"Customer {j + 1}", lat=0, lon=0, country="XX",
-             demand_tok_s={"demand": float(demands[j])}, rtt_budget_ms={"demand": 1e6})
+             demand_tok_s={"demand": float(demands[j])}, rtt_budget_ms={"demand": RTT_MS_MAX})
         for j in range(n)
     ]
     # sites, regions and pairs as plain dicts, validated by the Scenario in one call into pydantic's

@@ -1,6 +1,7 @@
 """A CSV file's text read into a frame of strings, with a problem that names the line and
 says what to do for each way a CSV goes wrong: not UTF-8, not comma-separated, line ends of
-two kinds, empty, a row with more cells than the header, a quote never closed."""
+two kinds, empty, a row with more cells than the header, a quote never closed; and the other
+way, text cells made safe to open in a spreadsheet for every CSV dcplace writes for people."""
 
 from __future__ import annotations
 
@@ -83,3 +84,53 @@ def _shape_problem(text: str) -> tuple[int, None, str, str] | None:
 def one_line(exc: BaseException) -> str:
     """A reader's error text on one line, without its trailing period (the message adds its own)."""
     return " ".join(str(exc).split()).rstrip(".") or type(exc).__name__
+
+
+# A spreadsheet reads a cell that starts with one of these as a formula (OWASP "CSV
+# injection"): =HYPERLINK(...), +cmd|..., -2+3, @SUM(...); tab and CR also start one.
+_FORMULA = re.compile(r"^'*[=+\-@\t\r]")
+_NEUTRALISED = re.compile(r"^'+[=+\-@\t\r]")
+
+
+def spreadsheet_text(value: object) -> object:
+    """A text cell safe to open in a spreadsheet: text that a spreadsheet would run as a
+    formula gets a leading `'` (OWASP), so `=HYPERLINK("…")` shows as typed. Numbers, and
+    anything else that is not a str, are returned unchanged, so `-3.5` stays a number.
+
+    Reversible (`from_spreadsheet_text`): text already starting with quotes before such a
+    character gets one more, so every name reads back exactly."""
+    return "'" + value if isinstance(value, str) and _FORMULA.match(value) else value
+
+
+def from_spreadsheet_text(value: object) -> object:
+    """The text `spreadsheet_text` was given (for dcplace reading its own spreadsheet CSVs)."""
+    return value[1:] if isinstance(value, str) and _NEUTRALISED.match(value) else value
+
+
+def _map_text_columns(frame: pd.DataFrame, fn) -> pd.DataFrame:
+    """A copy of `frame` with `fn` applied to its text cells; numeric, boolean and geometry
+    columns are left as they are (a negative number is a number, not a formula)."""
+    out = frame.copy()
+    for column in out.columns:
+        if out[column].dtype == object or pd.api.types.is_string_dtype(out[column].dtype):
+            if column == getattr(out, "_geometry_column_name", None):
+                continue
+            out[column] = out[column].map(fn)
+    return out
+
+
+def spreadsheet_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """A copy of `frame` whose text cells are `spreadsheet_text`."""
+    return _map_text_columns(frame, spreadsheet_text)
+
+
+def from_spreadsheet_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """Undo `spreadsheet_frame` on a frame read back from such a CSV."""
+    return _map_text_columns(frame, from_spreadsheet_text)
+
+
+def write_spreadsheet_csv(frame: pd.DataFrame, path: Path) -> None:
+    """Write a CSV meant for people (a spreadsheet): text cells `spreadsheet_text`, numbers as
+    they are. Every CSV dcplace writes for people goes through here; files it reads back as
+    inputs (inputs/, scenario folders) keep every value exactly."""
+    spreadsheet_frame(frame).to_csv(path, index=False)

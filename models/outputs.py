@@ -13,18 +13,25 @@ into place whole. The one home of the rules that keep a user's files safe:
   destination, and only when its name says it was made on this host by a process that is
   no longer alive. A destination caught mid-swap (its old copy renamed aside, the process
   killed before the new one moved in) is restored from that copy.
+* Only one run writes a destination at a time: `solve` takes `destination_lock` (an flock on
+  `.<name>.dcplace-lock` beside it) before it solves and keeps it until its folder is in place,
+  so a second run with the same --out is refused at once (naming the other process) instead of
+  reporting a folder that the first then replaces, or being replaced by it. A lock left by a
+  dead process is taken over. `batch` takes the same kind of lock inside its folder.
 * Folders are made with os.mkdir, so they honour the umask like any other tool (a shared
   server's colleagues can read plans when the umask lets them).
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
 import secrets
 import shutil
 import socket
+import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -151,7 +158,20 @@ def check_destination(out_dir: str | Path, kind: str) -> Path:
     existing = next(p for p in [out_dir, *out_dir.parents] if p.exists())
     if not os.access(existing, os.W_OK | os.X_OK):
         raise OutputRefused(out_dir, f"cannot be written: {existing} is not writable by this user.", "choose a folder you can write to.")
+    _probe(out_dir, existing)
     return out_dir
+
+
+def _probe(out_dir: Path, existing: Path) -> None:
+    """Create and remove a file in `existing`: os.access says yes to root everywhere, also on
+    /sys, /proc or a read-only mount, which then refused the plan only after the solve."""
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".dcplace-probe-", dir=existing)
+    except OSError as exc:
+        raise OutputRefused(out_dir, f"cannot be written: {existing} does not take new files ({exc.strerror or exc}).",
+                            "choose a folder you can write to.") from None
+    os.close(fd)
+    os.unlink(probe)
 
 
 def process_alive(pid: int) -> bool:
@@ -168,6 +188,116 @@ def process_alive(pid: int) -> bool:
     except OSError:
         return True  # no /proc: the signal test is all we have
     return stat.rsplit(")", 1)[-1].split()[0] != "Z"
+
+
+class OutputBusy(OutputRefused):
+    """Another live process holds the lock on this output (exit 2, like any refused output)."""
+
+
+class ExclusiveLock:
+    """An flock on the file `path`: one writer at a time (released by the kernel even on kill -9).
+
+    The file records the owner's pid, host and start time. A lock that is held although its
+    recorded owner is dead (a process that inherited the file and outlived its run: a batch's
+    pool worker where workers cannot be tied to their parent) is taken over: the file is
+    replaced by a new one and locked. Every acquisition (and, with `remove`, every release)
+    happens under a short flock on `guard` (a file, or a folder), so two runs cannot both take
+    a stale lock over. `busy(owner)` makes the exception for a live owner ("pid 12 on host").
+    With `remove` the file goes when the lock is released, so nothing is left beside the output."""
+
+    def __init__(self, path: Path, guard: Path, busy, remove: bool = False):
+        self.path, self.guard, self.busy, self.remove = Path(path), Path(guard), busy, remove
+
+    def _try(self):
+        handle = self.path.open("a+")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return handle, False
+        return handle, True
+
+    @contextmanager
+    def _guarded(self) -> Iterator[None]:
+        fd = os.open(self.guard, os.O_RDONLY) if self.guard.is_dir() else os.open(self.guard, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing releases the flock
+
+    def __enter__(self):
+        with self._guarded():
+            handle, ok = self._try()
+            if not ok:
+                handle.seek(0)
+                owner = handle.read().split()
+                pid = int(owner[0]) if owner and owner[0].isdigit() else None
+                same_host = len(owner) > 1 and owner[1] == socket.gethostname()
+                if pid is not None and same_host and not process_alive(pid) and os.fstat(handle.fileno()).st_ino == os.stat(self.path).st_ino:
+                    os.unlink(self.path)  # its holder is an orphan of a dead run; a new lock file
+                    handle.close()
+                    handle, ok = self._try()
+                if not ok:
+                    handle.close()
+                    who = f"pid {pid} on {owner[1]}" + (f", since {owner[2]}" if len(owner) > 2 else "") if pid is not None and len(owner) > 1 else "a process"
+                    raise self.busy(who)
+            handle.seek(0)
+            handle.truncate()
+            handle.write(f"{os.getpid()} {socket.gethostname()} {datetime.now(timezone.utc).isoformat(timespec='seconds')}\n")
+            handle.flush()
+            self.handle = handle
+        return self
+
+    def __exit__(self, *exc):
+        if self.remove:
+            with self._guarded():  # no acquisition between the unlink and the unlock
+                try:
+                    if os.fstat(self.handle.fileno()).st_ino == os.stat(self.path).st_ino:
+                        os.unlink(self.path)
+                except OSError:
+                    pass
+                self._release()
+        else:
+            self._release()
+
+    def _release(self) -> None:
+        try:
+            self.handle.truncate(0)
+        except OSError:
+            pass
+        fcntl.flock(self.handle, fcntl.LOCK_UN)
+        self.handle.close()
+
+
+@contextmanager
+def destination_lock(out_dir: str | Path, kind: str) -> Iterator[Path]:
+    """Hold the lock on the `kind` folder `out_dir` (checked with check_destination first) for a
+    whole run: take it before the work, keep it until the folder is in place. Another live run
+    holding it raises OutputBusy at once, naming that process. The lock file lives beside the
+    destination (`.<name>.dcplace-lock`, removed on release); folders above it that are made
+    for it and stay empty are removed again."""
+    out_dir = check_destination(out_dir, kind)
+    made = [p for p in reversed(out_dir.parents) if not p.exists()]
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+
+    def busy(who: str) -> OutputBusy:
+        return OutputBusy(out_dir, f"is being written by another dcplace run ({who}); two runs writing one folder would "
+                          "leave only one of their results.", "wait for that run to finish, or give this one another --out.")
+
+    lock = out_dir.parent / f".{out_dir.name}.dcplace-lock"
+    try:
+        with ExclusiveLock(lock, out_dir.parent, busy, remove=True):
+            _OWN_LOCKS.add(lock)  # a SIGTERM removes it with the staging (remove_own_staging)
+            try:
+                yield out_dir
+            finally:
+                _OWN_LOCKS.discard(lock)
+    finally:
+        for folder in reversed(made):
+            try:
+                folder.rmdir()  # made for the lock and still empty (a run that failed before writing)
+            except OSError:
+                break
 
 
 def remove_stale_staging(parent: Path, name: str | None = None) -> list[Path]:
@@ -192,8 +322,9 @@ def remove_stale_staging(parent: Path, name: str | None = None) -> list[Path]:
 
 
 _OWN_STAGES: set[Path] = set()  # staging folders of this process not yet moved into place or removed
+_OWN_LOCKS: set[Path] = set()  # destination lock files this process holds (destination_lock)
 _OWN_SWAPS: dict[Path, Path] = {}  # old folder set aside -> its destination, while a swap is between its renames
-os.register_at_fork(after_in_child=lambda: (_OWN_STAGES.clear(), _OWN_SWAPS.clear()))  # a forked worker owns none of its parent's
+os.register_at_fork(after_in_child=lambda: (_OWN_STAGES.clear(), _OWN_SWAPS.clear(), _OWN_LOCKS.clear()))  # a forked worker owns none of its parent's
 
 
 _MOVES: dict = {"depth": 0, "pending": None}  # files moving into place, and a signal that came meanwhile
@@ -229,9 +360,9 @@ def defer_while_moving(handler):
 
 
 def remove_own_staging() -> None:
-    """Remove this process's staging folders now: for a SIGTERM handler, since the default action
-    ends the process without unwinding the `finally` that would have removed them. A swap caught
-    between its two renames gets its old folder back."""
+    """Remove this process's staging folders (and the lock files it holds) now: for a SIGTERM
+    handler, since the default action ends the process without unwinding the `finally` that
+    would have removed them. A swap caught between its two renames gets its old folder back."""
     for old, destination in list(_OWN_SWAPS.items()):
         if old.exists() and not destination.exists():
             os.rename(old, destination)  # stopped between the two renames of a swap: the old folder goes back
@@ -239,6 +370,12 @@ def remove_own_staging() -> None:
     for stage in list(_OWN_STAGES):
         shutil.rmtree(stage, ignore_errors=True)
         _OWN_STAGES.discard(stage)
+    for lock in list(_OWN_LOCKS):  # still ours (flocked until the process ends): no other run holds this file
+        try:
+            os.unlink(lock)
+        except OSError:
+            pass
+        _OWN_LOCKS.discard(lock)
 
 
 def _sibling(out_dir: Path, what: str) -> Path:
@@ -324,4 +461,4 @@ def claim_folder(out_dir: str | Path, kind: str) -> Path:
     return out_dir
 
 
-__all__ = ["OutputRefused", "MARKER", "check_destination", "check_new_folder", "staged_folder", "staged_files", "Stage", "claim_folder", "remove_stale_staging", "remove_own_staging", "new_stage", "drop_stage", "defer_while_moving"]
+__all__ = ["OutputRefused", "OutputBusy", "ExclusiveLock", "destination_lock", "MARKER", "check_destination", "check_new_folder", "staged_folder", "staged_files", "Stage", "claim_folder", "remove_stale_staging", "remove_own_staging", "new_stage", "drop_stage", "defer_while_moving"]

@@ -15,6 +15,7 @@ from typing import Any, Callable, Literal
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from dcplace.models.csvtext import write_spreadsheet_csv
 from dcplace.models.files import write_scenario
 from dcplace.models.outputs import check_destination, staged_folder
 from dcplace.models.records import Scenario
@@ -229,18 +230,18 @@ def write_plan_files(plan: Plan, scenario: Scenario, folder: Path) -> None:
     tmp = Path(folder)
     tmp.mkdir(parents=True, exist_ok=True)
     (tmp / "plan.json").write_text(plan.model_dump_json(indent=2))
-    _site_rows(plan).to_csv(tmp / "sites.csv", index=False)
-    pd.DataFrame([a.model_dump() for a in plan.assignments], columns=list(Assignment.model_fields)).to_csv(
-        tmp / "assignments.csv", index=False
-    )
-    pd.DataFrame([j.model_dump() for j in plan.jobs], columns=list(JobPlacement.model_fields)).to_csv(tmp / "jobs.csv", index=False)
+    # The CSVs are for people (spreadsheets): a name a spreadsheet would run as a formula gets
+    # a leading ' (models.csvtext); plan.json and inputs/ keep every value exactly.
+    write_spreadsheet_csv(_site_rows(plan), tmp / "sites.csv")
+    write_spreadsheet_csv(pd.DataFrame([a.model_dump() for a in plan.assignments], columns=list(Assignment.model_fields)), tmp / "assignments.csv")
+    write_spreadsheet_csv(pd.DataFrame([j.model_dump() for j in plan.jobs], columns=list(JobPlacement.model_fields)), tmp / "jobs.csv")
     if plan.clock:
         for name, rows, model in (("hourly", plan.hourly, HourLine), ("dispatch", plan.dispatch, DispatchLine),
                                   ("backfill", plan.backfill, BackfillLine), ("rentals", plan.rentals, RentalLine),
                                   ("rent_assignments", plan.rent_assignments, Assignment)):
-            pd.DataFrame([r.model_dump() for r in rows], columns=list(model.model_fields)).to_csv(tmp / f"{name}.csv", index=False)
+            write_spreadsheet_csv(pd.DataFrame([r.model_dump() for r in rows], columns=list(model.model_fields)), tmp / f"{name}.csv")
         if plan.routing:  # routing per hour (docs/clock.md); a plan routed by the day has no routing.csv
-            pd.DataFrame([r.model_dump() for r in plan.routing], columns=list(RouteLine.model_fields)).to_csv(tmp / "routing.csv", index=False)
+            write_spreadsheet_csv(pd.DataFrame([r.model_dump() for r in plan.routing], columns=list(RouteLine.model_fields)), tmp / "routing.csv")
     write_scenario(scenario, tmp / "inputs")
     (tmp / "inputs" / "provenance.json").write_text(json.dumps(plan.provenance, indent=2, sort_keys=True))
 
@@ -305,6 +306,15 @@ def plan_json_edited(folder: str | Path) -> bool:
         return hashlib.sha256((folder / "plan.json").read_bytes()).hexdigest() != recorded
     except (OSError, ValueError, KeyError, TypeError, RecursionError):
         return False
+
+
+def manifest_removed(folder: str | Path) -> bool:
+    """Whether `folder` was written with a manifest.json that is gone: its marker (written at the
+    move into place) lists the file. A folder from before manifests has none in its list."""
+    from dcplace.models.outputs import read_marker
+
+    marker = read_marker(Path(folder)) or {}
+    return MANIFEST_NAME in marker.get("files", []) and not (Path(folder) / MANIFEST_NAME).is_file()
 
 
 class PlanFileError(ValueError):

@@ -83,9 +83,25 @@ def _power_steps(value: Any) -> Any:
     return value
 
 
-PowerSteps = Annotated[tuple[tuple[Annotated[int, Field(ge=1900, le=2200)], Annotated[float, Field(gt=0, allow_inf_nan=False)]], ...],
+PowerSteps = Annotated[tuple[tuple[Annotated[int, Field(ge=1900, le=2200)],
+                                   Annotated[float, Field(gt=0, le=10_000, allow_inf_nan=False)]], ...],  # MW: 10 GW per site
                        BeforeValidator(_power_steps)]
 Year = Annotated[int, Field(ge=1900, le=2200)]
+
+
+# Physical ranges (issue 50 item 3): every number an input gives has an upper bound as well as
+# a lower one, so that a slip (1e30, a value in another unit) is a problem naming its cell
+# rather than a model HiGHS cannot solve. The bounds are generous: far above any real value,
+# far below what upsets the solver's numerics.
+POWER_LIMIT_KW_MAX = 1e7  # 10 GW per site: the largest campuses announced are about 5 GW
+FLOOR_RACKS_MAX = 10_000_000  # rack positions per site: 10 GW at 1 kW per rack
+USD_PER_YEAR_MAX = 1e12  # an annual cost or budget line: about the world's yearly datacenter spend, times three
+USD_MAX = 1e13  # an upfront amount (a capex budget)
+GPUS_MAX = 1e8  # GPUs of one job, one cluster or one cloud cap: a hundred times the largest cluster built
+TOK_S_MAX = 1e12  # tokens per second: peak demand of one region and class, or one GPU's throughput
+RTT_MS_MAX = 10_000.0  # a round trip: twice around the Earth in fibre is about 400 ms
+TIER_MAX = 100  # fabric tiers are small integers
+CARBON_PRICE_USD_PER_T_MAX = 1e9  # far above any policy's: the trade-off curve's least-carbon anchor prices carbon this high
 
 
 def fix(text: str) -> dict[str, str]:
@@ -150,13 +166,16 @@ class Site(Record):
     country: str = Field(min_length=2, max_length=2, json_schema_extra=fix("ISO 3166-1 alpha-2 code, e.g. US, DE"))
     power_price_usd_per_mwh: float = Field(ge=0, json_schema_extra=fix("energy price in USD per MWh, e.g. 80"))
     grid_carbon_g_per_kwh: float = Field(ge=0, le=2000, json_schema_extra=fix("grid carbon intensity in g CO2 per kWh, 0..2000"))
-    power_limit_kw: float = Field(gt=0, json_schema_extra=fix("facility power available in kW (or give power_limit_mw)"))
-    floor_racks: int = Field(ge=0, json_schema_extra=fix("floor space as a whole number of rack positions"))
-    fixed_cost_usd_per_year: float = Field(ge=0, json_schema_extra=fix("annual fixed cost of opening the site, USD per year"))
-    colocation_usd_per_kw_month: float = Field(ge=0, json_schema_extra=fix("colocation or build cost, USD per kW of IT per month"))
+    power_limit_kw: float = Field(gt=0, le=POWER_LIMIT_KW_MAX, json_schema_extra=fix(
+        "facility power available in kW, at most 10 GW per site (or give power_limit_mw)"))
+    floor_racks: int = Field(ge=0, le=FLOOR_RACKS_MAX, json_schema_extra=fix("floor space as a whole number of rack positions"))
+    fixed_cost_usd_per_year: float = Field(ge=0, le=USD_PER_YEAR_MAX, json_schema_extra=fix(
+        "annual fixed cost of opening the site, USD per year"))
+    colocation_usd_per_kw_month: float = Field(ge=0, le=10_000, json_schema_extra=fix(
+        "colocation or build cost, USD per kW of IT per month (e.g. 150; a value in the thousands is probably per year or per MW)"))
     cooling_allowed: NameList = Field(min_length=1, json_schema_extra=fix("cooling ids separated by ';', e.g. air;dlc"))
     pue_climate_factor: float = Field(default=1.0, gt=0, le=3, json_schema_extra=fix("multiplier on the cooling overhead (PUE - 1); 1 = the catalog's PUE"))
-    build_usd_per_mw: BuildCost = Field(default=None, gt=0, json_schema_extra=fix(
+    build_usd_per_mw: BuildCost = Field(default=None, gt=0, le=1e9, json_schema_extra=fix(
         "cost to build a self-owned campus here, USD per MW of IT (critical) load, e.g. 11700000; empty = economics.build_usd_per_mw"))
     # time to power (docs/periods.md): read only when the scenario has periods
     power_from_year: Year | None = Field(default=None, json_schema_extra=fix(
@@ -168,9 +187,11 @@ class Site(Record):
     @classmethod
     def _price_not_per_kwh(cls, value: float) -> float:
         if 0 < value < 5:
-            raise ValueError(f"{value} USD/MWh is implausibly low; it looks like a price per kWh (multiply by 1000)")
+            raise ValueError(f"{value} USD/MWh is implausibly low; it looks like a price per kWh (multiply by 1000); "
+                             "the physical range is 0, or 5 to 2,000 USD/MWh")
         if value > 2000:
-            raise ValueError(f"{value} USD/MWh is implausibly high; it looks like a price in another unit (expected USD per MWh)")
+            raise ValueError(f"{value} USD/MWh is implausibly high; it looks like a price in another unit (expected USD per MWh, "
+                             "0, or 5 to 2,000)")
         return value
 
     def pue(self, cooling: Cooling) -> float:
@@ -186,15 +207,15 @@ class Region(Record):
     lat: float = Field(ge=-90, le=90, json_schema_extra=fix("latitude in decimal degrees, -90..90 (did you swap lat and lon?)"))
     lon: float = Field(ge=-180, le=180, json_schema_extra=fix("longitude in decimal degrees, -180..180"))
     country: str = Field(min_length=2, max_length=2, json_schema_extra=fix("ISO 3166-1 alpha-2 code, e.g. US, DE"))
-    population: int = Field(default=0, ge=0)
-    demand_tok_s: dict[str, Annotated[float, Field(ge=0, allow_inf_nan=False)]] = Field(
+    population: int = Field(default=0, ge=0, le=10_000_000_000, json_schema_extra=fix("people in the region"))
+    demand_tok_s: dict[str, Annotated[float, Field(ge=0, le=TOK_S_MAX, allow_inf_nan=False)]] = Field(
         json_schema_extra=fix("peak demand in tokens per second, >= 0")
     )
-    rtt_budget_ms: dict[str, Annotated[float, Field(gt=0, allow_inf_nan=False)]] = Field(
-        json_schema_extra=fix("round-trip latency budget in milliseconds, > 0")
+    rtt_budget_ms: dict[str, Annotated[float, Field(gt=0, le=RTT_MS_MAX, allow_inf_nan=False)]] = Field(
+        json_schema_extra=fix("round-trip latency budget in milliseconds, > 0 (a value in the thousands is probably microseconds)")
     )
     allowed_countries: NameList = Field(default=(), json_schema_extra=fix("ISO codes separated by ';'; empty = any country"))
-    failover_rtt_ms: dict[str, Annotated[float, Field(gt=0, allow_inf_nan=False)]] = Field(
+    failover_rtt_ms: dict[str, Annotated[float, Field(gt=0, le=RTT_MS_MAX, allow_inf_nan=False)]] = Field(
         default={}, json_schema_extra=fix("round-trip budget in ms this region accepts while a site is down (failover_rtt_<class>_ms), > 0")
     )
     utc_offset_h: float | None = Field(default=None, ge=-12, le=14, json_schema_extra=fix(
@@ -207,7 +228,7 @@ class Chip(Record):
     id: str = Field(min_length=1)
     name: str = Field(min_length=1)
     vendor: str = ""
-    capex_usd_per_gpu: float = Field(ge=0, json_schema_extra=fix("purchase price per GPU in USD"))
+    capex_usd_per_gpu: float = Field(ge=0, le=10_000_000, json_schema_extra=fix("purchase price per GPU in USD"))
     life_years: float = Field(gt=0, le=30, json_schema_extra=fix("depreciation life in years"))
     h100_equiv: float = Field(ge=0, le=100, json_schema_extra=fix("training throughput relative to one H100 (0 = not a training chip)"))
     available_from_year: Year | None = Field(default=None, json_schema_extra=fix(
@@ -219,8 +240,8 @@ class RackConfig(Record):
 
     id: str = Field(min_length=1)
     chip: str = Field(min_length=1)
-    gpus_per_server: int = Field(gt=0)
-    servers_per_rack: int = Field(gt=0)
+    gpus_per_server: int = Field(gt=0, le=1000, json_schema_extra=fix("GPUs in one server (or one compute tray), e.g. 8"))
+    servers_per_rack: int = Field(gt=0, le=1000, json_schema_extra=fix("servers (or compute trays) in one rack, e.g. 4"))
     server_kw: float = Field(gt=0, le=200, json_schema_extra=fix("server power in kW (a value in the thousands is probably watts)"))
     rack_overhead_kw: float = Field(default=0.0, ge=0, le=100, json_schema_extra=fix("switches and PDUs per rack, kW"))
 
@@ -240,9 +261,9 @@ class Cooling(Record):
     name: str = Field(min_length=1)
     max_kw_per_rack: float = Field(gt=0, le=1000, json_schema_extra=fix("highest rack density the cooling can hold, kW per rack"))
     pue: float = Field(ge=1, le=3, json_schema_extra=fix("power usage effectiveness, facility / IT energy, >= 1"))
-    capex_usd_per_kw: float = Field(ge=0, json_schema_extra=fix("cooling capex per kW of IT, USD"))
+    capex_usd_per_kw: float = Field(ge=0, le=100_000, json_schema_extra=fix("cooling capex per kW of IT, USD"))
     life_years: float = Field(gt=0, le=50)
-    zone_fixed_usd_per_year: float = Field(ge=0, json_schema_extra=fix("annual fixed cost of building a zone of this type at a site, USD"))
+    zone_fixed_usd_per_year: float = Field(ge=0, le=USD_PER_YEAR_MAX, json_schema_extra=fix("annual fixed cost of building a zone of this type at a site, USD"))
     # liquid-ready halls (docs/periods.md): one-time costs, read only when the scenario has periods
     ready_usd_per_kw: float = Field(default=0.0, ge=0, le=20000, json_schema_extra=fix(
         "one-time cost per kW of IT of building a site ready for this cooling when it is first built, USD per kW (0 = no premium)"))
@@ -256,11 +277,11 @@ class Fabric(Record):
 
     id: str = Field(min_length=1)
     name: str = Field(min_length=1)
-    tier: int = Field(ge=0)
-    cost_usd_per_gpu: float = Field(ge=0, json_schema_extra=fix("fabric cost per GPU port in USD"))
+    tier: int = Field(ge=0, le=TIER_MAX)
+    cost_usd_per_gpu: float = Field(ge=0, le=10_000_000, json_schema_extra=fix("fabric cost per GPU port in USD"))
     life_years: float = Field(gt=0, le=30)
     training_efficiency: float = Field(gt=0, le=1, json_schema_extra=fix("fraction of ideal scaling kept at cluster size, 0..1"))
-    max_cluster_gpus: int = Field(gt=0, json_schema_extra=fix("largest cluster the fabric carries, in GPUs"))
+    max_cluster_gpus: int = Field(gt=0, le=GPUS_MAX, json_schema_extra=fix("largest cluster the fabric carries, in GPUs"))
 
 
 class Workload(Record):
@@ -276,7 +297,7 @@ class Throughput(Record):
 
     chip: str = Field(min_length=1)
     workload: str = Field(min_length=1)
-    tok_s_per_gpu: float = Field(gt=0, json_schema_extra=fix("tokens per second per GPU, > 0; omit the row if the chip cannot serve the class"))
+    tok_s_per_gpu: float = Field(gt=0, le=TOK_S_MAX, json_schema_extra=fix("tokens per second per GPU, > 0; omit the row if the chip cannot serve the class"))
 
 
 class TrainingJob(Record):
@@ -284,15 +305,15 @@ class TrainingJob(Record):
 
     id: str = Field(min_length=1)
     name: str = Field(min_length=1)
-    gpus_h100_equiv: float = Field(gt=0, json_schema_extra=fix("GPUs needed concurrently, in H100 equivalents"))
+    gpus_h100_equiv: float = Field(gt=0, le=GPUS_MAX, json_schema_extra=fix("GPUs needed concurrently, in H100 equivalents"))
     eligible_chips: NameList = Field(default=(), json_schema_extra=fix("chip ids separated by ';'; empty = any training chip"))
-    min_fabric_tier: int = Field(default=0, ge=0)
+    min_fabric_tier: int = Field(default=0, ge=0, le=TIER_MAX)
     allowed_countries: NameList = Field(default=(), json_schema_extra=fix("ISO codes separated by ';'; empty = any country"))
     standby_required: bool = Field(default=False, json_schema_extra=fix(
         "true: a second site must hold the capacity and fabric to resume the job if its site is lost; false: accept the delay"))
     interruptible: bool = Field(default=False, json_schema_extra=fix(
         "true: the job may run on inference GPUs in the hours the served load leaves them idle (needs the clock)"))
-    gpu_hours_per_day: float | None = Field(default=None, gt=0, json_schema_extra=fix(
+    gpu_hours_per_day: float | None = Field(default=None, gt=0, le=GPUS_MAX * 24, json_schema_extra=fix(
         "H100-equivalent GPU-hours the job needs per day when interruptible; empty = gpus_h100_equiv x 24"))
 
     from_year: Year | None = Field(default=None, json_schema_extra=fix(
@@ -338,8 +359,8 @@ class CloudRegion(Record):
         "on-demand price in USD per GPU-hour (not per instance-hour); empty = not offered on demand"))
     usd_per_gpu_hour_reserved: float | None = Field(default=None, gt=0, le=1000, json_schema_extra=fix(
         "reserved (committed) price in USD per GPU-hour, paid for every hour of the year; empty = not offered"))
-    cap_gpus: float | None = Field(default=None, gt=0, json_schema_extra=fix("most GPUs rentable at once; empty = no cap"))
-    fabric_tier: int = Field(default=0, ge=0, json_schema_extra=fix("tier of the cluster fabric the rented GPUs sit on (fabrics.csv tiers)"))
+    cap_gpus: float | None = Field(default=None, gt=0, le=GPUS_MAX, json_schema_extra=fix("most GPUs rentable at once; empty = no cap"))
+    fabric_tier: int = Field(default=0, ge=0, le=TIER_MAX, json_schema_extra=fix("tier of the cluster fabric the rented GPUs sit on (fabrics.csv tiers)"))
     period: str = ""
     source: str = ""
 
@@ -354,7 +375,7 @@ class PairCost(Row):
     region: str = Field(min_length=1)
     site: str = Field(min_length=1)
     workload: str = Field(min_length=1)
-    usd_per_year: float = Field(ge=0, json_schema_extra=fix("annual cost of serving the whole class demand from the site, USD"))
+    usd_per_year: float = Field(ge=0, le=USD_PER_YEAR_MAX, json_schema_extra=fix("annual cost of serving the whole class demand from the site, USD"))
 
     @field_validator("usd_per_year", mode="before")
     @classmethod
@@ -375,9 +396,11 @@ class Economics(Record):
     inference_target_utilization: float = Field(
         default=0.7, gt=0, le=1, json_schema_extra=fix("share of a GPU's rated throughput planned at peak, 0..1")
     )
-    carbon_price_usd_per_t: float = Field(default=0.0, ge=0)
+    # Wide ranges: a trade-off curve (optimizer.studies.pareto) steers with prices far above any policy's
+    carbon_price_usd_per_t: float = Field(default=0.0, ge=0, le=CARBON_PRICE_USD_PER_T_MAX, json_schema_extra=fix(
+        "price of a tonne of CO2 in USD, e.g. 100"))
     transport_usd_per_tok_s_1000km_year: float = Field(
-        default=0.0, ge=0, json_schema_extra=fix("network transport cost, USD per year per (token/s of peak demand x 1000 km)")
+        default=0.0, ge=0, le=1e9, json_schema_extra=fix("network transport cost, USD per year per (token/s of peak demand x 1000 km)")
     )
     hours_per_year: float = Field(default=8760.0, gt=0, le=8784)
     # self-build of training campuses (docs/formulation.md, self_build_*): off unless a build cost is given here or per
@@ -385,16 +408,16 @@ class Economics(Record):
     self_build: bool = Field(default=True, json_schema_extra=fix(
         "true: sites with a build cost (here or in sites.csv) may self-build a training campus; false: every site leases "
         "(the build costs stay in the scenario, unused)"))
-    build_usd_per_mw: BuildCost = Field(default=None, gt=0, json_schema_extra=fix(
+    build_usd_per_mw: BuildCost = Field(default=None, gt=0, le=1e9, json_schema_extra=fix(
         "cost to build a self-owned campus, USD per MW of IT (critical) load, e.g. 11700000; empty = no self-build "
         "(sites.csv build_usd_per_mw may still give it per site)"))
     build_om_share_per_year: float = Field(default=0.0, ge=0, le=0.5, json_schema_extra=fix(
         "annual operation and maintenance of a self-built campus as a share of its build cost, 0..0.5 (e.g. 0.03 = 3 % a year)"))
     build_life_years: float = Field(default=20.0, gt=0, le=100, json_schema_extra=fix(
         "years over which a self-built campus is annualized with the CRF, > 0"))
-    min_campus_mw: float = Field(default=0.0, ge=0, json_schema_extra=fix(
+    min_campus_mw: float = Field(default=0.0, ge=0, le=10_000, json_schema_extra=fix(
         "smallest campus anyone self-builds, MW of IT load (below it the site leases); >= 0"))
-    campus_fixed_usd_per_year: float = Field(default=0.0, ge=0, json_schema_extra=fix(
+    campus_fixed_usd_per_year: float = Field(default=0.0, ge=0, le=USD_PER_YEAR_MAX, json_schema_extra=fix(
         "annual fixed cost of owning a campus at a site, USD per year, whatever its size"))
 
 
@@ -403,7 +426,8 @@ class Latency(Record):
 
     route_factor: float = Field(default=2.1, ge=1, le=5, json_schema_extra=fix("fibre path length / great-circle distance, >= 1"))
     fiber_km_per_ms: float = Field(default=204.0, gt=0, le=300, json_schema_extra=fix("one-way propagation speed in fibre, km per ms"))
-    overhead_ms: float = Field(default=5.0, ge=0)
+    overhead_ms: float = Field(default=5.0, ge=0, le=1000, json_schema_extra=fix(
+        "fixed round-trip overhead in ms (queueing, last mile), e.g. 5"))
     backbone: str | None = Field(default=None, json_schema_extra=fix("a CSV of backbone edges: from,to,km"))
 
 
@@ -411,10 +435,11 @@ class Policies(Record):
     """Switchable business rules."""
 
     max_share_per_site: float = Field(default=1.0, gt=0, le=1, json_schema_extra=fix("largest share of a region's demand one site may serve, 0..1"))
-    carbon_cap_t_per_year: float | None = Field(default=None, ge=0)
-    capex_budget_usd: float | None = Field(default=None, ge=0, json_schema_extra=fix("upfront capital budget in USD (not annualized)"))
-    min_sites: int = Field(default=0, ge=0)
-    max_sites: int | None = Field(default=None, ge=1)
+    carbon_cap_t_per_year: float | None = Field(default=None, ge=0, le=1e11, json_schema_extra=fix(
+        "most tonnes of CO2 a year the plan may emit (the world emits about 4e10)"))
+    capex_budget_usd: float | None = Field(default=None, ge=0, le=USD_MAX, json_schema_extra=fix("upfront capital budget in USD (not annualized)"))
+    min_sites: int = Field(default=0, ge=0, le=FLOOR_RACKS_MAX)
+    max_sites: int | None = Field(default=None, ge=1, le=FLOOR_RACKS_MAX)
     forced_sites: NameList = ()
     forbidden_sites: NameList = ()
     single_purpose_sites: bool = False
@@ -423,7 +448,7 @@ class Policies(Record):
     survive_site_loss: SurviveMap = Field(default={}, json_schema_extra=fix(
         "class -> share of demand that must survive the loss of any one site, 0 < share <= 1 (e.g. {chat: 1, reasoning: 0.8}); "
         "a list of classes means 1 each"))
-    failover_rtt_ms: dict[str, Annotated[float, Field(gt=0, allow_inf_nan=False)]] = Field(default={}, json_schema_extra=fix(
+    failover_rtt_ms: dict[str, Annotated[float, Field(gt=0, le=RTT_MS_MAX, allow_inf_nan=False)]] = Field(default={}, json_schema_extra=fix(
         "class -> round-trip budget in ms while a site is down; default twice the region's rtt_budget_<class>_ms"))
     site_outage_days: float = Field(default=14.0, gt=0, le=365, json_schema_extra=fix("days a lost site stays down, for the outage table"))
     standby_resume_days: float = Field(default=1.0, ge=0, le=365, json_schema_extra=fix(
@@ -437,7 +462,7 @@ class Clock(Record):
         "0 = off (every site sized for the sum of the peaks it serves); 24 = every hour; 1..23 = that many representative blocks"))
     idle_power_share: float = Field(default=0.3, ge=0, le=1, json_schema_extra=fix(
         "share of its rated power an inference rack draws when it serves nothing, 0..1"))
-    inference_fabric_tier: int = Field(default=1, ge=0, json_schema_extra=fix(
+    inference_fabric_tier: int = Field(default=1, ge=0, le=TIER_MAX, json_schema_extra=fix(
         "fabric tier inference racks sit on (fabrics.csv tiers): interruptible jobs needing more cannot use their troughs"))
     routing: Literal["day", "hour"] = Field(default="day", json_schema_extra=fix(
         "'day' (one share per region, class and site for the whole day, the anycast mapping operators publish) or 'hour' "
@@ -454,7 +479,7 @@ class Period(Record):
 
     year: Year = Field(json_schema_extra=fix("the period's first year, e.g. 2026"))
     years: int = Field(default=1, ge=1, le=20, json_schema_extra=fix("the period's length in years, 1..20"))
-    demand: dict[str, Annotated[float, Field(ge=0, allow_inf_nan=False)]] = Field(default={}, json_schema_extra=fix(
+    demand: dict[str, Annotated[float, Field(ge=0, le=1000, allow_inf_nan=False)]] = Field(default={}, json_schema_extra=fix(
         "class -> multiplier on every region's demand in this period (e.g. {reasoning: 2.2}; training: on every job's GPUs); "
         "a class not named keeps 1"))
     power_price_factor: float = Field(default=1.0, gt=0, le=10, json_schema_extra=fix(

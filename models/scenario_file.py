@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 from dcplace.models.clock_inputs import check_clock_inputs, check_routing
 from dcplace.models.references import check_cloud_ids, check_pairs, cross_check
 from dcplace.models.period_inputs import check_periods, read_periods
+from dcplace.models.limits import size_problem
 from dcplace.models.errors import ProblemLog
 from dcplace.models.overrides import Override, OverrideError, apply_to_rows, apply_to_section, parse_override
 from dcplace.models.records import (
@@ -206,11 +207,16 @@ def build_scenario(
         return _overridden(table, name, table_overrides, known, label, log, origins or {})
 
     sites_table = overridden(open_table(spec.sites), "sites", set(Site.model_fields))
+    regions_table = open_table(spec.regions)
+    if sites_table and regions_table:  # before a row is validated: a table too large for memory is refused now
+        too_large = size_problem(len(regions_table.rows), len(sites_table.rows), spec.sites)
+        if too_large is not None:
+            log.extend([too_large])
+            log.raise_if_any()
     sites = parse_rows(sites_table, Site, log) if sites_table else []
     check_unique(sites, spec.sites, log)
 
     regions: list[tuple[int, Region]] = []
-    regions_table = open_table(spec.regions)
     if regions_table and catalog is not None:
         reshape = RegionReshape([w.id for w in catalog.workloads])
         regions_table = overridden(regions_table, "regions", (set(Region.model_fields) - reshape.consumes) | reshape.columns | reshape.optional)

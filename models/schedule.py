@@ -16,6 +16,7 @@ from typing import Any, Callable, Literal
 
 import pandas as pd
 
+from dcplace.models.csvtext import write_spreadsheet_csv
 from dcplace.models.files import write_scenario
 from dcplace.models.outputs import check_destination, staged_folder
 from dcplace.models.plan import Plan, PlanRecord, SolveRecord, write_manifest, write_plan_files
@@ -96,10 +97,11 @@ def write_schedule_folder(schedule: Schedule, scenario: Scenario, plans: list[tu
         (tmp / "schedule.json").write_text(schedule.model_dump_json(indent=2))
         rows = [{**b.model_dump(exclude={"annuity_usd_per_year"}),
                  **{f"annuity_{c}_usd_per_year": v for c, v in b.annuity_usd_per_year.items()}} for b in schedule.builds]
-        pd.DataFrame(rows, columns=_build_columns(schedule)).to_csv(tmp / "builds.csv", index=False)
-        pd.DataFrame([h.model_dump() for h in schedule.halls], columns=list(HallLine.model_fields)).to_csv(tmp / "halls.csv", index=False)
-        pd.DataFrame([p.model_dump() for p in schedule.periods], columns=list(PeriodLine.model_fields)).to_csv(
-            tmp / "periods.csv", index=False)
+        # for people (spreadsheets): text cells spreadsheet-safe (models.csvtext); schedule.json keeps them exact
+        write_spreadsheet_csv(pd.DataFrame(rows, columns=_build_columns(schedule)), tmp / "builds.csv")
+        write_spreadsheet_csv(pd.DataFrame([h.model_dump() for h in schedule.halls], columns=list(HallLine.model_fields)), tmp / "halls.csv")
+        write_spreadsheet_csv(pd.DataFrame([p.model_dump() for p in schedule.periods], columns=list(PeriodLine.model_fields)),
+                              tmp / "periods.csv")
         write_scenario(scenario, tmp / "inputs")
         (tmp / "inputs" / "provenance.json").write_text(json.dumps(schedule.provenance, indent=2, sort_keys=True))
         for plan, period_scenario in plans:

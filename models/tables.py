@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from dcplace.models.csvtext import one_line, read_csv_text
 from dcplace.models.errors import DANGLING_LINK, ProblemLog, unreadable
+from dcplace.models.ranges import RANGE_ERRORS, range_text
 from dcplace.models.records import (
     Catalog,
     Chip,
@@ -40,6 +41,11 @@ DOC_COLUMN_PREFIXES = ("source", "note", "assumption", "rule", "description")
 # Input columns in another unit, converted once: column -> (dcplace column, factor).
 UNIT_ALTERNATIVES = {
     "power_limit_mw": ("power_limit_kw", 1000.0),
+}
+# The fix a problem in such a column gives (in that column's unit).
+UNIT_FIXES = {
+    "power_limit_mw": "facility power available in MW, e.g. 300 (a value in the tens of thousands is probably kW: divide it by "
+                      "1000, or name the column power_limit_kw)",
 }
 
 CATALOG_TABLES: dict[str, type[Record]] = {
@@ -190,15 +196,21 @@ def _field_fix(model: type[Record], field: str) -> str:
     return extra.get("fix", "") if isinstance(extra, dict) else ""
 
 
-def _describe(error: dict[str, Any]) -> str:
+def _describe(error: dict[str, Any], bounds: str = "", converted: bool = False) -> str:
+    """What is wrong with a value; `bounds` (the field's physical range, models.ranges.range_text)
+    is stated for a value outside it; `converted`: the value is in the unit of the user's column."""
     kind = error["type"]
     if kind == "missing":
         return "is empty or missing."
     msg = str(error["msg"]).removeprefix("Value error, ")
     value = error.get("input")
     if kind == "finite_number" or (isinstance(value, float) and math.isnan(value)):
-        return "is NaN or infinite; a finite number is needed."
+        return "is NaN or infinite; a finite number is needed" + (f" within {bounds}." if bounds else ".")
     shown = _shown(value) if value is not None and not isinstance(value, dict) else ""
+    if kind in RANGE_ERRORS and bounds:
+        if converted:  # pydantic's bound is in dcplace's unit, not the column's
+            return f"is {shown or value}, outside its physical range {bounds}."
+        return f"{msg} (got {shown or value}); its physical range is {bounds}."
     return f"{msg}{' (got ' + shown + ')' if shown else ''}."
 
 
@@ -214,8 +226,11 @@ def _shown(value: Any) -> str:
     return repr(value)
 
 
-def record_problems(model: type[Record], exc: ValidationError, file: str, row: int | None, column_of=None):
-    """Translate a pydantic ValidationError into problems naming file, row and field."""
+def record_problems(model: type[Record], exc: ValidationError, file: str, row: int | None, column_of=None,
+                    converted: dict[str, tuple[str, float]] | None = None):
+    """Translate a pydantic ValidationError into problems naming file, row and field. A field
+    the user gave in another unit (`converted`: field -> (their column, factor), e.g.
+    power_limit_kw from power_limit_mw) is reported under their column, in their unit."""
     out = []
     for error in exc.errors():
         loc = [str(p) for p in error["loc"]]
@@ -227,7 +242,13 @@ def record_problems(model: type[Record], exc: ValidationError, file: str, row: i
             out.append((file, row, column, "unknown key.", hint))
             continue
         hint = (_field_fix(model, field) if field else "") or f"give a valid value for '{column}'."
-        message = _describe(error)
+        factor = 1.0
+        if converted and field in converted:
+            column, factor = converted[field]
+            hint = UNIT_FIXES.get(column, hint)
+            if isinstance(error.get("input"), float):
+                error = {**error, "input": f"{error['input'] / factor:.15g}"}  # as the user wrote it, in their unit
+        message = _describe(error, range_text(model, loc, column or "", factor), factor != 1.0)
         if column_of is None and len(loc) > 1 and loc[1].isdigit():
             # an entry of a list cell (power_steps_mw's YEAR:MW steps, a ';' list): the cell is the column
             part = f" ({('year', 'MW')[int(loc[2])]})" if field == "power_steps_mw" and len(loc) > 2 and loc[2] in ("0", "1") else ""
@@ -286,6 +307,7 @@ def parse_rows(
                 continue
         if not _text_ok(values, table.label, row, log):
             continue
+        converted = {UNIT_ALTERNATIVES[c][0]: (c, UNIT_ALTERNATIVES[c][1]) for c in UNIT_ALTERNATIVES if values.get(c) is not None}
         values = _convert_units(values, table.label, row, log)
         if values is None:
             continue
@@ -294,7 +316,7 @@ def parse_rows(
         try:
             records.append((row, model(**{k: v for k, v in values.items() if v is not None})))
         except ValidationError as exc:
-            for problem in record_problems(model, exc, table.label, row, column_of):
+            for problem in record_problems(model, exc, table.label, row, column_of, converted):
                 log.add(*problem)
     return records
 

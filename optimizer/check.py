@@ -45,6 +45,16 @@ SECONDS_PER_HOUR = 3600.0
 # Columns of the input tables read as text whatever they hold (an id "1" stays "1").
 TEXT_COLUMNS = ("id", "name", "country", "chip", "workload", "region", "site", "from", "to",
                 "cooling_allowed", "allowed_countries", "eligible_chips")
+# The plan's CSVs are for spreadsheets: text that a spreadsheet would run as a formula (it
+# starts with = + - @, tab or CR, after any quotes) carries one more leading ' there (OWASP;
+# docs/plan-format.md), while plan.json keeps it exact. Written out here, not imported: the
+# checker shares no code with what it checks.
+SPREADSHEET_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_cell(text: str) -> str:
+    """How a plan CSV shows the text `text` (plan.json's value)."""
+    return "'" + text if text.lstrip("'").startswith(SPREADSHEET_FORMULA_START) else text
 
 
 @dataclass(frozen=True)
@@ -1397,7 +1407,7 @@ class PlanChecker:
                 if value is None:
                     ok = cell == ""
                 elif isinstance(value, (bool, str)):
-                    ok = cell == str(value)
+                    ok = cell in (str(value), spreadsheet_cell(str(value)))  # folders written before the quote: as is
                 else:
                     try:
                         ok = _close(float(cell), float(value), rel=1e-9, abs_=1e-9)

@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from dcplace.optimizer.check import ABS_TOL, MANIFEST, REL_TOL, CheckReport, PlanChecker, Violation, _Inputs, _close
+from dcplace.optimizer.check import ABS_TOL, MANIFEST, REL_TOL, CheckReport, PlanChecker, Violation, _Inputs, _close, spreadsheet_cell
 
 CAPEX = ("chips", "cooling_capex", "fabric")
 
@@ -62,6 +62,18 @@ def _steps(cell) -> list[tuple[int, float]]:
     return sorted(out)
 
 
+def _read_spreadsheet_csv(path: Path, text_columns: tuple[str, ...]) -> list[dict]:
+    """The rows of builds.csv or halls.csv with their ids as schedule.json has them: these CSVs
+    are for spreadsheets, so an id a spreadsheet would run as a formula carries a leading '
+    there (check.spreadsheet_cell)."""
+    frame = pd.read_csv(path, keep_default_na=False, na_values=[""], dtype={c: str for c in text_columns})
+    for column in text_columns:
+        if column in frame:
+            frame[column] = frame[column].map(lambda cell: cell[1:] if isinstance(cell, str) and cell.startswith("'")
+                                              and spreadsheet_cell(cell[1:]) == cell else cell)
+    return frame.to_dict("records")
+
+
 class ScheduleChecker:
     """check_* methods verify one family of rules each; `run` also runs PlanChecker per period."""
 
@@ -74,10 +86,8 @@ class ScheduleChecker:
         self.periods = spec.get("periods") or []
         self.rate = float(self.inp.economics["discount_rate"])
         self.base = int(self.periods[0]["year"])
-        self.builds = pd.read_csv(self.folder / "builds.csv", keep_default_na=False, na_values=[""],
-                                  dtype={"site": str, "config": str, "chip": str, "cooling": str, "fabric": str}).to_dict("records")
-        self.halls = pd.read_csv(self.folder / "halls.csv", keep_default_na=False, na_values=[""],
-                                 dtype={"site": str, "cooling": str}).to_dict("records")
+        self.builds = _read_spreadsheet_csv(self.folder / "builds.csv", ("site", "config", "chip", "cooling", "fabric"))
+        self.halls = _read_spreadsheet_csv(self.folder / "halls.csv", ("site", "cooling"))
         self.plans = {int(p["year"]): json.loads((self.folder / "periods" / str(p["year"]) / "plan.json").read_text())
                       for p in self.periods}
         self.period_inputs = {int(p["year"]): _Inputs(self.folder / "periods" / str(p["year"]) / "inputs") for p in self.periods}

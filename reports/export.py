@@ -23,6 +23,10 @@ appears complete or not at all) and registered in `gpkg_contents`:
   status, objective, gap, dcplace version, export date;
 * `dcplace_fields` (layer, column, unit, description).
 
+An assignment of a region to a site at the same place (distance 0 km: a metro area served by its
+own market) has no line: its row is written with an empty geometry, since a two-point line of
+no length is invalid geometry in GIS tools (`layers.zero_length`; `dcplace export` says how many).
+
 The assignment lines are declared MultiLineString in the GeoPackage (one geometry type per
 layer, as GIS tools expect); `read_layer` gives single-part lines back as LineStrings, as
 `load_plan_layers` made them.
@@ -40,7 +44,7 @@ import numpy as np
 from shapely.geometry import MultiLineString
 
 from dcplace.models.versions import package_versions
-from dcplace.reports.layers import CRS, PlanLayers, field_rows
+from dcplace.reports.layers import CRS, PlanLayers, field_rows, zero_length
 from dcplace.reports.style import CLOSED_COLOUR, REGION_COLOUR, ROLE_COLOURS, workload_classes
 from dcplace.reports.style import class_colours as colours_by_class  # `class_colours` names a local below
 from dcplace.reports.output import from_spreadsheet_frame, spreadsheet_frame, staged_files
@@ -56,6 +60,9 @@ def export_layers(layers: PlanLayers, out_dir: str | Path, fmt: str) -> list[Pat
     if fmt not in FORMATS:
         raise ValueError(f"unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}")
     frames = layers.layers()
+    # a region served by a site at its own place: no line (an empty geometry), not an invalid zero-length one
+    lines = frames["assignments"]
+    frames["assignments"] = lines.set_geometry(lines.geometry.where(~zero_length(lines), None), crs=lines.crs)
     with staged_files(out_dir, "export") as stage:
         if fmt == "gpkg":
             gpkg = stage.dir / "plan.gpkg"

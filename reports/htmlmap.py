@@ -60,6 +60,7 @@ def esc(value: object) -> str:
 
 def plan_figure(layers: PlanLayers) -> go.Figure:
     """The plotly figure: flows, regions, flow hover points, candidates, open sites, labels."""
+    layers = layers.for_display()  # names as outputs show them (reports.style.display_name)
     fig = go.Figure()
     names = workload_classes(layers)
     colours = class_colours(names)
@@ -509,6 +510,7 @@ def save_maps(layers: PlanLayers, out_dir: str | Path, png: bool = True, pdf: bo
               extent: str = "auto") -> list[Path]:
     """The maps asked for (map.png, map.pdf, map.html) into `out_dir`, all drawn before any is
     written and moved into place together: a map that cannot be drawn leaves none of them."""
+    layers = layers.for_display()  # names as outputs show them (reports.style.display_name)
     from dcplace.reports.staticmap import static_map_files, write_files
 
     check_destination(out_dir, "report")  # refuse a bad --out before drawing, not after

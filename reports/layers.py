@@ -64,13 +64,56 @@ class PlanLayers:
     assignments: gpd.GeoDataFrame
     provenance: Provenance = Provenance({}, "")  # of the input cells (models.provenance)
 
+    display: bool = False  # names already as outputs show them (for_display)
+
     def layers(self) -> dict[str, gpd.GeoDataFrame]:
         return {"sites": self.sites, "regions": self.regions, "assignments": self.assignments}
+
+    def for_display(self) -> "PlanLayers":
+        """These layers with every name from the inputs (sites, regions, jobs, cloud regions,
+        catalog entries, the scenario) as reports, maps and terminal show it
+        (reports.style.display_name: cut to 80 characters, control characters as escapes).
+        The report and the maps draw these; exports keep the exact names. Made once per plan
+        read, so the outputs drawn from one read share it (and its outage table)."""
+        return self if self.display else self._display_copy
+
+    @cached_property
+    def _display_copy(self) -> "PlanLayers":
+        from dcplace.reports.style import display_name
+
+        def named(records):
+            return [r.model_copy(update={"name": display_name(r.name)}) for r in records]
+
+        def joined(text):  # a ';'-joined list of names (training_jobs, served_by)
+            return ";".join(display_name(part) for part in text.split(";")) if isinstance(text, str) and text else text
+
+        plan, scenario, catalog = self.plan, self.scenario, self.scenario.catalog
+        plan = plan.model_copy(update={
+            "scenario": display_name(plan.scenario), "sites": named(plan.sites), "jobs": named(plan.jobs),
+            "assignments": [a.model_copy(update={"region_name": display_name(a.region_name)}) for a in plan.assignments],
+            "rent_assignments": [a.model_copy(update={"region_name": display_name(a.region_name)}) for a in plan.rent_assignments]})
+        catalog = catalog.model_copy(update={k: tuple(named(getattr(catalog, k))) for k in ("chips", "cooling", "fabrics", "workloads")})
+        scenario = scenario.model_copy(update={
+            "name": display_name(scenario.name), "sites": tuple(named(scenario.sites)), "regions": tuple(named(scenario.regions)),
+            "jobs": tuple(named(scenario.jobs)), "cloud_regions": tuple(named(scenario.cloud_regions)), "catalog": catalog})
+        frames = {}
+        for key, columns in (("sites", ("name", "training_jobs")), ("regions", ("name", "served_by")),
+                             ("assignments", ("region_name", "site_name"))):
+            frame = getattr(self, key).copy()
+            for column in columns:
+                if column in frame:
+                    frame[column] = frame[column].map(display_name if column.endswith("name") else joined)
+            frames[key] = frame
+        return PlanLayers(self.folder, plan, scenario, frames["sites"], frames["regions"], frames["assignments"], self.provenance,
+                          display=True)
 
     @cached_property
     def outages(self):
         """What losing each open site costs (optimizer.studies.outages.OutageTable), computed once
-        for the maps and the report's section that all show it."""
+        for the maps and the report's section that all show it (on the display copy: its names
+        are the ones they show, and both copies share it)."""
+        if not self.display:
+            return self.for_display().outages
         from dcplace.optimizer.studies.outages import outages_of  # a re-route LP per open site: only when asked
 
         return outages_of(self.plan, self.scenario, str(self.folder))
@@ -208,6 +251,13 @@ def assignment_layer(plan: Plan, scenario: Scenario) -> gpd.GeoDataFrame:
     columns = ["region", "region_name", "workload", "site", "site_name", "share", "served_tok_s", "rtt_ms", "rtt_budget_ms",
                "distance_km", "geometry"]
     return gpd.GeoDataFrame(pd.DataFrame(rows, columns=columns), geometry="geometry", crs=CRS)
+
+
+def zero_length(lines: gpd.GeoDataFrame) -> pd.Series:
+    """Assignment lines from a region to a site at the same place (distance 0: a metro area served
+    by its own market). Their two-point line has no length, which GIS tools call invalid; the
+    exports write these rows with an empty geometry (the row, its share and tok/s are kept)."""
+    return lines["distance_km"].eq(0) & lines.geometry.map(lambda g: g is not None and g.length == 0)
 
 
 def great_circle(lon1: float, lat1: float, lon2: float, lat2: float) -> LineString | MultiLineString:

@@ -197,7 +197,7 @@ def save_schedule_report(folder: str | Path, out_dir: str | Path, html: bool = T
     check_destination(out_dir, "report")
     schedule = read_schedule(folder)
     years = [p.year for p in schedule.periods]
-    layers = {year: load_plan_layers(folder / "periods" / str(year)) for year in years}
+    layers = {year: load_plan_layers(folder / "periods" / str(year)).for_display() for year in years}  # names as shown
     names = {s.id: s.name for period in layers.values() for s in period.plan.sites}
     content = schedule_content(schedule, years, names)
     figures: dict[str, Figure] = {"timeline": timeline_figure(schedule)}

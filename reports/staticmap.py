@@ -106,6 +106,7 @@ def shared_scales(all_layers) -> MapScales:
 def draw_static_map(layers: PlanLayers, extent: str = "auto", width_in: float = 14.0, scales: MapScales | None = None) -> StaticMap:
     """Draw the plan. `extent`: "auto" (regional when the plan fits one), "world"; `scales`: what
     symbol sizes are relative to (default: this plan's own largest site, flow and region)."""
+    layers = layers.for_display()  # names as outputs show them (reports.style.display_name)
     if extent not in ("auto", "world"):
         raise ValueError(f"extent must be 'auto' or 'world', not {extent!r}")
     window = plan_extent(layers) if extent == "auto" else None
@@ -433,6 +434,7 @@ def _title_block(fig: Figure, layers: PlanLayers, result: StaticMap) -> None:
 
 def static_map_files(layers: PlanLayers, png: bool = True, pdf: bool = True, extent: str = "auto") -> dict[str, bytes]:
     """{"map.png": 200 dpi PNG, "map.pdf": vector PDF} as asked, drawn in memory (nothing written)."""
+    layers = layers.for_display()  # names as outputs show them (reports.style.display_name)
     drawn = draw_static_map(layers, extent=extent)
     wanted = [("map.png", {"format": "png", "dpi": 200})] * png + [("map.pdf", {"format": "pdf"})] * pdf
     files = {}
@@ -448,6 +450,7 @@ def static_map_files(layers: PlanLayers, png: bool = True, pdf: bool = True, ext
 
 def save_static_map(layers: PlanLayers, out_dir: str | Path, png: bool = True, pdf: bool = True, extent: str = "auto") -> list[Path]:
     """Write map.png (200 dpi) and/or map.pdf (vector) into `out_dir`; returns the paths."""
+    layers = layers.for_display()  # names as outputs show them (reports.style.display_name)
     check_destination(out_dir, "report")  # refuse a bad --out before drawing, not after
     return write_files(out_dir, static_map_files(layers, png, pdf, extent))
 

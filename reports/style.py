@@ -9,6 +9,7 @@ goes through that one function.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -175,3 +176,36 @@ BIDI_CONTROLS = dict.fromkeys([*range(0x202A, 0x202F), *range(0x2066, 0x206A)])
 def without_bidi_controls(text: str) -> str:
     return text.translate(BIDI_CONTROLS)
 
+
+# Names as every output shows them (report, maps, terminal). A name is data of any length, but
+# a 5,000-character site name made the report's PDF layout measure it by characters for
+# minutes, and no page or label holds it: shown, it is cut to DISPLAY_NAME_CHARS with '…'.
+# Terminal control characters (ESC starts colour sequences; matplotlib has no glyph for it and
+# warned "Glyph 27 missing" with the raw byte) are shown as escapes such as \x1b. The data
+# (plan.json, the CSVs, GIS exports) keep every name exactly.
+DISPLAY_NAME_CHARS = 80
+CONTROL_CHARACTERS = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def visible_controls(text: str, newlines: bool = False) -> str:
+    """`text` with every control character shown as an escape (`\\x1b`); line breaks kept when
+    `newlines` (for multi-line messages)."""
+
+    def visible(m: re.Match) -> str:
+        ch = m.group()
+        if newlines and ch == "\n":
+            return ch
+        return f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}"
+
+    return CONTROL_CHARACTERS.sub(visible, text)
+
+
+_C0_C1 = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def display_name(name: object, limit: int = DISPLAY_NAME_CHARS) -> str:
+    """A name as an output shows it: C0/C1 control characters as escapes (bidirectional controls
+    are each medium's: pages drop them, the terminal escapes them), at most `limit` characters (a
+    longer one ends in '…'). Idempotent, so an output may apply it to names already cut."""
+    text = _C0_C1.sub(lambda m: f"\\x{ord(m.group()):02x}", str(name))
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"

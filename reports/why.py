@@ -287,6 +287,7 @@ def alternatives_map_figure(layers: PlanLayers, study: AlternativesStudy):
 
 def save_why_figures(layers: PlanLayers) -> list[Path]:
     """tornado.png and alternatives-map.png beside their analyses, where those exist."""
+    layers = layers.for_display()  # names as outputs show them (reports.style.display_name)
     written = []
     robust, alts = load_analysis(layers, RobustnessStudy), load_analysis(layers, AlternativesStudy)
     if robust is not None and robust.tornado():

@@ -216,6 +216,7 @@ def test_sigterm_while_writing_leaves_no_staging(base, tmp_path):
         else:
             assert code == 0 and check_plan_folder(out).ok
         assert staging(tmp_path) == [], staging(tmp_path)
+        assert not list(tmp_path.glob(".*.dcplace-lock")), "the run's lock on its --out is gone with it"
         if landed >= 2:
             break
     assert landed, "no SIGTERM landed while the plan folder was being written"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import errno
+import json
 import re
 from pathlib import Path
 
@@ -148,10 +149,39 @@ def test_csv_export_is_safe_in_a_spreadsheet_and_reads_back_exact(hostile, tmp_p
     assert regions["r3"] == "'-2+3" and regions["r1"] == "'@SUM(A1:A9)"
     # numbers are still numbers in the file
     assert float(sites["dal"]["cost_usd_per_year"]) > 1e9
-    # read_layer gives the names back exactly; the plan folder's own CSV is exact (a machine file)
+    # read_layer gives the names back exactly
     assert FORMULA_SITE in set(read_layer(tmp_path / "x" / "sites.csv")["name"])
     assert "-2+3" in set(read_layer(tmp_path / "x" / "regions.csv")["name"])
-    assert FORMULA_SITE in {r["name"] for r in _raw_csv(root / "plan" / "sites.csv")}
+
+
+def test_the_plan_folders_own_csvs_are_safe_in_a_spreadsheet_and_still_checked(hostile):
+    """Issue 50 item 1: sites.csv, assignments.csv and jobs.csv (the files solve points at) carried
+    hostile names verbatim; plan.json and inputs/ keep them exact and the checker still passes."""
+    root, _ = hostile
+    for name in ("sites", "assignments", "jobs"):
+        for row in _raw_csv(root / "plan" / f"{name}.csv"):
+            for column, cell in row.items():
+                if cell and cell[0] in "=+-@\t\r":
+                    float(cell)  # only a number (-0.5) may start with '-': text never does
+    assert {r["id"]: r["name"] for r in _raw_csv(root / "plan" / "sites.csv")}["dal"] == "'" + FORMULA_SITE
+    regions = {r["region"]: r["region_name"] for r in _raw_csv(root / "plan" / "assignments.csv")}
+    assert regions["r2"] == "'+cmd|' /C calc'!A0" and regions["r3"] == "'-2+3"
+    assert [r["name"] for r in _raw_csv(root / "plan" / "jobs.csv")] == ["[bold red]=job[/]"]  # starts with '[': as is
+    assert FORMULA_SITE in {s["name"] for s in json.loads((root / "plan" / "plan.json").read_text())["sites"]}
+    assert FORMULA_SITE in {r["name"] for r in _raw_csv(root / "plan" / "inputs" / "sites.csv")}
+    result = runner.invoke(app, ["check", str(root / "plan")])
+    assert result.exit_code == 0, result.output
+
+
+def test_batch_csv_is_safe_in_a_spreadsheet(tmp_path):
+    from dcplace.optimizer.studies.batch import MemberResult, _write_index
+
+    member = MemberResult(name="=cmd", status="error", overrides={}, message="-bad input")
+    sweep = type("S", (), {"name": "s", "base": "b", "source": None})()
+    _write_index(tmp_path, sweep, {}, [member])
+    row = _raw_csv(tmp_path / "batch.csv")[0]
+    assert row["name"] == "'=cmd" and row["message"] == "'-bad input"
+    assert json.loads((tmp_path / "batch.json").read_text())["members"][0]["name"] == "=cmd"  # exact for scripts
 
 
 def test_compare_csv_is_safe_in_a_spreadsheet(hostile, tmp_path):

@@ -35,7 +35,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from dcplace.models import Chip, Cooling, Fabric, RackConfig, Region, Scenario, Site, TrainingJob, Workload
+from dcplace.models import Chip, Cooling, Fabric, RackConfig, Region, Scenario, ScenarioError, Site, TrainingJob, Workload
+from dcplace.models.limits import size_problem
 from dcplace.optimizer.model.candidates import candidate_mask
 from dcplace.optimizer.model.clock import ClockSets, build_clock
 from dcplace.optimizer.model.costs import RackEconomics, build_usd_per_kw_year, crf, rack_economics, site_build_usd_per_mw
@@ -344,6 +345,11 @@ def _racks_that_fit(site: Site, rack: RackConfig, cooling: Cooling) -> int:
 def build_index(scenario: Scenario, max_full_pairs: int = MAX_FULL_PAIRS, pruning: PruningRules = PruningRules()) -> IndexSets:
     """Prune every variable that cannot be non-zero, and precompute its coefficients. With
     more than `max_full_pairs` eligible serving pairs, `serve` starts from candidates."""
+    # the tables below are dense over regions x sites: refuse what memory cannot hold (a scenario
+    # built in memory, e.g. from a cost matrix, has not met models.limits at load)
+    too_large = size_problem(len(scenario.regions), len(scenario.sites), scenario.files.get("sites") or "sites")
+    if too_large is not None:
+        raise ScenarioError([too_large])
     cat = scenario.catalog
     forbidden = set(scenario.policies.forbidden_sites)
     dist = distance_matrix_km(scenario)

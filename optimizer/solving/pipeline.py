@@ -3,7 +3,8 @@
     from dcplace.optimizer.solving.pipeline import solve_to_folder
     plan, report = solve_to_folder("my/scenario.yaml", "plan/")
 
-The folder appears only if the independent checker passes on it. An infeasible scenario
+The folder appears only if the independent checker passes on it, and only one run writes a
+folder at a time (models.outputs.destination_lock, taken before the solve). An infeasible scenario
 still gets its folder, holding the diagnosis in plan.json (status "infeasible", no sites),
 and then raises InfeasibleScenario.
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from dcplace.models import Scenario, load_scenario
-from dcplace.models.outputs import check_destination
+from dcplace.models.outputs import destination_lock
 from dcplace.models.plan import Plan, write_plan_folder
 from dcplace.optimizer.check import CheckReport, check_plan_folder
 from dcplace.optimizer.solving.progress import ProgressCallback, as_feed
@@ -34,12 +35,13 @@ def solve_to_folder(
 ) -> tuple[Plan, CheckReport]:
     """Solve `scenario` (a Scenario, a YAML path, or None for the embedded default) into `out_dir`.
     `progress` as for solve(), with the phases load, write and check added; `start(lm, ix)` as for solve()."""
-    check_destination(out_dir, "plan")  # refuse a folder dcplace did not write before any work, not after
-    feed, _ = as_feed(progress, (options or SolveOptions()).time_limit_s)
-    try:
-        return _solve_to_folder(scenario, out_dir, options, feed, start)
-    finally:
-        feed.close()
+    # refuse a folder dcplace did not write, or one another run is writing, before any work, not after
+    with destination_lock(out_dir, "plan"):
+        feed, _ = as_feed(progress, (options or SolveOptions()).time_limit_s)
+        try:
+            return _solve_to_folder(scenario, out_dir, options, feed, start)
+        finally:
+            feed.close()
 
 
 def _solve_to_folder(scenario, out_dir, options, feed, start=None) -> tuple[Plan, CheckReport]:
@@ -79,11 +81,15 @@ def solve_schedule_to_folder(scenario: Scenario | str | Path | None, out_dir: st
     """A scenario with periods (docs/periods.md) solved into a schedule folder, checked by the
     independent schedule checker before it is moved into place. Returns (schedule, period plans,
     report). An infeasible period leaves a plan folder with its diagnosis, as solve_to_folder does."""
+    with destination_lock(out_dir, "plan"):
+        return _solve_schedule_to_folder(scenario, out_dir, options, progress)
+
+
+def _solve_schedule_to_folder(scenario, out_dir, options, progress):
     from dcplace.models.schedule import write_schedule_folder
     from dcplace.optimizer.check_schedule import check_schedule_folder
     from dcplace.optimizer.solving.periods import solve_periods
 
-    check_destination(out_dir, "plan")
     feed, _ = as_feed(progress, (options or SolveOptions()).time_limit_s)
     try:
         if not isinstance(scenario, Scenario):

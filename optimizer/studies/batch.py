@@ -34,11 +34,9 @@
 from __future__ import annotations
 
 import ctypes
-import fcntl
 import json
 import os
 import signal
-import socket
 import sys
 import threading
 import time
@@ -54,7 +52,8 @@ import numpy as np
 import pandas as pd
 
 from dcplace.models import ScenarioError
-from dcplace.models.outputs import check_destination, claim_folder, process_alive, remove_stale_staging
+from dcplace.models.csvtext import spreadsheet_frame
+from dcplace.models.outputs import ExclusiveLock, check_destination, claim_folder, remove_stale_staging
 from dcplace.models.plan import HAS_PLAN, Plan, SolveRecord, read_plan, write_plan_folder
 from dcplace.models.schedule import read_schedule, schedule_kpis
 from dcplace.models.sweep import Member, Sweep, load_member
@@ -472,58 +471,11 @@ def _worker_init(parent_pid: int, lock_fd: int) -> None:
     threading.Thread(target=watch, name="dcplace-parent-watch", daemon=True).start()
 
 
-class _exclusive:
-    """An flock on out_dir/.batch.lock: one batch per folder (released even on kill -9).
-
-    The file records the owner's pid and host. A lock that is held although its recorded
-    owner is dead (a process that inherited the file and outlived the batch: a pool worker
-    where workers cannot be tied to their parent) is taken over: the file is replaced by a
-    new one and locked. Every acquisition happens under a short flock on
-    `.batch.lock.guard`, so two runs cannot both take a stale lock over."""
-
-    def __init__(self, out_dir: Path):
-        self.path = out_dir / ".batch.lock"
-        self.guard = out_dir / ".batch.lock.guard"
-
-    def _try(self):
-        handle = self.path.open("a+")
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return handle, False
-        return handle, True
-
-    def __enter__(self):
-        with self.guard.open("a") as guard:
-            fcntl.flock(guard, fcntl.LOCK_EX)
-            handle, ok = self._try()
-            if not ok:
-                handle.seek(0)
-                owner = handle.read().split()
-                pid = int(owner[0]) if owner and owner[0].isdigit() else None
-                same_host = len(owner) > 1 and owner[1] == socket.gethostname()
-                if pid is not None and same_host and not process_alive(pid) and os.fstat(handle.fileno()).st_ino == os.stat(self.path).st_ino:
-                    os.unlink(self.path)  # its holder is an orphan of a dead batch; a new lock file
-                    handle.close()
-                    handle, ok = self._try()
-                if not ok:
-                    handle.close()
-                    who = f" (pid {pid} on {owner[1]})" if pid is not None and len(owner) > 1 else ""
-                    raise BatchBusy(f"another batch is running in {self.path.parent}{who}; wait for it or choose another --out")
-            handle.seek(0)
-            handle.truncate()
-            handle.write(f"{os.getpid()} {socket.gethostname()} {datetime.now(timezone.utc).isoformat(timespec='seconds')}\n")
-            handle.flush()
-            self.handle = handle
-        return self
-
-    def __exit__(self, *exc):
-        try:
-            self.handle.truncate(0)
-        except OSError:
-            pass
-        fcntl.flock(self.handle, fcntl.LOCK_UN)
-        self.handle.close()
+def _exclusive(out_dir: Path) -> ExclusiveLock:
+    """An flock on out_dir/.batch.lock: one batch per folder (models.outputs.ExclusiveLock, which
+    takes over a lock whose recorded owner is dead), under a short flock on `.batch.lock.guard`."""
+    return ExclusiveLock(out_dir / ".batch.lock", out_dir / ".batch.lock.guard", lambda who: BatchBusy(
+        f"another batch is running in {out_dir} ({who}); wait for it or choose another --out"))
 
 
 def _write_index(out_dir: Path, sweep: Sweep, options: dict[str, Any], results: list[MemberResult]) -> None:
@@ -540,7 +492,7 @@ def _write_index(out_dir: Path, sweep: Sweep, options: dict[str, Any], results: 
                "gap": r.gap, **{k: r.kpis.get(k) for k in KPI_COLUMNS}, "seconds": round(r.seconds, 3),
                "overrides": json.dumps(r.overrides), "scenario_hash": r.scenario_hash, "message": r.message}
         rows.append(row)
-    _atomic_write(out_dir / "batch.csv", pd.DataFrame(rows).to_csv(index=False))
+    _atomic_write(out_dir / "batch.csv", spreadsheet_frame(pd.DataFrame(rows)).to_csv(index=False))  # for spreadsheets (models.csvtext)
 
 
 def _atomic_write(path: Path, text: str) -> None:

@@ -36,6 +36,7 @@ from dcplace.models import Scenario, load_scenario
 from dcplace.models.plan import HAS_PLAN, read_plan
 from dcplace.models.schedule import read_schedule, schedule_kpis
 from dcplace.models.outputs import claim_folder
+from dcplace.models.records import CARBON_PRICE_USD_PER_T_MAX
 from dcplace.models.sweep import Member, Sweep
 from dcplace.optimizer.studies.batch import Progress, run_batch
 
@@ -127,7 +128,8 @@ def failed_points(frontier: list[FrontierPoint]) -> list[FrontierPoint]:
 
 def _carbon_members(scenario, runs: Path, cost0: float, emissions0: float, points: int, solve_members):
     base_price = scenario.economics.carbon_price_usd_per_t
-    dominant_price = base_price + DOMINANT_CARBON_FACTOR * cost0 / max(emissions0, 1e-9)
+    # within the input's range: a plan emitting next to nothing needs no higher price to reach its least
+    dominant_price = min(base_price + DOMINANT_CARBON_FACTOR * cost0 / max(emissions0, 1e-9), CARBON_PRICE_USD_PER_T_MAX)
     anchor = solve_members([Member("least-carbon", {"economics.carbon_price_usd_per_t": round(dominant_price, 6)})])["least-carbon"]
     if anchor.status not in HAS_PLAN:
         raise NoFrontier(f"the least-carbon plan could not be found ({anchor.status}: {anchor.message})")
