@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -613,3 +614,17 @@ def test_every_hourly_row_is_recomputed(change, solved, tmp_path):
     report = tamper(copy_of(solved, tmp_path, "clock"), hourly(change))
     assert not report.ok
     assert "hourly" in report.families_violated(), report.violations
+
+
+def test_a_plan_found_without_the_n1_loop_records_its_own_check(solved, tmp_path):
+    """The checker requires solve.failover under an N-1 policy: an MGA alternative of the N-1 plan (found
+    without the loop) records its own re-routing as the one round, and passes."""
+    from dcplace.optimizer.studies.alternatives import near_optimal_alternatives
+
+    folder = copy_of(solved, tmp_path, "n1")
+    study = near_optimal_alternatives(folder, k=1, slack=0.5)
+    assert study.alternatives
+    alt = Path(study.folder) / study.alternatives[0].name
+    assert check_plan_folder(alt).ok
+    record = json.loads((alt / "plan.json").read_text())["solve"]["failover"]
+    assert record["classes"] == {"chat": 1.0} and record["secure"] is True and record["rounds"][-1]["losses_broken"] == []
