@@ -740,6 +740,12 @@ class PlanChecker:
                 self.fail("inference_capacity", f"site {s} serves {need:,.1f} tok/s of '{w}' with capacity {capacity[s, w]:,.1f}.")
 
     def check_density(self) -> None:
+        for site in self.plan["sites"]:
+            allowed = _list(self.inp.sites[site["id"]]["cooling_allowed"]) if site["id"] in self.inp.sites else []
+            for c in site["zones"]:
+                if c not in allowed or site["zones"].count(c) > 1:
+                    self.fail("density", f"site {site['id']}: a {c} zone is built {site['zones'].count(c)} time(s) where the site "
+                              f"allows {';'.join(allowed)}, once each.")
         for site, ln in self.lines():
             s, c, k = site["id"], ln["cooling"], ln["config"]
             if self.inp.racks[k]["chip"] != ln["chip"]:
@@ -1544,6 +1550,11 @@ class PlanChecker:
             cloud = self.inp.clouds[q]
             if ln["chip"] != cloud["chip"]:
                 self.fail("clock", f"{where}: lists chip {ln['chip']}, the region rents {cloud['chip']}.")
+            on_demand, training = ln["kind"] == "on_demand", ln["kind"] == "training"
+            if (ln.get("workload") in self.inp.workloads) == training or (ln.get("job") is not None) != training \
+                    or (ln.get("hour_utc") is not None) != on_demand or (on_demand and int(ln["hour_utc"]) not in self._blocks()):
+                self.fail("clock", f"{where}: a rental on demand names a class and a represented hour, a reserved one a class, "
+                          f"a training one a job (it names class {ln.get('workload')!r}, job {ln.get('job')!r}, hour {ln.get('hour_utc')!r}).")
             self._compare("clock", where, "gpu_hours_per_year", ln["gpu_hours_per_year"], self._rental_gpu_hours(ln), abs_=1e-6)
             self._compare("clock", where, "usd_per_year", ln["usd_per_year"], self._rental_cost(ln), abs_=1e-3)
             if ln["kind"] == "on_demand":
@@ -1864,7 +1875,24 @@ class PlanChecker:
                 self.fail("kpis", f"KPI {key}: plan.json says {kpis[key]!r}, recomputed {value!r}.")
 
     def check_assignments(self) -> None:
-        """Each assignment names a known region, class and site once; its fields mirror the inputs."""
+        """Each assignment names a known region, class and site once; its fields mirror the inputs. Each rent
+        assignment names a known region, class and cloud region once, its region_name and rtt_budget_ms as in
+        inputs/regions.csv (check_clock recomputes its rtt_ms and served tok/s)."""
+        seen_rented = set()
+        for i, a in enumerate(self.plan.get("rent_assignments", [])):
+            key = (a["region"], a["workload"], a["site"])
+            where = f"rent assignment {i} ({a['region']} '{a['workload']}' from {a['site']})"
+            if key in seen_rented:
+                self.fail("assignments", f"{where} appears more than once.")
+            seen_rented.add(key)
+            if a["region"] not in self.inp.regions or a["site"] not in self.inp.clouds or a["workload"] not in self.inp.workloads:
+                self.fail("assignments", f"{where}: region, class or cloud region is not in inputs/.")
+                continue
+            region = self.inp.regions[a["region"]]
+            if str(a["region_name"]) != str(region["name"]):
+                self.fail("assignments", f"{where}: region_name is {a['region_name']!r}, inputs/regions.csv says {region['name']!r}.")
+            self._compare("assignments", where, "rtt_budget_ms", a["rtt_budget_ms"], float(region[f"rtt_budget_{a['workload']}_ms"]),
+                          source="inputs/regions.csv says")
         seen = set()
         for i, a in enumerate(self.plan["assignments"]):
             key = (a["region"], a["workload"], a["site"])
@@ -1910,6 +1938,21 @@ class PlanChecker:
                       "a plan that claims there is none; it was checked as any plan.")
         elif status in PLAN_STATUSES and not self.plan.get("sites"):
             self.fail("status", f"solve.status is {status!r}, but plan.json lists no sites: there is no plan.")
+        if status in PLAN_STATUSES and self.plan.get("diagnosis"):
+            self.fail("status", f"solve.status is {status!r}, but plan.json carries a diagnosis of infeasibility.")
+        provenance = self.plan.get("provenance") or {}
+        solver = provenance.get("solver") if isinstance(provenance.get("solver"), dict) else {}
+        if (solve.get("solver"), solve.get("solver_version")) != (solver.get("name"), solver.get("version")):
+            self.fail("status", f"solve names solver {solve.get('solver')!r} {solve.get('solver_version')!r}; its provenance "
+                      f"{solver.get('name')!r} {solver.get('version')!r}.")
+        if solve.get("options") != provenance.get("options"):
+            self.fail("status", "solve.options differ from the options of plan.json's provenance.")
+        for key in ("build_time_s", "solve_time_s", "extract_time_s"):
+            if key in solve and (not _is_number(solve[key]) or solve[key] < 0):
+                self.fail("status", f"solve.{key} is {solve[key]!r}, not a time in seconds.")
+        for key, value in (solve.get("model") or {}).items():
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                self.fail("status", f"solve.model.{key} is {value!r}, not a count.")
         objective, bound = solve.get("objective_usd_per_year"), solve.get("best_bound_usd_per_year")
         mip_gap = (solve.get("options") or {}).get("mip_gap")
         if not _is_number(mip_gap):

@@ -496,6 +496,16 @@ CORRUPTIONS = {
     "a site's role 'hub'": ("plain", plan_edit(lambda d: d["sites"][0].update(role="hub")), "schema"),
     "a zero cost category nobody knows": ("plain", plan_edit(zero_cost_category), "schema"),
     "a rack line's purpose 'storage'": ("plain", plan_edit(lambda d: lines(d, "inference")[0].update(purpose="storage")), "schema"),
+    # the solve record and the rest of what a report, map or compare shows
+    "a diagnosis on an optimal plan": ("plain", plan_edit(lambda d: d.update(diagnosis=["carbon cap exceeded"])), "status"),
+    "the solver's version": ("plain", plan_edit(lambda d: d["solve"].update(solver_version="9.9")), "status"),
+    "the solve's options": ("plain", plan_edit(lambda d: d["solve"]["options"].update(threads=64)), "status"),
+    "a negative solve time": ("plain", plan_edit(lambda d: d["solve"].update(solve_time_s=-1.0)), "status"),
+    "a zone built twice": ("plain", plan_edit(lambda d: next(s for s in d["sites"] if s["zones"])["zones"].append(
+        next(s for s in d["sites"] if s["zones"])["zones"][0])), "density"),
+    "a rent assignment's region name": ("clock", first("rent_assignments", region_name="Elsewhere"), "assignments"),
+    "a rent assignment's budget": ("clock", first("rent_assignments", rtt_budget_ms=500.0), "assignments"),
+    "an on-demand rental at an hour not represented": ("clock", first("rentals", hour_utc=30), "clock"),
     # the families that held before (sanity)
     "an inference line halved": ("plain", plan_edit(halve_line), "inference_capacity"),
     "a training line halved": ("plain", plan_edit(lambda d: halve_line(d, "training")), "training"),
