@@ -1078,12 +1078,15 @@ class PlanChecker:
         return float(self.plan["clock"]["utc_offsets_h"][r]["offset_h"])
 
     def _local_profile(self, w: str, r: str) -> list[float]:
-        def region_of(p) -> str:
-            value = p.get("region")
-            return value if isinstance(value, str) else ""
-
-        rows = [p for p in self.inp.profiles if p["workload"] == w and region_of(p) == r] or \
-               [p for p in self.inp.profiles if p["workload"] == w and not region_of(p)]
+        """The region's own profile of class w, else the class's (check_inputs holds each to 24 hours peaking at 1)."""
+        if "_profile_rows" not in self.__dict__:
+            grouped: dict[tuple[str, str], list[dict]] = defaultdict(list)
+            for p in self.inp.profiles:
+                region = p.get("region")
+                grouped[p["workload"], region if isinstance(region, str) else ""].append(p)
+            self.__dict__["_profile_rows"] = grouped
+        grouped = self.__dict__["_profile_rows"]
+        rows = grouped.get((w, r)) or grouped.get((w, ""), [])
         out = [0.0] * HOURS_PER_DAY
         for p in rows:
             out[int(p["local_hour"])] = float(p["load"])
@@ -1097,20 +1100,24 @@ class PlanChecker:
         key = (r, w)
         cache = self.__dict__.setdefault("_p_cache", {})
         if key not in cache:
-            cache[key] = {b: max(self._at(r, w, x) for x in hours) for b, hours in self._blocks().items()}
+            utc = self._utc(r, w)
+            cache[key] = {b: max(utc[x] for x in hours) for b, hours in self._blocks().items()}
         return cache[key][h]
 
-    def _at(self, r: str, w: str, utc: int) -> float:
-        """Region r's class-w load at UTC hour `utc` relative to its peak: its local profile at utc + offset,
+    def _utc(self, r: str, w: str) -> list[float]:
+        """Region r's class-w load at each UTC hour 0..23 relative to its peak: its local profile at utc + offset,
         linear between whole hours."""
-        cache = self.__dict__.setdefault("_local_cache", {})
+        cache = self.__dict__.setdefault("_utc_cache", {})
         if (r, w) not in cache:
-            cache[r, w] = (self._local_profile(w, r), self._offset_h(r))
-        local, offset = cache[r, w]
-        t = (utc + offset) % HOURS_PER_DAY
-        lo = math.floor(t)
-        frac = t - lo
-        return local[lo % HOURS_PER_DAY] * (1 - frac) + local[(lo + 1) % HOURS_PER_DAY] * frac
+            local, offset = self._local_profile(w, r), self._offset_h(r)
+            out = []
+            for utc in range(HOURS_PER_DAY):
+                t = (utc + offset) % HOURS_PER_DAY
+                lo = math.floor(t)
+                frac = t - lo
+                out.append(local[lo % HOURS_PER_DAY] * (1 - frac) + local[(lo + 1) % HOURS_PER_DAY] * frac)
+            cache[r, w] = out
+        return cache[r, w]
 
     def _day_load(self, r: str, w: str) -> float:
         """Token-hours a day of (r, w) at share 1: demand x sum over represented hours of weight x p."""
@@ -1360,7 +1367,8 @@ class PlanChecker:
                     break
         served = over = 0.0
         for r, w in demanded:
-            utc = [self._at(r, w, u) * inp.demand(r, w) for u in range(HOURS_PER_DAY)]
+            demand = inp.demand(r, w)
+            utc = [v * demand for v in self._utc(r, w)]
             served += sum(utc)
             for block in blocks.values():
                 over += max(utc[u] for u in block) * len(block) - sum(utc[u] for u in block)
