@@ -283,6 +283,8 @@ SECTION_RULES = {
                  ("standby_resume_days", 0, 365, "o")),
     "clock": (("hours", 0, 24, "io"), ("idle_power_share", 0, 1, "o"), ("inference_fabric_tier", 0, INF, "io")),
 }
+# The rules a period's derived inputs are held to instead (_InputRules, `derived`).
+DERIVED = {("sites", "power_price_usd_per_mwh"): (0, INF, ""), ("jobs", "gpus_h100_equiv"): (0, INF, "")}
 YES_NO = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 
 
@@ -329,11 +331,239 @@ def _yes_no(value) -> bool | None:
     raise ValueError(value)
 
 
+class _InputRules:
+    """What `dcplace validate` refuses in a folder's inputs/ (models/records.py, models/clock_inputs.py; the rules
+    written again above): every number the checkers recompute from outside its range, ids missing, repeated or
+    unknown where another table names them, a daily profile without each of its 24 hours or not peaking at 1.
+    `derived`: the inputs of one period of a schedule, derived from the schedule's (whose own inputs are held to
+    every rule): a power price times the period's factor and a job's GPUs times its training multiplier may leave
+    the ranges a file's values are held to (the schedule checker verifies the derivation)."""
+
+    def __init__(self, inp: "_Inputs", derived: bool = False):
+        self.inp, self.derived = inp, derived
+        self.problems: list[str] = []
+
+    def run(self) -> list[str]:
+        inp = self.inp
+        spec = inp.spec
+
+        def bad(where: str, why: str) -> None:
+            self.problems.append(f"{where} {why}: `dcplace validate` refuses it, so no plan can be checked against it.")
+
+        def label(name: str, i: int, row: dict) -> str:
+            key = row.get("id")
+            return f"inputs/{name} row {i + 2}" + (f" ({key})" if isinstance(key, str) and key else "")
+
+        for table, rules in TABLE_RULES.items():
+            if table not in inp.tables:
+                continue
+            name, rows = inp.tables[table]
+            for i, row in enumerate(rows):
+                for column, low, high, flags in rules:
+                    if self.derived and (table, column) in DERIVED:
+                        low, high, flags = DERIVED[table, column]
+                    if column in row or "o" not in flags:
+                        why = _rule_problem(row.get(column), low, high, flags)
+                        if why:
+                            bad(f"{label(name, i, row)}: {column}", why)
+        for section, rules in SECTION_RULES.items():
+            values = spec.get(section) or {}
+            if not isinstance(values, dict):
+                bad(f"inputs/scenario.yaml {section}", "is not a mapping")
+                continue
+            for key, low, high, flags in rules:
+                why = _rule_problem(values.get(key), low, high, flags)
+                if why:
+                    bad(f"inputs/scenario.yaml {section}.{key}", why)
+        # ids: present and unique (ids differing only by case or spaces are one id to dcplace)
+        for table in ("sites", "regions", "jobs", "chips", "rack_configs", "cooling", "fabrics", "workloads", "cloud_regions"):
+            if table not in inp.tables:
+                continue
+            name, rows = inp.tables[table]
+            seen: dict[str, int] = {}
+            for i, row in enumerate(rows):
+                key = row.get("id")
+                if not isinstance(key, str) or not key.strip():
+                    bad(f"inputs/{name} row {i + 2}: id", "is missing")
+                    continue
+                folded = key.strip().casefold()
+                if folded in seen:
+                    bad(f"inputs/{name} row {i + 2}: id {key!r}", f"repeats the id of row {seen[folded] + 2}")
+                seen.setdefault(folded, i)
+        for q in sorted(set(inp.clouds) & set(inp.sites)):
+            bad(f"inputs/cloud_regions.csv: id {q!r}", "is also a site's id")
+        # references between the tables
+        for i, row in enumerate(inp.tables["sites"][1]):
+            where = label(inp.tables["sites"][0], i, row)
+            price = row.get("power_price_usd_per_mwh")
+            if _is_number(price) and 0 < price < 5 and not self.derived:
+                bad(f"{where}: power_price_usd_per_mwh", f"is {price!r}, a price per kWh, not per MWh")
+            allowed = _list(row.get("cooling_allowed"))
+            if not allowed:
+                bad(f"{where}: cooling_allowed", "is empty")
+            for c in allowed:
+                if c not in inp.cooling:
+                    bad(f"{where}: cooling_allowed", f"names {c!r}, not a cooling type of the catalog")
+        for table in ("sites", "regions", "cloud_regions"):
+            if table in inp.tables:
+                for i, row in enumerate(inp.tables[table][1]):
+                    if not isinstance(row.get("country"), str) or len(row["country"].strip()) != 2:
+                        bad(f"{label(inp.tables[table][0], i, row)}: country", f"is {row.get('country')!r}, not a two-letter code")
+        for k, rack in inp.racks.items():
+            if rack.get("chip") not in inp.chips:
+                bad(f"inputs/catalog/rack_configs.csv ({k}): chip", f"is {rack.get('chip')!r}, not a chip of the catalog")
+        name, rows = inp.tables["throughput"]
+        pairs = set()
+        for i, row in enumerate(rows):
+            if row.get("chip") not in inp.chips or row.get("workload") not in inp.workloads:
+                bad(f"inputs/{name} row {i + 2}", f"names chip {row.get('chip')!r} and class {row.get('workload')!r}, not both in the catalog")
+            if (row.get("chip"), row.get("workload")) in pairs:
+                bad(f"inputs/{name} row {i + 2}", f"gives {row.get('chip')} on '{row.get('workload')}' a second time")
+            pairs.add((row.get("chip"), row.get("workload")))
+        classes = set(inp.workloads)
+        name, rows = inp.tables["regions"]
+        for i, row in enumerate(rows):
+            where = label(name, i, row)
+            for column in row:
+                for prefix, suffix in (("demand_", "_tok_s"), ("rtt_budget_", "_ms"), ("failover_rtt_", "_ms")):
+                    if column.startswith(prefix) and column.endswith(suffix) and column[len(prefix):-len(suffix)] not in classes:
+                        bad(f"{where}: {column}", "names a class the catalog does not have")
+            for w in classes:
+                why = _rule_problem(row.get(f"demand_{w}_tok_s"), 0, INF, "o")
+                if why:
+                    bad(f"{where}: demand_{w}_tok_s", why)
+                demand = row.get(f"demand_{w}_tok_s")
+                needed = "g" if not why and not _blank(demand) and _number_of(demand) > 0 else "go"
+                why = _rule_problem(row.get(f"rtt_budget_{w}_ms"), 0, INF, needed)
+                if why:
+                    bad(f"{where}: rtt_budget_{w}_ms", why)
+                why = _rule_problem(row.get(f"failover_rtt_{w}_ms"), 0, INF, "go")
+                if why:
+                    bad(f"{where}: failover_rtt_{w}_ms", why)
+        if "jobs" in inp.tables:
+            name, rows = inp.tables["jobs"]
+            for i, row in enumerate(rows):
+                where = label(name, i, row)
+                for c in _list(row.get("eligible_chips")):
+                    if c not in inp.chips:
+                        bad(f"{where}: eligible_chips", f"names {c!r}, not a chip of the catalog")
+                for column in ("standby_required", "interruptible"):
+                    try:
+                        _yes_no(row.get(column))
+                    except ValueError:
+                        bad(f"{where}: {column}", f"is {row.get(column)!r}, not true or false")
+                if _is_number(row.get("from_year")) and _is_number(row.get("to_year")) and row["to_year"] < row["from_year"]:
+                    bad(f"{where}: to_year", f"{row['to_year']!r} is before from_year {row['from_year']!r}")
+        for q, cloud in inp.clouds.items():
+            where = f"inputs/cloud_regions.csv ({q})"
+            if cloud.get("chip") not in inp.chips:
+                bad(f"{where}: chip", f"is {cloud.get('chip')!r}, not a chip of the catalog")
+            if _blank(cloud.get("usd_per_gpu_hour_on_demand")) and _blank(cloud.get("usd_per_gpu_hour_reserved")):
+                bad(where, "has neither an on-demand nor a reserved price")
+        for (r, w, s_) in inp.pair_costs:
+            if r not in inp.regions or w not in classes or s_ not in inp.sites:
+                bad(f"inputs/pair_costs.csv ({r}, {w}, {s_})", "names a region, class or site that inputs/ does not have")
+        self._check_profiles(bad)
+        self._check_sections(bad)
+        return self.problems
+
+    def _check_profiles(self, bad) -> None:
+        """Every daily profile (class, and region or every region) gives each local hour 0..23 once and peaks at 1;
+        with the clock on every class with demand has one (models/clock_inputs.py)."""
+        inp = self.inp
+        if "profiles" not in inp.tables:
+            hours_of = {}
+        else:
+            name, rows = inp.tables["profiles"]
+            hours_of: dict[tuple, dict[int, float]] = {}
+            for i, row in enumerate(rows):
+                w, r = row.get("workload"), row.get("region")
+                r = r.strip() if isinstance(r, str) else ""
+                where = f"inputs/{name} row {i + 2}"
+                if w not in inp.workloads or (r and r not in inp.regions):
+                    bad(where, f"names class {w!r} and region {r!r}, not a class and region of inputs/")
+                    continue
+                if _rule_problem(row.get("local_hour"), 0, 23, "i") or _rule_problem(row.get("load"), 0, 1, ""):
+                    continue  # reported by the table's rules
+                seen = hours_of.setdefault((w, r), {})
+                h = int(row["local_hour"])
+                if h in seen:
+                    bad(f"{where}: local_hour", f"gives hour {h} of '{w}'{' in ' + r if r else ''} a second time")
+                seen[h] = float(row["load"])
+            for (w, r), seen in hours_of.items():
+                which = f"inputs/{name}: the profile of '{w}'" + (f" in region {r}" if r else "")
+                missing = sorted(set(range(HOURS_PER_DAY)) - set(seen))
+                if missing:
+                    bad(which, f"has no row for hour(s) {', '.join(map(str, missing))} (a missing hour would read as no load)")
+                peak = max(seen.values(), default=0.0)
+                if abs(peak - 1.0) > 1e-6:
+                    bad(which, f"peaks at {peak:g}, not 1 (loads are relative to the day's peak)")
+        if inp.clock_on:
+            for w in inp.workloads:
+                demanding = [r for r in inp.regions if inp.demand(r, w) > 0]
+                if demanding and (w, "") not in hours_of and not all((w, r) in hours_of for r in demanding):
+                    bad(f"inputs/scenario.yaml clock.hours {inp.clock.get('hours')!r}", f"is on, but class '{w}' has no daily profile")
+
+    def _check_sections(self, bad) -> None:
+        """economics, policies and clock: yes/no values, the classes and sites they name, routing per hour's limits."""
+        inp = self.inp
+        eco, pol, clock = inp.economics, inp.policies, inp.clock
+        for section, values, key in (("economics", eco, "self_build"), ("policies", pol, "single_purpose_sites")):
+            if isinstance(values, dict) and values.get(key) is not None and not isinstance(values.get(key), bool):
+                bad(f"inputs/scenario.yaml {section}.{key}", f"is {values.get(key)!r}, not true or false")
+        if not isinstance(pol, dict):
+            return
+        for key in ("forced_sites", "forbidden_sites"):
+            named = pol.get(key) or []
+            if not isinstance(named, list):
+                bad(f"inputs/scenario.yaml policies.{key}", f"is {named!r}, not a list of site ids")
+                continue
+            for s in named:
+                if s not in inp.sites:
+                    bad(f"inputs/scenario.yaml policies.{key}", f"names {s!r}, not a site of inputs/sites.csv")
+        survive = pol.get("survive_site_loss") or {}
+        if isinstance(survive, str):
+            survive = _list(survive)
+        if isinstance(survive, list):
+            survive = {w: 1.0 for w in survive}
+        if not isinstance(survive, dict):
+            bad("inputs/scenario.yaml policies.survive_site_loss", f"is {survive!r}, not classes with shares")
+            survive = {}
+        for w, share in survive.items():
+            if w not in inp.workloads:
+                bad("inputs/scenario.yaml policies.survive_site_loss", f"names {w!r}, not a class of the catalog")
+            why = _rule_problem(1.0 if share is True else share, 0, 1, "g")
+            if why:
+                bad(f"inputs/scenario.yaml policies.survive_site_loss.{w}", why)
+        failover = pol.get("failover_rtt_ms") or {}
+        for w, ms in (failover.items() if isinstance(failover, dict) else []):
+            if w not in inp.workloads:
+                bad("inputs/scenario.yaml policies.failover_rtt_ms", f"names {w!r}, not a class of the catalog")
+            why = _rule_problem(ms, 0, INF, "g")
+            if why:
+                bad(f"inputs/scenario.yaml policies.failover_rtt_ms.{w}", why)
+        if not isinstance(failover, dict):
+            bad("inputs/scenario.yaml policies.failover_rtt_ms", f"is {failover!r}, not classes with round trips")
+        if isinstance(clock, dict):
+            routing = clock.get("routing") or "day"
+            if routing not in ("day", "hour"):
+                bad("inputs/scenario.yaml clock.routing", f"is {routing!r}, not 'day' or 'hour'")
+            elif routing == "hour" and (not inp.clock_on or survive):
+                bad("inputs/scenario.yaml clock.routing", "is 'hour' without the clock on, or with policies.survive_site_loss")
+            tier = clock.get("inference_fabric_tier")
+            tiers = [f["tier"] for f in inp.fabrics.values() if _is_number(f.get("tier"))]
+            if inp.clock_on and _is_number(tier) and tier > max(tiers, default=0):
+                bad("inputs/scenario.yaml clock.inference_fabric_tier", f"is {tier!r}, above every fabric's tier")
+
+
 class PlanChecker:
     """Each `check_*` method verifies one family of constraints."""
 
-    def __init__(self, folder: str | Path):
+    def __init__(self, folder: str | Path, period: bool = False):
+        """`period`: the folder is a period of a schedule folder, its inputs derived from the schedule's
+        (check_schedule.py verifies the derivation and holds the schedule's inputs to every rule)."""
         self.folder = Path(folder)
+        self.period = period
         self.report = CheckReport(str(self.folder))
         self._paths = None
         self.plan = self._read_json("plan.json", "plan")
@@ -441,220 +671,11 @@ class PlanChecker:
         if not _is_number(reported) or not _close(float(reported), expected, abs_=abs_):
             self.fail(family, f"{where}: {field} is {reported!r} in plan.json, {source} {expected!r}.")
 
-    # ------------------------------------------------------------------ the inputs
-
     def check_inputs(self) -> None:
-        """inputs/ holds only what `dcplace validate` accepts (models/records.py, models/clock_inputs.py; the rules
-        written again above): every number the checker recomputes from within its range, ids present, unique and
-        known where another table names them, each daily profile 24 hours peaking at 1. A plan recomputed from
-        inputs dcplace refuses proves nothing, so each refusal is a violation."""
-        inp = self.inp
-        spec = inp.spec
-
-        def bad(where: str, why: str) -> None:
-            self.fail("inputs", f"{where} {why}: `dcplace validate` refuses it, so no plan can be checked against it.")
-
-        def label(name: str, i: int, row: dict) -> str:
-            key = row.get("id")
-            return f"inputs/{name} row {i + 2}" + (f" ({key})" if isinstance(key, str) and key else "")
-
-        for table, rules in TABLE_RULES.items():
-            if table not in inp.tables:
-                continue
-            name, rows = inp.tables[table]
-            for i, row in enumerate(rows):
-                for column, low, high, flags in rules:
-                    if column in row or "o" not in flags:
-                        why = _rule_problem(row.get(column), low, high, flags)
-                        if why:
-                            bad(f"{label(name, i, row)}: {column}", why)
-        for section, rules in SECTION_RULES.items():
-            values = spec.get(section) or {}
-            if not isinstance(values, dict):
-                bad(f"inputs/scenario.yaml {section}", "is not a mapping")
-                continue
-            for key, low, high, flags in rules:
-                why = _rule_problem(values.get(key), low, high, flags)
-                if why:
-                    bad(f"inputs/scenario.yaml {section}.{key}", why)
-        # ids: present and unique (ids differing only by case or spaces are one id to dcplace)
-        for table in ("sites", "regions", "jobs", "chips", "rack_configs", "cooling", "fabrics", "workloads", "cloud_regions"):
-            if table not in inp.tables:
-                continue
-            name, rows = inp.tables[table]
-            seen: dict[str, int] = {}
-            for i, row in enumerate(rows):
-                key = row.get("id")
-                if not isinstance(key, str) or not key.strip():
-                    bad(f"inputs/{name} row {i + 2}: id", "is missing")
-                    continue
-                folded = key.strip().casefold()
-                if folded in seen:
-                    bad(f"inputs/{name} row {i + 2}: id {key!r}", f"repeats the id of row {seen[folded] + 2}")
-                seen.setdefault(folded, i)
-        for q in sorted(set(inp.clouds) & set(inp.sites)):
-            bad(f"inputs/cloud_regions.csv: id {q!r}", "is also a site's id")
-        # references between the tables
-        for i, row in enumerate(inp.tables["sites"][1]):
-            where = label(inp.tables["sites"][0], i, row)
-            price = row.get("power_price_usd_per_mwh")
-            if _is_number(price) and 0 < price < 5:
-                bad(f"{where}: power_price_usd_per_mwh", f"is {price!r}, a price per kWh, not per MWh")
-            allowed = _list(row.get("cooling_allowed"))
-            if not allowed:
-                bad(f"{where}: cooling_allowed", "is empty")
-            for c in allowed:
-                if c not in inp.cooling:
-                    bad(f"{where}: cooling_allowed", f"names {c!r}, not a cooling type of the catalog")
-        for table in ("sites", "regions", "cloud_regions"):
-            if table in inp.tables:
-                for i, row in enumerate(inp.tables[table][1]):
-                    if not isinstance(row.get("country"), str) or len(row["country"].strip()) != 2:
-                        bad(f"{label(inp.tables[table][0], i, row)}: country", f"is {row.get('country')!r}, not a two-letter code")
-        for k, rack in inp.racks.items():
-            if rack.get("chip") not in inp.chips:
-                bad(f"inputs/catalog/rack_configs.csv ({k}): chip", f"is {rack.get('chip')!r}, not a chip of the catalog")
-        name, rows = inp.tables["throughput"]
-        pairs = set()
-        for i, row in enumerate(rows):
-            if row.get("chip") not in inp.chips or row.get("workload") not in inp.workloads:
-                bad(f"inputs/{name} row {i + 2}", f"names chip {row.get('chip')!r} and class {row.get('workload')!r}, not both in the catalog")
-            if (row.get("chip"), row.get("workload")) in pairs:
-                bad(f"inputs/{name} row {i + 2}", f"gives {row.get('chip')} on '{row.get('workload')}' a second time")
-            pairs.add((row.get("chip"), row.get("workload")))
-        classes = set(inp.workloads)
-        name, rows = inp.tables["regions"]
-        for i, row in enumerate(rows):
-            where = label(name, i, row)
-            for column in row:
-                for prefix, suffix in (("demand_", "_tok_s"), ("rtt_budget_", "_ms"), ("failover_rtt_", "_ms")):
-                    if column.startswith(prefix) and column.endswith(suffix) and column[len(prefix):-len(suffix)] not in classes:
-                        bad(f"{where}: {column}", "names a class the catalog does not have")
-            for w in classes:
-                why = _rule_problem(row.get(f"demand_{w}_tok_s"), 0, INF, "o")
-                if why:
-                    bad(f"{where}: demand_{w}_tok_s", why)
-                demand = row.get(f"demand_{w}_tok_s")
-                needed = "g" if not why and not _blank(demand) and _number_of(demand) > 0 else "go"
-                why = _rule_problem(row.get(f"rtt_budget_{w}_ms"), 0, INF, needed)
-                if why:
-                    bad(f"{where}: rtt_budget_{w}_ms", why)
-                why = _rule_problem(row.get(f"failover_rtt_{w}_ms"), 0, INF, "go")
-                if why:
-                    bad(f"{where}: failover_rtt_{w}_ms", why)
-        if "jobs" in inp.tables:
-            name, rows = inp.tables["jobs"]
-            for i, row in enumerate(rows):
-                where = label(name, i, row)
-                for c in _list(row.get("eligible_chips")):
-                    if c not in inp.chips:
-                        bad(f"{where}: eligible_chips", f"names {c!r}, not a chip of the catalog")
-                for column in ("standby_required", "interruptible"):
-                    try:
-                        _yes_no(row.get(column))
-                    except ValueError:
-                        bad(f"{where}: {column}", f"is {row.get(column)!r}, not true or false")
-                if _is_number(row.get("from_year")) and _is_number(row.get("to_year")) and row["to_year"] < row["from_year"]:
-                    bad(f"{where}: to_year", f"{row['to_year']!r} is before from_year {row['from_year']!r}")
-        for q, cloud in inp.clouds.items():
-            where = f"inputs/cloud_regions.csv ({q})"
-            if cloud.get("chip") not in inp.chips:
-                bad(f"{where}: chip", f"is {cloud.get('chip')!r}, not a chip of the catalog")
-            if _blank(cloud.get("usd_per_gpu_hour_on_demand")) and _blank(cloud.get("usd_per_gpu_hour_reserved")):
-                bad(where, "has neither an on-demand nor a reserved price")
-        for (r, w, s_) in inp.pair_costs:
-            if r not in inp.regions or w not in classes or s_ not in inp.sites:
-                bad(f"inputs/pair_costs.csv ({r}, {w}, {s_})", "names a region, class or site that inputs/ does not have")
-        self._check_profiles(bad)
-        self._check_sections(bad)
-
-    def _check_profiles(self, bad) -> None:
-        """Every daily profile (class, and region or every region) gives each local hour 0..23 once and peaks at 1;
-        with the clock on every class with demand has one (models/clock_inputs.py)."""
-        inp = self.inp
-        if "profiles" not in inp.tables:
-            hours_of = {}
-        else:
-            name, rows = inp.tables["profiles"]
-            hours_of: dict[tuple, dict[int, float]] = {}
-            for i, row in enumerate(rows):
-                w, r = row.get("workload"), row.get("region")
-                r = r.strip() if isinstance(r, str) else ""
-                where = f"inputs/{name} row {i + 2}"
-                if w not in inp.workloads or (r and r not in inp.regions):
-                    bad(where, f"names class {w!r} and region {r!r}, not a class and region of inputs/")
-                    continue
-                if _rule_problem(row.get("local_hour"), 0, 23, "i") or _rule_problem(row.get("load"), 0, 1, ""):
-                    continue  # reported by the table's rules
-                seen = hours_of.setdefault((w, r), {})
-                h = int(row["local_hour"])
-                if h in seen:
-                    bad(f"{where}: local_hour", f"gives hour {h} of '{w}'{' in ' + r if r else ''} a second time")
-                seen[h] = float(row["load"])
-            for (w, r), seen in hours_of.items():
-                which = f"inputs/{name}: the profile of '{w}'" + (f" in region {r}" if r else "")
-                missing = sorted(set(range(HOURS_PER_DAY)) - set(seen))
-                if missing:
-                    bad(which, f"has no row for hour(s) {', '.join(map(str, missing))} (a missing hour would read as no load)")
-                peak = max(seen.values(), default=0.0)
-                if abs(peak - 1.0) > 1e-6:
-                    bad(which, f"peaks at {peak:g}, not 1 (loads are relative to the day's peak)")
-        if inp.clock_on:
-            for w in inp.workloads:
-                demanding = [r for r in inp.regions if inp.demand(r, w) > 0]
-                if demanding and (w, "") not in hours_of and not all((w, r) in hours_of for r in demanding):
-                    bad(f"inputs/scenario.yaml clock.hours {inp.clock.get('hours')!r}", f"is on, but class '{w}' has no daily profile")
-
-    def _check_sections(self, bad) -> None:
-        """economics, policies and clock: yes/no values, the classes and sites they name, routing per hour's limits."""
-        inp = self.inp
-        eco, pol, clock = inp.economics, inp.policies, inp.clock
-        for section, values, key in (("economics", eco, "self_build"), ("policies", pol, "single_purpose_sites")):
-            if isinstance(values, dict) and values.get(key) is not None and not isinstance(values.get(key), bool):
-                bad(f"inputs/scenario.yaml {section}.{key}", f"is {values.get(key)!r}, not true or false")
-        if not isinstance(pol, dict):
-            return
-        for key in ("forced_sites", "forbidden_sites"):
-            named = pol.get(key) or []
-            if not isinstance(named, list):
-                bad(f"inputs/scenario.yaml policies.{key}", f"is {named!r}, not a list of site ids")
-                continue
-            for s in named:
-                if s not in inp.sites:
-                    bad(f"inputs/scenario.yaml policies.{key}", f"names {s!r}, not a site of inputs/sites.csv")
-        survive = pol.get("survive_site_loss") or {}
-        if isinstance(survive, str):
-            survive = _list(survive)
-        if isinstance(survive, list):
-            survive = {w: 1.0 for w in survive}
-        if not isinstance(survive, dict):
-            bad("inputs/scenario.yaml policies.survive_site_loss", f"is {survive!r}, not classes with shares")
-            survive = {}
-        for w, share in survive.items():
-            if w not in inp.workloads:
-                bad("inputs/scenario.yaml policies.survive_site_loss", f"names {w!r}, not a class of the catalog")
-            why = _rule_problem(1.0 if share is True else share, 0, 1, "g")
-            if why:
-                bad(f"inputs/scenario.yaml policies.survive_site_loss.{w}", why)
-        failover = pol.get("failover_rtt_ms") or {}
-        for w, ms in (failover.items() if isinstance(failover, dict) else []):
-            if w not in inp.workloads:
-                bad("inputs/scenario.yaml policies.failover_rtt_ms", f"names {w!r}, not a class of the catalog")
-            why = _rule_problem(ms, 0, INF, "g")
-            if why:
-                bad(f"inputs/scenario.yaml policies.failover_rtt_ms.{w}", why)
-        if not isinstance(failover, dict):
-            bad("inputs/scenario.yaml policies.failover_rtt_ms", f"is {failover!r}, not classes with round trips")
-        if isinstance(clock, dict):
-            routing = clock.get("routing") or "day"
-            if routing not in ("day", "hour"):
-                bad("inputs/scenario.yaml clock.routing", f"is {routing!r}, not 'day' or 'hour'")
-            elif routing == "hour" and (not inp.clock_on or survive):
-                bad("inputs/scenario.yaml clock.routing", "is 'hour' without the clock on, or with policies.survive_site_loss")
-            tier = clock.get("inference_fabric_tier")
-            tiers = [f["tier"] for f in inp.fabrics.values() if _is_number(f.get("tier"))]
-            if inp.clock_on and _is_number(tier) and tier > max(tiers, default=0):
-                bad("inputs/scenario.yaml clock.inference_fabric_tier", f"is {tier!r}, above every fabric's tier")
+        """inputs/ holds only what `dcplace validate` accepts (_InputRules): a plan recomputed from inputs dcplace
+        refuses proves nothing, so each refusal is a violation."""
+        for problem in _InputRules(self.inp, self.period).run():
+            self.fail("inputs", problem)
 
     # ------------------------------------------------------------------ families
 

@@ -638,3 +638,23 @@ def test_a_plan_found_without_the_n1_loop_records_its_own_check(solved, tmp_path
     assert check_plan_folder(alt).ok
     record = json.loads((alt / "plan.json").read_text())["solve"]["failover"]
     assert record["classes"] == {"chat": 1.0} and record["secure"] is True and record["rounds"][-1]["losses_broken"] == []
+
+
+def test_a_schedule_holds_its_inputs_to_the_rules_and_its_periods_to_their_derivation(tmp_path):
+    """A period's power price is the schedule's times its factor (300 x 10 = 3,000 $/MWh, beyond what a file may
+    give): the period's inputs are derived, not refused. The schedule's own inputs are held to every rule."""
+    from dcplace.models import load_scenario
+    from dcplace.models.schedule import write_schedule_folder
+    from dcplace.optimizer.check_schedule import check_schedule_folder
+    from dcplace.optimizer.solving.periods import solve_periods
+
+    path = make_scenario(tmp_path / "in", sites=[site("hub", 0, 0, power_price_usd_per_mwh=300)], regions=[region("town", 0, 0.01)],
+                         sections={"periods": [{"year": 2026, "years": 1}, {"year": 2027, "years": 1, "power_price_factor": 10}]})
+    schedule, plans = solve_periods(load_scenario(path), OPTIONS)
+    folder = write_schedule_folder(schedule, load_scenario(path), plans, tmp_path / "out")
+    report = check_schedule_folder(folder)
+    assert report.ok, report.violations
+    assert "inputs" in report.checked and "2027:inputs" in report.checked
+    edit_input(folder, "sites.csv", lambda f: f.__setitem__("colocation_usd_per_kw_month", "-50"))
+    report = check_schedule_folder(folder)
+    assert any(v.family == "inputs" and "inputs/sites.csv" in v.message for v in report.violations), report.violations
