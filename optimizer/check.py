@@ -1087,10 +1087,15 @@ class PlanChecker:
     # ------------------------------------------------------------------ the clock (docs/clock.md)
 
     def _blocks(self) -> dict[int, list[int]]:
-        """Represented UTC hour -> the hours it stands for, as plan.json records them (check_clock verifies them)."""
-        if not self.inp.clock_on:
-            return {0: list(range(HOURS_PER_DAY))}
-        return {int(h): [int(x) for x in hours] for h, hours in (self.plan.get("clock") or {}).get("blocks_utc", {}).items()}
+        """Represented UTC hour -> the hours it stands for, as plan.json records them (check_clock verifies them);
+        read once (callers only read it)."""
+        if "_blocks_read" not in self.__dict__:
+            if not self.inp.clock_on:
+                blocks = {0: list(range(HOURS_PER_DAY))}
+            else:
+                blocks = {int(h): [int(x) for x in hours] for h, hours in (self.plan.get("clock") or {}).get("blocks_utc", {}).items()}
+            self.__dict__["_blocks_read"] = blocks
+        return self.__dict__["_blocks_read"]
 
     def _offset_h(self, r: str) -> float:
         given = self.inp.regions[r].get("utc_offset_h")
@@ -1221,7 +1226,12 @@ class PlanChecker:
 
     def _site_loads(self) -> dict[tuple, float]:
         """(site, class, represented hour) -> tok/s the assignments put there (with routing per hour, the
-        hour's own shares: share x demand x p for every line of plan.json's routing)."""
+        hour's own shares: share x demand x p for every line of plan.json's routing); computed once."""
+        if "_loads" not in self.__dict__:
+            self.__dict__["_loads"] = dict(self._compute_site_loads())
+        return self.__dict__["_loads"]
+
+    def _compute_site_loads(self) -> dict[tuple, float]:
         out = defaultdict(float)
         if self._routes_by_hour:
             for ln in self.plan.get("routing", []):
