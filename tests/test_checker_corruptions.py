@@ -658,3 +658,52 @@ def test_a_schedule_holds_its_inputs_to_the_rules_and_its_periods_to_their_deriv
     edit_input(folder, "sites.csv", lambda f: f.__setitem__("colocation_usd_per_kw_month", "-50"))
     report = check_schedule_folder(folder)
     assert any(v.family == "inputs" and "inputs/sites.csv" in v.message for v in report.violations), report.violations
+
+
+# ------------------------------------------------------------------ the checker's rules are dcplace validate's
+
+
+def _rule_cases():
+    """(where, key, value) just outside and just inside every range the checker holds a plain folder's inputs to."""
+    from dcplace.optimizer.check import SECTION_RULES, TABLE_RULES
+
+    tables = {"sites": "sites.csv", "regions": "regions.csv", "jobs": "jobs.csv", "chips": "catalog/chips.csv",
+              "rack_configs": "catalog/rack_configs.csv", "cooling": "catalog/cooling.csv", "fabrics": "catalog/fabrics.csv",
+              "workloads": "catalog/workloads.csv", "throughput": "catalog/throughput.csv"}
+    rules = [(tables[t], column, low, high, flags) for t, table_rules in TABLE_RULES.items() if t in tables
+             for column, low, high, flags in table_rules]
+    rules += [(section, key, low, high, flags) for section, section_rules in SECTION_RULES.items() for key, low, high, flags in section_rules]
+    cases = []
+    for where, key, low, high, flags in rules:
+        if low is not None:
+            cases.append((where, key, low if "g" in flags else low - 1))
+            if "g" not in flags:
+                cases.append((where, key, low))
+        if high is not None:
+            cases.append((where, key, high if "l" in flags else high + 1))
+            if "l" not in flags:
+                cases.append((where, key, high))
+        if "i" in flags:
+            cases.append((where, key, (low or 0) + 0.5))
+    return cases
+
+
+@pytest.mark.parametrize("where, key, value", _rule_cases())
+def test_the_checker_refuses_exactly_what_dcplace_validate_refuses(where, key, value, solved, tmp_path):
+    """Each range check.py writes again, at and beyond its bounds, against the loader's own verdict on the same
+    inputs/ (a folder's inputs load as a scenario): both refuse, or neither does."""
+    from dcplace.models import ScenarioError, load_scenario
+
+    folder = copy_of(solved, tmp_path, "plain")
+    if where.endswith(".csv"):
+        edit_input(folder, where, lambda f: f.__setitem__(key, str(value)))
+    else:
+        edit_yaml(folder, lambda spec: spec[where].__setitem__(key, value))
+    try:
+        load_scenario(folder / "inputs" / "scenario.yaml")
+        refused = False
+    except ScenarioError:
+        refused = True
+    found = [v.message for v in check_plan_folder(folder).violations if v.family == "inputs"]
+    assert bool(found) == refused, (refused, found)
+    assert found == [] or any(key in message for message in found), found  # it names the field
