@@ -58,6 +58,14 @@ def clock_world(folder, scale: float = 1.0):
                          tables={"profiles": profile, "cloud_regions": clouds}, sections={"clock": {"hours": 24}})
 
 
+def cloud_world(folder):
+    """Cloud regions without the clock: the day is one block, a reserved rental serves both towns."""
+    clouds = [{"id": "cloud", "name": "Cloud", "provider": "x", "lat": 0, "lon": 0.05, "country": "US", "chip": "server",
+               "usd_per_gpu_hour_on_demand": 0.1, "usd_per_gpu_hour_reserved": 0.05, "cap_gpus": "", "fabric_tier": 0}]
+    return make_scenario(folder, sites=[site("hub", 0, 0)], regions=[region("town", 0, 0.1, chat=800), region("b", 0, 0.2, chat=300)],
+                         tables={"cloud_regions": clouds})
+
+
 def half_clock_world(folder):
     """The clock world at half its peak demand: the hourly loads a profile peaking at 0.5 gives the clock world."""
     return clock_world(folder, 0.5)
@@ -69,7 +77,8 @@ def n1_world(folder):
                          regions=[region("town", 0.1, 0.1, chat=4800, budget=50)], policies={"survive_site_loss": {"chat": 1.0}})
 
 
-WORLDS = {"plain": plain_world, "clock": clock_world, "n1": n1_world, "fast": fast_world, "half-clock": half_clock_world}
+WORLDS = {"plain": plain_world, "clock": clock_world, "n1": n1_world, "fast": fast_world, "half-clock": half_clock_world,
+          "cloud": cloud_world}
 
 
 @pytest.fixture(scope="module")
@@ -477,6 +486,11 @@ CORRUPTIONS = {
     "hourly: a row's weight": ("clock", hourly(reweigh_row), "hourly"),
     "hourly: a row at hour 25": ("clock", hourly(row_at_hour_25), "hourly"),
     "hourly: emptied": ("clock", hourly(empty_rows), "hourly"),
+    "hourly, no clock: a rented row's capacity doubled": ("cloud", hourly(lambda rows: rows[0].update(capacity_tok_s=rows[0]["capacity_tok_s"] * 2)), "hourly"),
+    "hourly, no clock: an owned row added": ("cloud", hourly(lambda rows: rows.append({**rows[0], "place": "hub", "kind": "owned"})), "hourly"),
+    "no clock: a dispatch line": ("cloud", plan_edit(lambda d: d["dispatch"].append({"site": "hub", "group": "server", "chip": "server",
+        "cooling": "air", "workload": "chat", "hour_utc": 0, "serving_gpus": 0.0, "lent_gpus": 0.0})), "clock"),
+    "no clock: the clock record says on": ("cloud", clock_record("on", True), "clock_record"),
     # the clock record, dispatch and backfill rows
     "clock block_overstatement": ("clock", clock_record("block_overstatement", 0.1), "clock_record"),
     "clock load_share": ("clock", plan_edit(load_share_edit), "clock_record"),
