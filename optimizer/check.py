@@ -20,6 +20,7 @@ import json
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 import networkx as nx
@@ -2032,6 +2033,10 @@ class PlanChecker:
             return not missing
 
         keys("plan.json", plan, PLAN_FIELDS, PLAN_OPTIONAL)
+        try:
+            datetime.fromisoformat(str(plan.get("created_utc")))
+        except ValueError:
+            self.fail("schema", f"plan.json created_utc is {plan.get('created_utc')!r}, not an ISO 8601 time.")
         solve = plan.get("solve")
         if keys("plan.json solve", solve, SOLVE_FIELDS, SOLVE_OPTIONAL):
             for key in ("pairs", "failover", "options", "model"):

@@ -507,6 +507,7 @@ CORRUPTIONS = {
     "a rack line: an unknown figure": ("plain", extra_field(lambda d: lines(d, "inference")[0]), "schema"),
     "an assignment: an unknown figure": ("plain", extra_field(lambda d: d["assignments"][0]), "schema"),
     "solve: an unknown figure": ("plain", extra_field(lambda d: d["solve"]), "schema"),
+    "created_utc not a time": ("plain", plan_edit(lambda d: d.update(created_utc="yesterday")), "schema"),
     "a site's role 'hub'": ("plain", plan_edit(lambda d: d["sites"][0].update(role="hub")), "schema"),
     "a zero cost category nobody knows": ("plain", plan_edit(zero_cost_category), "schema"),
     "a rack line's purpose 'storage'": ("plain", plan_edit(lambda d: lines(d, "inference")[0].update(purpose="storage")), "schema"),
