@@ -378,6 +378,9 @@ class ScheduleChecker:
             self.fail("npv", f"the solver's bound {float(bound):,.2f} is above the schedule's NPV {total:,.2f}: no plan can cost less than its bound.")
         if solve.get("status") == "optimal" and (solve.get("gap") is None or float(solve["gap"]) > float(solve["options"]["mip_gap"]) + 1e-9):
             self.fail("npv", f"status 'optimal' with gap {solve.get('gap')} above the requested {solve['options']['mip_gap']}.")
+        if solve.get("status") not in ("optimal", "feasible"):  # a schedule folder is written only with a plan
+            self.fail("status", f"schedule.json solve.status is {solve.get('status')!r}; a schedule with its periods' plans is "
+                      "'optimal' or 'feasible', and was checked as one.")
 
     # ---------------------------------------------------------------------------- run
     def run(self) -> CheckReport:

@@ -661,6 +661,10 @@ def test_a_schedule_holds_its_inputs_to_the_rules_and_its_periods_to_their_deriv
     edit_input(folder, "sites.csv", lambda f: f.__setitem__("colocation_usd_per_kw_month", "-50"))
     report = check_schedule_folder(folder)
     assert any(v.family == "inputs" and "inputs/sites.csv" in v.message for v in report.violations), report.violations
+    doc = json.loads((folder / "schedule.json").read_text())
+    doc["solve"]["status"] = "infeasible"
+    (folder / "schedule.json").write_text(json.dumps(doc))
+    assert "status" in check_schedule_folder(folder).families_violated()
 
 
 # ------------------------------------------------------------------ the checker's rules are dcplace validate's
