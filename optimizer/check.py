@@ -20,6 +20,7 @@ import json
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 import networkx as nx
@@ -40,6 +41,41 @@ REQUIRED_FILES = (
 )
 OPTIONAL_FILES = ("inputs/pair_costs.csv", "inputs/backbone.csv", "inputs/profiles.csv", "inputs/cloud_regions.csv",
                   "hourly.csv", "dispatch.csv", "backfill.csv", "rentals.csv", "rent_assignments.csv", "routing.csv")
+PLAN_STATUSES = ("optimal", "feasible")  # solve.status with a plan (docs/plan-format.md)
+NO_PLAN_STATUSES = ("infeasible", "unbounded", "no_solution", "error")  # ... and without one: the folder records why
+DECISION_KEYS = ("sites", "assignments", "jobs", "hourly", "dispatch", "backfill", "rentals", "rent_assignments", "routing")
+# The fields of plan.json's records (docs/plan-format.md): "required" and "optional" (the second may be absent).
+PLAN_FIELDS = ("format_version scenario scenario_hash created_utc solve objective_usd_per_year cost_breakdown_usd_per_year "
+               "kpis sites assignments jobs provenance")
+PLAN_OPTIONAL = "clock hourly dispatch backfill rentals rent_assignments routing diagnosis"
+SOLVE_FIELDS = ("solver solver_version status termination objective_usd_per_year best_bound_usd_per_year gap build_time_s "
+                "solve_time_s options model")
+SOLVE_OPTIONAL = "extract_time_s warm_start pairs failover"
+SITE_FIELDS = ("id name lat lon country open role zones fabrics racks racks_total gpus it_kw facility_kw power_limit_kw "
+               "floor_racks served_tok_s emissions_t_per_year upfront_capex_usd cost_usd_per_year total_cost_usd_per_year")
+SITE_OPTIONAL = "tenure built_kw"
+RACK_FIELDS = "config chip cooling purpose racks gpus it_kw facility_kw cost_usd_per_year"
+RACK_OPTIONAL = "workload fabric"
+ASSIGNMENT_FIELDS = "region region_name workload site share served_tok_s rtt_ms rtt_budget_ms"
+JOB_FIELDS = "job name site fabric chip gpus_h100_equiv"
+JOB_OPTIONAL = "standby_site standby_fabric standby_chip"
+HOUR_FIELDS = "place kind workload hour_utc weight_h load_tok_s capacity_tok_s"
+HOUR_OPTIONAL = "lent_gpus serving_gpus"
+ROUTE_FIELDS = "region workload site hour_utc weight_h share served_tok_s"
+DISPATCH_FIELDS = "site group chip cooling workload hour_utc serving_gpus lent_gpus"
+BACKFILL_FIELDS = "job site group chip workload hour_utc weight_h gpus h100_gpu_hours_per_day"
+RENTAL_FIELDS = "cloud chip kind gpus gpu_hours_per_year usd_per_year"
+RENTAL_OPTIONAL = "workload job hour_utc"
+CLOCK_FIELDS = ("on hours represented_hours_utc weight_h blocks_utc block_overstatement idle_power_share inference_fabric_tier "
+                "routing utc_offsets_h load_share")
+FAILOVER_FIELDS = "classes secure stopped rounds"
+FAILOVER_OPTIONAL = ("scenarios_generated losses_in_model reroutings_in_model cuts_in_model open_sites_checked loop_s repaired "
+                     "held_sites")
+ROUND_FIELDS = "objective_usd_per_year solve_s losses_checked losses_broken reroutings_added unserved_tok_s"
+ROUND_OPTIONAL = "repaired_usd_per_year cuts_added"
+ROLES = ("training", "inference", "mixed", "idle", "closed")
+COST_CATEGORIES = ("site_fixed", "cooling_zones", "chips", "cooling_capex", "energy", "colocation", "self_build", "fabric",
+                   "carbon", "transport", "rental")
 HOURS_PER_DAY = 24
 SECONDS_PER_HOUR = 3600.0
 # Columns of the input tables read as text whatever they hold (an id "1" stays "1").
@@ -102,6 +138,7 @@ class _Inputs:
         missing = [key for key in ("economics", "latency", "policies", "sites", "regions") if key not in spec]
         if missing:
             raise ValueError(f"inputs/scenario.yaml lacks {', '.join(repr(k) for k in missing)}")
+        self.spec = spec
         self.name = spec.get("name")
         self.economics = spec["economics"]
         self.latency = spec["latency"]
@@ -117,22 +154,33 @@ class _Inputs:
             return pd.read_csv(path(name), keep_default_na=False, na_values=[""], dtype={c: str for c in TEXT_COLUMNS})
 
         catalog = spec.get("catalog") or "catalog"
-        self.sites = {r["id"]: r for r in read(spec["sites"]).to_dict("records")}
-        self.regions = {r["id"]: r for r in read(spec["regions"]).to_dict("records")}
-        self.jobs = {r["id"]: r for r in read(spec["jobs"]).to_dict("records")} if spec.get("jobs") else {}
-        self.chips = {r["id"]: r for r in read(f"{catalog}/chips.csv").to_dict("records")}
-        self.racks = {r["id"]: r for r in read(f"{catalog}/rack_configs.csv").to_dict("records")}
-        self.cooling = {r["id"]: r for r in read(f"{catalog}/cooling.csv").to_dict("records")}
-        self.fabrics = {r["id"]: r for r in read(f"{catalog}/fabrics.csv").to_dict("records")}
-        self.workloads = {r["id"]: r for r in read(f"{catalog}/workloads.csv").to_dict("records")}
-        self.tok_s = {(r["chip"], r["workload"]): r["tok_s_per_gpu"] for r in read(f"{catalog}/throughput.csv").to_dict("records")}
-        self.backbone = read(self.latency["backbone"]) if self.latency.get("backbone") else None
+        # every table's rows as read, by the name check_inputs gives it: (file under inputs/, rows)
+        self.tables: dict[str, tuple[str, list[dict]]] = {}
+
+        def rows(table: str, name: str) -> list[dict]:
+            records = read(name).to_dict("records")
+            self.tables[table] = (name, records)
+            return records
+
+        self.sites = {r["id"]: r for r in rows("sites", spec["sites"])}
+        self.regions = {r["id"]: r for r in rows("regions", spec["regions"])}
+        self.jobs = {r["id"]: r for r in rows("jobs", spec["jobs"])} if spec.get("jobs") else {}
+        self.chips = {r["id"]: r for r in rows("chips", f"{catalog}/chips.csv")}
+        self.racks = {r["id"]: r for r in rows("rack_configs", f"{catalog}/rack_configs.csv")}
+        self.cooling = {r["id"]: r for r in rows("cooling", f"{catalog}/cooling.csv")}
+        self.fabrics = {r["id"]: r for r in rows("fabrics", f"{catalog}/fabrics.csv")}
+        self.workloads = {r["id"]: r for r in rows("workloads", f"{catalog}/workloads.csv")}
+        self.tok_s = {(r["chip"], r["workload"]): r["tok_s_per_gpu"] for r in rows("throughput", f"{catalog}/throughput.csv")}
+        self.backbone = None
+        if self.latency.get("backbone"):
+            self.backbone = read(self.latency["backbone"])
+            self.tables["backbone"] = (self.latency["backbone"], self.backbone.to_dict("records"))
         self.clock = spec.get("clock") or {"hours": 0}  # docs/clock.md; folders from before the clock have none
-        self.profiles = read(spec["profiles"]).to_dict("records") if spec.get("profiles") else []
-        self.clouds = {r["id"]: r for r in read(spec["cloud_regions"]).to_dict("records")} if spec.get("cloud_regions") else {}
+        self.profiles = rows("profiles", spec["profiles"]) if spec.get("profiles") else []
+        self.clouds = {r["id"]: r for r in rows("cloud_regions", spec["cloud_regions"])} if spec.get("cloud_regions") else {}
         self.pair_costs = {}
         if spec.get("pair_costs"):
-            self.pair_costs = {(r["region"], r["workload"], r["site"]): r["usd_per_year"] for r in read(spec["pair_costs"]).to_dict("records")}
+            self.pair_costs = {(r["region"], r["workload"], r["site"]): r["usd_per_year"] for r in rows("pair_costs", spec["pair_costs"])}
 
     def gpus_per_rack(self, k: str) -> int:
         rack = self.racks[k]
@@ -201,11 +249,332 @@ def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
+# ------------------------------------------------------------------ the inputs' rules
+#
+# The ranges `dcplace validate` holds every input to (models/records.py, models/clock_inputs.py),
+# written again here so that the checker never recomputes a plan from inputs dcplace would refuse:
+# (field, low, high, flags): flags "g" low excluded (> low), "l" high excluded, "i" a whole number,
+# "o" optional (a blank cell or a missing key is allowed). None: no bound on that side.
+
+INF = None
+SITE_RULES = (("lat", -90, 90, ""), ("lon", -180, 180, ""), ("power_price_usd_per_mwh", 0, 2000, ""),
+              ("grid_carbon_g_per_kwh", 0, 2000, ""), ("power_limit_kw", 0, INF, "g"), ("floor_racks", 0, INF, "i"),
+              ("fixed_cost_usd_per_year", 0, INF, ""), ("colocation_usd_per_kw_month", 0, INF, ""),
+              ("pue_climate_factor", 0, 3, "go"), ("build_usd_per_mw", 1e5, INF, "o"), ("power_from_year", 1900, 2200, "io"))
+REGION_RULES = (("lat", -90, 90, ""), ("lon", -180, 180, ""), ("population", 0, INF, "io"), ("utc_offset_h", -12, 14, "o"))
+CHIP_RULES = (("capex_usd_per_gpu", 0, INF, ""), ("life_years", 0, 30, "g"), ("h100_equiv", 0, 100, ""),
+              ("available_from_year", 1900, 2200, "io"))
+RACK_RULES = (("gpus_per_server", 0, INF, "gi"), ("servers_per_rack", 0, INF, "gi"), ("server_kw", 0, 200, "g"),
+              ("rack_overhead_kw", 0, 100, "o"))
+COOLING_RULES = (("max_kw_per_rack", 0, 1000, "g"), ("pue", 1, 3, ""), ("capex_usd_per_kw", 0, INF, ""), ("life_years", 0, 50, "g"),
+                 ("zone_fixed_usd_per_year", 0, INF, ""), ("ready_usd_per_kw", 0, 20000, "o"), ("retrofit_usd_per_kw", 0, 20000, "o"))
+FABRIC_RULES = (("tier", 0, INF, "i"), ("cost_usd_per_gpu", 0, INF, ""), ("life_years", 0, 30, "g"),
+                ("training_efficiency", 0, 1, "g"), ("max_cluster_gpus", 0, INF, "gi"))
+WORKLOAD_RULES = (("load_factor", 0, 1, "g"),)
+THROUGHPUT_RULES = (("tok_s_per_gpu", 0, INF, "g"),)
+JOB_RULES = (("gpus_h100_equiv", 0, INF, "g"), ("min_fabric_tier", 0, INF, "io"), ("gpu_hours_per_day", 0, INF, "go"),
+             ("from_year", 1900, 2200, "io"), ("to_year", 1900, 2200, "io"))
+PROFILE_RULES = (("local_hour", 0, 23, "i"), ("load", 0, 1, ""))
+CLOUD_RULES = (("lat", -90, 90, ""), ("lon", -180, 180, ""), ("usd_per_gpu_hour_on_demand", 0, 1000, "go"),
+               ("usd_per_gpu_hour_reserved", 0, 1000, "go"), ("cap_gpus", 0, INF, "go"), ("fabric_tier", 0, INF, "io"))
+PAIR_COST_RULES = (("usd_per_year", 0, INF, ""),)
+BACKBONE_RULES = (("km", 0, INF, ""),)
+TABLE_RULES = {"sites": SITE_RULES, "regions": REGION_RULES, "chips": CHIP_RULES, "rack_configs": RACK_RULES,
+               "cooling": COOLING_RULES, "fabrics": FABRIC_RULES, "workloads": WORKLOAD_RULES, "throughput": THROUGHPUT_RULES,
+               "jobs": JOB_RULES, "profiles": PROFILE_RULES, "cloud_regions": CLOUD_RULES, "pair_costs": PAIR_COST_RULES,
+               "backbone": BACKBONE_RULES}
+SECTION_RULES = {
+    "economics": (("discount_rate", 0, 1, ""), ("training_load_factor", 0, 1, "g"), ("inference_target_utilization", 0, 1, "g"),
+                  ("carbon_price_usd_per_t", 0, INF, ""), ("transport_usd_per_tok_s_1000km_year", 0, INF, ""),
+                  ("hours_per_year", 0, 8784, "g"), ("build_usd_per_mw", 1e5, INF, "o"), ("build_om_share_per_year", 0, 0.5, "o"),
+                  ("build_life_years", 0, 100, "go"), ("min_campus_mw", 0, INF, "o"), ("campus_fixed_usd_per_year", 0, INF, "o")),
+    "latency": (("route_factor", 1, 5, ""), ("fiber_km_per_ms", 0, 300, "g"), ("overhead_ms", 0, INF, "")),
+    "policies": (("max_share_per_site", 0, 1, "g"), ("carbon_cap_t_per_year", 0, INF, "o"), ("capex_budget_usd", 0, INF, "o"),
+                 ("min_sites", 0, INF, "io"), ("max_sites", 1, INF, "io"), ("site_outage_days", 0, 365, "go"),
+                 ("standby_resume_days", 0, 365, "o")),
+    "clock": (("hours", 0, 24, "io"), ("idle_power_share", 0, 1, "o"), ("inference_fabric_tier", 0, INF, "io")),
+}
+# The rules a period's derived inputs are held to instead (_InputRules, `derived`).
+DERIVED = {("sites", "power_price_usd_per_mwh"): (0, INF, ""), ("jobs", "gpus_h100_equiv"): (0, INF, "")}
+YES_NO = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
+
+
+def _blank(value) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value)) or (isinstance(value, str) and not value.strip())
+
+
+def _number_of(value) -> float:
+    """The finite number a cell or YAML value holds; ValueError for text, a yes/no value, inf or NaN."""
+    if type(value).__name__ in ("bool", "bool_"):
+        raise ValueError("a yes/no value")
+    number = float(value.strip()) if isinstance(value, str) else float(value)
+    if not math.isfinite(number):
+        raise ValueError("not finite")
+    return number
+
+
+def _rule_problem(value, low, high, flags: str) -> str | None:
+    """Why `value` breaks the rule (low, high, flags), or None."""
+    if _blank(value):
+        return None if "o" in flags else "is missing"
+    try:
+        number = _number_of(value)
+    except (TypeError, ValueError):
+        return f"is {value!r}, not a number"
+    if "i" in flags and number != int(number):
+        return f"is {value!r}, not a whole number"
+    if low is not None and (number <= low if "g" in flags else number < low):
+        return f"is {value!r}, must be {'>' if 'g' in flags else '>='} {low:g}"
+    if high is not None and (number >= high if "l" in flags else number > high):
+        return f"is {value!r}, must be {'<' if 'l' in flags else '<='} {high:g}"
+    return None
+
+
+def _yes_no(value) -> bool | None:
+    """A yes/no cell as a bool (blank: None); ValueError for anything else."""
+    if _blank(value):
+        return None
+    if type(value).__name__ in ("bool", "bool_"):
+        return bool(value)
+    text = str(value).strip().lower()
+    if text in YES_NO:
+        return YES_NO[text]
+    raise ValueError(value)
+
+
+class _InputRules:
+    """What `dcplace validate` refuses in a folder's inputs/ (models/records.py, models/clock_inputs.py; the rules
+    written again above): every number the checkers recompute from outside its range, ids missing, repeated or
+    unknown where another table names them, a daily profile without each of its 24 hours or not peaking at 1.
+    `derived`: the inputs of one period of a schedule, derived from the schedule's (whose own inputs are held to
+    every rule): a power price times the period's factor and a job's GPUs times its training multiplier may leave
+    the ranges a file's values are held to (the schedule checker verifies the derivation)."""
+
+    def __init__(self, inp: "_Inputs", derived: bool = False):
+        self.inp, self.derived = inp, derived
+        self.problems: list[str] = []
+
+    def run(self) -> list[str]:
+        inp = self.inp
+        spec = inp.spec
+
+        def bad(where: str, why: str) -> None:
+            self.problems.append(f"{where} {why}: `dcplace validate` refuses it, so no plan can be checked against it.")
+
+        def label(name: str, i: int, row: dict) -> str:
+            key = row.get("id")
+            return f"inputs/{name} row {i + 2}" + (f" ({key})" if isinstance(key, str) and key else "")
+
+        for table, rules in TABLE_RULES.items():
+            if table not in inp.tables:
+                continue
+            name, rows = inp.tables[table]
+            for i, row in enumerate(rows):
+                for column, low, high, flags in rules:
+                    if self.derived and (table, column) in DERIVED:
+                        low, high, flags = DERIVED[table, column]
+                    if column in row or "o" not in flags:
+                        why = _rule_problem(row.get(column), low, high, flags)
+                        if why:
+                            bad(f"{label(name, i, row)}: {column}", why)
+        for section, rules in SECTION_RULES.items():
+            values = spec.get(section) or {}
+            if not isinstance(values, dict):
+                bad(f"inputs/scenario.yaml {section}", "is not a mapping")
+                continue
+            for key, low, high, flags in rules:
+                why = _rule_problem(values.get(key), low, high, flags)
+                if why:
+                    bad(f"inputs/scenario.yaml {section}.{key}", why)
+        # ids: present and unique (ids differing only by case or spaces are one id to dcplace)
+        for table in ("sites", "regions", "jobs", "chips", "rack_configs", "cooling", "fabrics", "workloads", "cloud_regions"):
+            if table not in inp.tables:
+                continue
+            name, rows = inp.tables[table]
+            seen: dict[str, int] = {}
+            for i, row in enumerate(rows):
+                key = row.get("id")
+                if not isinstance(key, str) or not key.strip():
+                    bad(f"inputs/{name} row {i + 2}: id", "is missing")
+                    continue
+                folded = key.strip().casefold()
+                if folded in seen:
+                    bad(f"inputs/{name} row {i + 2}: id {key!r}", f"repeats the id of row {seen[folded] + 2}")
+                seen.setdefault(folded, i)
+        for q in sorted(set(inp.clouds) & set(inp.sites)):
+            bad(f"inputs/cloud_regions.csv: id {q!r}", "is also a site's id")
+        # references between the tables
+        for i, row in enumerate(inp.tables["sites"][1]):
+            where = label(inp.tables["sites"][0], i, row)
+            price = row.get("power_price_usd_per_mwh")
+            if _is_number(price) and 0 < price < 5 and not self.derived:
+                bad(f"{where}: power_price_usd_per_mwh", f"is {price!r}, a price per kWh, not per MWh")
+            allowed = _list(row.get("cooling_allowed"))
+            if not allowed:
+                bad(f"{where}: cooling_allowed", "is empty")
+            for c in allowed:
+                if c not in inp.cooling:
+                    bad(f"{where}: cooling_allowed", f"names {c!r}, not a cooling type of the catalog")
+        for table in ("sites", "regions", "cloud_regions"):
+            if table in inp.tables:
+                for i, row in enumerate(inp.tables[table][1]):
+                    if not isinstance(row.get("country"), str) or len(row["country"].strip()) != 2:
+                        bad(f"{label(inp.tables[table][0], i, row)}: country", f"is {row.get('country')!r}, not a two-letter code")
+        for k, rack in inp.racks.items():
+            if rack.get("chip") not in inp.chips:
+                bad(f"inputs/catalog/rack_configs.csv ({k}): chip", f"is {rack.get('chip')!r}, not a chip of the catalog")
+        name, rows = inp.tables["throughput"]
+        pairs = set()
+        for i, row in enumerate(rows):
+            if row.get("chip") not in inp.chips or row.get("workload") not in inp.workloads:
+                bad(f"inputs/{name} row {i + 2}", f"names chip {row.get('chip')!r} and class {row.get('workload')!r}, not both in the catalog")
+            if (row.get("chip"), row.get("workload")) in pairs:
+                bad(f"inputs/{name} row {i + 2}", f"gives {row.get('chip')} on '{row.get('workload')}' a second time")
+            pairs.add((row.get("chip"), row.get("workload")))
+        classes = set(inp.workloads)
+        name, rows = inp.tables["regions"]
+        for i, row in enumerate(rows):
+            where = label(name, i, row)
+            for column in row:
+                for prefix, suffix in (("demand_", "_tok_s"), ("rtt_budget_", "_ms"), ("failover_rtt_", "_ms")):
+                    if column.startswith(prefix) and column.endswith(suffix) and column[len(prefix):-len(suffix)] not in classes:
+                        bad(f"{where}: {column}", "names a class the catalog does not have")
+            for w in classes:
+                why = _rule_problem(row.get(f"demand_{w}_tok_s"), 0, INF, "o")
+                if why:
+                    bad(f"{where}: demand_{w}_tok_s", why)
+                demand = row.get(f"demand_{w}_tok_s")
+                needed = "g" if not why and not _blank(demand) and _number_of(demand) > 0 else "go"
+                why = _rule_problem(row.get(f"rtt_budget_{w}_ms"), 0, INF, needed)
+                if why:
+                    bad(f"{where}: rtt_budget_{w}_ms", why)
+                why = _rule_problem(row.get(f"failover_rtt_{w}_ms"), 0, INF, "go")
+                if why:
+                    bad(f"{where}: failover_rtt_{w}_ms", why)
+        if "jobs" in inp.tables:
+            name, rows = inp.tables["jobs"]
+            for i, row in enumerate(rows):
+                where = label(name, i, row)
+                for c in _list(row.get("eligible_chips")):
+                    if c not in inp.chips:
+                        bad(f"{where}: eligible_chips", f"names {c!r}, not a chip of the catalog")
+                for column in ("standby_required", "interruptible"):
+                    try:
+                        _yes_no(row.get(column))
+                    except ValueError:
+                        bad(f"{where}: {column}", f"is {row.get(column)!r}, not true or false")
+                if _is_number(row.get("from_year")) and _is_number(row.get("to_year")) and row["to_year"] < row["from_year"]:
+                    bad(f"{where}: to_year", f"{row['to_year']!r} is before from_year {row['from_year']!r}")
+        for q, cloud in inp.clouds.items():
+            where = f"inputs/cloud_regions.csv ({q})"
+            if cloud.get("chip") not in inp.chips:
+                bad(f"{where}: chip", f"is {cloud.get('chip')!r}, not a chip of the catalog")
+            if _blank(cloud.get("usd_per_gpu_hour_on_demand")) and _blank(cloud.get("usd_per_gpu_hour_reserved")):
+                bad(where, "has neither an on-demand nor a reserved price")
+        for (r, w, s_) in inp.pair_costs:
+            if r not in inp.regions or w not in classes or s_ not in inp.sites:
+                bad(f"inputs/pair_costs.csv ({r}, {w}, {s_})", "names a region, class or site that inputs/ does not have")
+        self._check_profiles(bad)
+        self._check_sections(bad)
+        return self.problems
+
+    def _check_profiles(self, bad) -> None:
+        """Every daily profile (class, and region or every region) gives each local hour 0..23 once and peaks at 1;
+        with the clock on every class with demand has one (models/clock_inputs.py)."""
+        inp = self.inp
+        if "profiles" not in inp.tables:
+            hours_of = {}
+        else:
+            name, rows = inp.tables["profiles"]
+            hours_of: dict[tuple, dict[int, float]] = {}
+            for i, row in enumerate(rows):
+                w, r = row.get("workload"), row.get("region")
+                r = r.strip() if isinstance(r, str) else ""
+                where = f"inputs/{name} row {i + 2}"
+                if w not in inp.workloads or (r and r not in inp.regions):
+                    bad(where, f"names class {w!r} and region {r!r}, not a class and region of inputs/")
+                    continue
+                if _rule_problem(row.get("local_hour"), 0, 23, "i") or _rule_problem(row.get("load"), 0, 1, ""):
+                    continue  # reported by the table's rules
+                seen = hours_of.setdefault((w, r), {})
+                h = int(row["local_hour"])
+                if h in seen:
+                    bad(f"{where}: local_hour", f"gives hour {h} of '{w}'{' in ' + r if r else ''} a second time")
+                seen[h] = float(row["load"])
+            for (w, r), seen in hours_of.items():
+                which = f"inputs/{name}: the profile of '{w}'" + (f" in region {r}" if r else "")
+                missing = sorted(set(range(HOURS_PER_DAY)) - set(seen))
+                if missing:
+                    bad(which, f"has no row for hour(s) {', '.join(map(str, missing))} (a missing hour would read as no load)")
+                peak = max(seen.values(), default=0.0)
+                if abs(peak - 1.0) > 1e-6:
+                    bad(which, f"peaks at {peak:g}, not 1 (loads are relative to the day's peak)")
+        if inp.clock_on:
+            for w in inp.workloads:
+                demanding = [r for r in inp.regions if inp.demand(r, w) > 0]
+                if demanding and (w, "") not in hours_of and not all((w, r) in hours_of for r in demanding):
+                    bad(f"inputs/scenario.yaml clock.hours {inp.clock.get('hours')!r}", f"is on, but class '{w}' has no daily profile")
+
+    def _check_sections(self, bad) -> None:
+        """economics, policies and clock: yes/no values, the classes and sites they name, routing per hour's limits."""
+        inp = self.inp
+        eco, pol, clock = inp.economics, inp.policies, inp.clock
+        for section, values, key in (("economics", eco, "self_build"), ("policies", pol, "single_purpose_sites")):
+            if isinstance(values, dict) and values.get(key) is not None and not isinstance(values.get(key), bool):
+                bad(f"inputs/scenario.yaml {section}.{key}", f"is {values.get(key)!r}, not true or false")
+        if not isinstance(pol, dict):
+            return
+        for key in ("forced_sites", "forbidden_sites"):
+            named = pol.get(key) or []
+            if not isinstance(named, list):
+                bad(f"inputs/scenario.yaml policies.{key}", f"is {named!r}, not a list of site ids")
+                continue
+            for s in named:
+                if s not in inp.sites:
+                    bad(f"inputs/scenario.yaml policies.{key}", f"names {s!r}, not a site of inputs/sites.csv")
+        survive = pol.get("survive_site_loss") or {}
+        if isinstance(survive, str):
+            survive = _list(survive)
+        if isinstance(survive, list):
+            survive = {w: 1.0 for w in survive}
+        if not isinstance(survive, dict):
+            bad("inputs/scenario.yaml policies.survive_site_loss", f"is {survive!r}, not classes with shares")
+            survive = {}
+        for w, share in survive.items():
+            if w not in inp.workloads:
+                bad("inputs/scenario.yaml policies.survive_site_loss", f"names {w!r}, not a class of the catalog")
+            why = _rule_problem(1.0 if share is True else share, 0, 1, "g")
+            if why:
+                bad(f"inputs/scenario.yaml policies.survive_site_loss.{w}", why)
+        failover = pol.get("failover_rtt_ms") or {}
+        for w, ms in (failover.items() if isinstance(failover, dict) else []):
+            if w not in inp.workloads:
+                bad("inputs/scenario.yaml policies.failover_rtt_ms", f"names {w!r}, not a class of the catalog")
+            why = _rule_problem(ms, 0, INF, "g")
+            if why:
+                bad(f"inputs/scenario.yaml policies.failover_rtt_ms.{w}", why)
+        if not isinstance(failover, dict):
+            bad("inputs/scenario.yaml policies.failover_rtt_ms", f"is {failover!r}, not classes with round trips")
+        if isinstance(clock, dict):
+            routing = clock.get("routing") or "day"
+            if routing not in ("day", "hour"):
+                bad("inputs/scenario.yaml clock.routing", f"is {routing!r}, not 'day' or 'hour'")
+            elif routing == "hour" and (not inp.clock_on or survive):
+                bad("inputs/scenario.yaml clock.routing", "is 'hour' without the clock on, or with policies.survive_site_loss")
+            tier = clock.get("inference_fabric_tier")
+            tiers = [f["tier"] for f in inp.fabrics.values() if _is_number(f.get("tier"))]
+            if inp.clock_on and _is_number(tier) and tier > max(tiers, default=0):
+                bad("inputs/scenario.yaml clock.inference_fabric_tier", f"is {tier!r}, above every fabric's tier")
+
+
 class PlanChecker:
     """Each `check_*` method verifies one family of constraints."""
 
-    def __init__(self, folder: str | Path):
+    def __init__(self, folder: str | Path, period: bool = False):
+        """`period`: the folder is a period of a schedule folder, its inputs derived from the schedule's
+        (check_schedule.py verifies the derivation and holds the schedule's inputs to every rule)."""
         self.folder = Path(folder)
+        self.period = period
         self.report = CheckReport(str(self.folder))
         self._paths = None
         self.plan = self._read_json("plan.json", "plan")
@@ -313,6 +682,12 @@ class PlanChecker:
         if not _is_number(reported) or not _close(float(reported), expected, abs_=abs_):
             self.fail(family, f"{where}: {field} is {reported!r} in plan.json, {source} {expected!r}.")
 
+    def check_inputs(self) -> None:
+        """inputs/ holds only what `dcplace validate` accepts (_InputRules): a plan recomputed from inputs dcplace
+        refuses proves nothing, so each refusal is a violation."""
+        for problem in _InputRules(self.inp, self.period).run():
+            self.fail("inputs", problem)
+
     # ------------------------------------------------------------------ families
 
     def check_integrality(self) -> None:
@@ -397,6 +772,12 @@ class PlanChecker:
                 self.fail("inference_capacity", f"site {s} serves {need:,.1f} tok/s of '{w}' with capacity {capacity[s, w]:,.1f}.")
 
     def check_density(self) -> None:
+        for site in self.plan["sites"]:
+            allowed = _list(self.inp.sites[site["id"]]["cooling_allowed"]) if site["id"] in self.inp.sites else []
+            for c in site["zones"]:
+                if c not in allowed or site["zones"].count(c) > 1:
+                    self.fail("density", f"site {site['id']}: a {c} zone is built {site['zones'].count(c)} time(s) where the site "
+                              f"allows {';'.join(allowed)}, once each.")
         for site, ln in self.lines():
             s, c, k = site["id"], ln["cooling"], ln["config"]
             if self.inp.racks[k]["chip"] != ln["chip"]:
@@ -551,8 +932,88 @@ class PlanChecker:
         (inference capacity of w minus what they serve) over pairs within the region's
         failover budget and allowed countries. Capacities are whole milli-tokens/s."""
         survive = self._survive()
+        shortfalls: dict[tuple[str, str], tuple[float, float]] = {}  # (lost site, class) -> (tok/s short, tok/s needed)
+        try:
+            if survive:
+                self._reroute_every_loss(survive, shortfalls)
+        finally:
+            self._check_failover_record(survive, shortfalls)
+
+    def _check_failover_record(self, survive: dict[str, float], shortfalls: dict) -> None:
+        """solve.failover (docs/resilience.md) against the checker's own re-routing: present exactly when the
+        policy names a class; its classes the policy's; `secure` the re-routing's verdict (false needs a loss
+        short by more than half the solver's own rule, 1e-6 x need + 0.001 tok/s); its rounds consistent: each a
+        count of losses checked, the broken ones among them (sites of inputs/), unserved tok/s > 0 exactly when
+        some broke, no broken round after one without; when secure (and not repaired) the last round broke
+        none and nothing stopped the loop, when not secure the last one broke some and `stopped` says why;
+        scenarios_generated the number of losses_in_model."""
+        record = (self.plan.get("solve") or {}).get("failover")
         if not survive:
+            if record:
+                self.fail("failover", "solve.failover records an N-1 loop, but inputs/ has no policies.survive_site_loss.")
             return
+        if not isinstance(record, dict) or not record:
+            self.fail("failover", f"policies.survive_site_loss names {', '.join(sorted(survive))}, but solve.failover is empty: "
+                      "the plan does not record its N-1 loop (classes, secure, rounds).")
+            return
+        classes = record.get("classes")
+        if not isinstance(classes, dict) or set(classes) != set(survive) or \
+                any(not _is_number(classes[w]) or not _close(float(classes[w]), a) for w, a in survive.items()):
+            self.fail("failover", f"solve.failover.classes is {classes!r}; policies.survive_site_loss is {survive!r}.")
+        broken = sorted(f"{f} '{w}'" for (f, w), (short, need) in shortfalls.items() if short > 1e-5 * need + 1e-2)
+        # the solver's rule, halved for the whole milli-tok/s of the max-flow (a loss it found broken by a hair)
+        beyond_rule = [k for k, (short, need) in shortfalls.items() if short > 0.5 * (1e-6 * need + 1e-3)]
+        secure, repaired = record.get("secure"), record.get("repaired", False)
+        if not isinstance(secure, bool) or not isinstance(repaired, bool):
+            self.fail("failover", f"solve.failover.secure is {secure!r} (repaired {repaired!r}), not true or false.")
+        elif secure and broken:
+            self.fail("failover", f"solve.failover.secure is true, but the losses of {', '.join(broken)} leave demand unserved.")
+        elif not secure and not beyond_rule:
+            self.fail("failover", "solve.failover.secure is false, but every loss of an open site re-routes within the failover "
+                      "budgets: the plan is N-1 secure.")
+        stopped = record.get("stopped")
+        if not isinstance(stopped, str) or (secure is True and not repaired and stopped) or (secure is False and not stopped):
+            self.fail("failover", f"solve.failover.stopped is {stopped!r} with secure {secure!r}: a loop stops early only "
+                      "without a secure plan of its own.")
+        rounds = record.get("rounds")
+        if not isinstance(rounds, list) or not rounds:
+            self.fail("failover", "solve.failover.rounds is empty: the N-1 loop records at least the round of its first plan.")
+            return
+        clean = False
+        for i, rnd in enumerate(rounds):
+            where = f"solve.failover.rounds[{i}]"
+            if not isinstance(rnd, dict):
+                self.fail("failover", f"{where} is not a record.")
+                continue
+            lost, checked, unserved = rnd.get("losses_broken"), rnd.get("losses_checked"), rnd.get("unserved_tok_s")
+            if not isinstance(lost, list) or any(f not in self.inp.sites for f in lost) or len(set(lost)) != len(lost):
+                self.fail("failover", f"{where}.losses_broken is {lost!r}, not distinct sites of inputs/.")
+                continue
+            for key in ("losses_checked", "reroutings_added", "cuts_added"):
+                value = rnd.get(key, 0)
+                if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                    self.fail("failover", f"{where}.{key} is {value!r}, not a count.")
+            if isinstance(checked, int) and len(lost) > checked:
+                self.fail("failover", f"{where} breaks {len(lost)} losses of {checked} checked.")
+            if not _is_number(unserved) or unserved < 0 or (unserved > 0) != bool(lost):
+                self.fail("failover", f"{where}: unserved_tok_s {unserved!r} with {len(lost)} broken loss(es); demand goes "
+                          "unserved exactly when a loss breaks.")
+            if lost and clean:
+                self.fail("failover", f"{where} breaks losses after a round that broke none: the loop ends at its first secure round.")
+            clean = clean or not lost
+        last = rounds[-1] if isinstance(rounds[-1], dict) else {}
+        if secure is True and not repaired and last.get("losses_broken"):
+            self.fail("failover", f"solve.failover.secure is true, but its last round broke {last.get('losses_broken')!r}.")
+        if secure is False and not last.get("losses_broken"):
+            self.fail("failover", "solve.failover.secure is false, but its last round broke no loss.")
+        generated, losses = record.get("scenarios_generated"), record.get("losses_in_model")
+        if losses is not None and (not isinstance(losses, list) or any(f not in self.inp.sites for f in losses)):
+            self.fail("failover", f"solve.failover.losses_in_model is {losses!r}, not sites of inputs/.")
+        elif generated is not None and (not isinstance(losses, list) or generated != len(set(losses))):
+            self.fail("failover", f"solve.failover.scenarios_generated is {generated!r}; losses_in_model lists "
+                      f"{len(set(losses)) if isinstance(losses, list) else losses!r}.")
+
+    def _reroute_every_loss(self, survive: dict[str, float], shortfalls: dict) -> None:
         util = self.inp.economics["inference_target_utilization"]
         capacity, served = defaultdict(float), defaultdict(float)
         for site, ln in self.lines():
@@ -590,6 +1051,7 @@ class PlanChecker:
                     value, flows = 0, {}
                 total = sum(need.values())
                 short = total - value / 1000
+                shortfalls[f, w] = (short, total)
                 if short > 1e-5 * total + 1e-2:
                     gone = {r: v - sum(flows.get(("region", r), {}).values()) / 1000 for r, v in need.items()}
                     worst = sorted(((v, r) for r, v in gone.items() if v > 1e-3), reverse=True)[:3]
@@ -637,10 +1099,15 @@ class PlanChecker:
     # ------------------------------------------------------------------ the clock (docs/clock.md)
 
     def _blocks(self) -> dict[int, list[int]]:
-        """Represented UTC hour -> the hours it stands for, as plan.json records them (check_clock verifies them)."""
-        if not self.inp.clock_on:
-            return {0: list(range(HOURS_PER_DAY))}
-        return {int(h): [int(x) for x in hours] for h, hours in (self.plan.get("clock") or {}).get("blocks_utc", {}).items()}
+        """Represented UTC hour -> the hours it stands for, as plan.json records them (check_clock verifies them);
+        read once (callers only read it)."""
+        if "_blocks_read" not in self.__dict__:
+            if not self.inp.clock_on:
+                blocks = {0: list(range(HOURS_PER_DAY))}
+            else:
+                blocks = {int(h): [int(x) for x in hours] for h, hours in (self.plan.get("clock") or {}).get("blocks_utc", {}).items()}
+            self.__dict__["_blocks_read"] = blocks
+        return self.__dict__["_blocks_read"]
 
     def _offset_h(self, r: str) -> float:
         given = self.inp.regions[r].get("utc_offset_h")
@@ -649,12 +1116,15 @@ class PlanChecker:
         return float(self.plan["clock"]["utc_offsets_h"][r]["offset_h"])
 
     def _local_profile(self, w: str, r: str) -> list[float]:
-        def region_of(p) -> str:
-            value = p.get("region")
-            return value if isinstance(value, str) else ""
-
-        rows = [p for p in self.inp.profiles if p["workload"] == w and region_of(p) == r] or \
-               [p for p in self.inp.profiles if p["workload"] == w and not region_of(p)]
+        """The region's own profile of class w, else the class's (check_inputs holds each to 24 hours peaking at 1)."""
+        if "_profile_rows" not in self.__dict__:
+            grouped: dict[tuple[str, str], list[dict]] = defaultdict(list)
+            for p in self.inp.profiles:
+                region = p.get("region")
+                grouped[p["workload"], region if isinstance(region, str) else ""].append(p)
+            self.__dict__["_profile_rows"] = grouped
+        grouped = self.__dict__["_profile_rows"]
+        rows = grouped.get((w, r)) or grouped.get((w, ""), [])
         out = [0.0] * HOURS_PER_DAY
         for p in rows:
             out[int(p["local_hour"])] = float(p["load"])
@@ -668,16 +1138,24 @@ class PlanChecker:
         key = (r, w)
         cache = self.__dict__.setdefault("_p_cache", {})
         if key not in cache:
-            local, offset = self._local_profile(w, r), self._offset_h(r)
+            utc = self._utc(r, w)
+            cache[key] = {b: max(utc[x] for x in hours) for b, hours in self._blocks().items()}
+        return cache[key][h]
 
-            def at(utc: int) -> float:
+    def _utc(self, r: str, w: str) -> list[float]:
+        """Region r's class-w load at each UTC hour 0..23 relative to its peak: its local profile at utc + offset,
+        linear between whole hours."""
+        cache = self.__dict__.setdefault("_utc_cache", {})
+        if (r, w) not in cache:
+            local, offset = self._local_profile(w, r), self._offset_h(r)
+            out = []
+            for utc in range(HOURS_PER_DAY):
                 t = (utc + offset) % HOURS_PER_DAY
                 lo = math.floor(t)
                 frac = t - lo
-                return local[lo % HOURS_PER_DAY] * (1 - frac) + local[(lo + 1) % HOURS_PER_DAY] * frac
-
-            cache[key] = {b: max(at(x) for x in hours) for b, hours in self._blocks().items()}
-        return cache[key][h]
+                out.append(local[lo % HOURS_PER_DAY] * (1 - frac) + local[(lo + 1) % HOURS_PER_DAY] * frac)
+            cache[r, w] = out
+        return cache[r, w]
 
     def _day_load(self, r: str, w: str) -> float:
         """Token-hours a day of (r, w) at share 1: demand x sum over represented hours of weight x p."""
@@ -760,7 +1238,12 @@ class PlanChecker:
 
     def _site_loads(self) -> dict[tuple, float]:
         """(site, class, represented hour) -> tok/s the assignments put there (with routing per hour, the
-        hour's own shares: share x demand x p for every line of plan.json's routing)."""
+        hour's own shares: share x demand x p for every line of plan.json's routing); computed once."""
+        if "_loads" not in self.__dict__:
+            self.__dict__["_loads"] = dict(self._compute_site_loads())
+        return self.__dict__["_loads"]
+
+    def _compute_site_loads(self) -> dict[tuple, float]:
         out = defaultdict(float)
         if self._routes_by_hour:
             for ln in self.plan.get("routing", []):
@@ -782,9 +1265,158 @@ class PlanChecker:
             return
         if self.inp.clock_on:
             self._check_day()
+            self._check_rows()
             self._check_dispatch()
             self._check_backfill()
+        elif plan.get("dispatch") or plan.get("backfill"):
+            self.fail("clock", "plan.json lists dispatch or backfill, but the clock is off.")
         self._check_rentals()
+
+    def _check_rows(self) -> None:
+        """Each dispatch and backfill line names a known site, dispatch group (its chip's: the chip, or the config
+        where the chip's configs differ in kW per GPU), the group's chip, a cooling type and class of inputs/ and a
+        represented hour, once; a backfill line weighs its block's hours."""
+        blocks = self._blocks()
+        groups = {self.inp.group_of(k): r["chip"] for k, r in self.inp.racks.items()}
+        for name, key in (("dispatch", ("site", "group", "cooling", "workload", "hour_utc")),
+                          ("backfill", ("job", "site", "group", "workload", "hour_utc"))):
+            seen = set()
+            for i, ln in enumerate(self.plan.get(name, [])):
+                where = f"{name}[{i}] ({ln['site']} {ln['group']} '{ln['workload']}' at {ln['hour_utc']}:00 UTC)"
+                k = tuple(ln[f] for f in key)
+                if k in seen:
+                    self.fail("clock", f"{where} appears more than once.")
+                seen.add(k)
+                if ln["site"] not in self.inp.sites or ln["workload"] not in self.inp.workloads or int(ln["hour_utc"]) not in blocks \
+                        or (name == "dispatch" and ln["cooling"] not in self.inp.cooling):
+                    self.fail("clock", f"{where}: its site, class, cooling or hour is not one of inputs/ or the represented hours.")
+                    continue
+                if groups.get(ln["group"]) is None or ln["chip"] != groups[ln["group"]]:
+                    self.fail("clock", f"{where}: group {ln['group']!r} with chip {ln['chip']!r} is not a dispatch group of the "
+                              f"catalog and its chip ({groups.get(ln['group'])!r}).")
+                if name == "backfill":
+                    self._compare("clock", where, "weight_h", ln["weight_h"], float(len(blocks[int(ln["hour_utc"])])))
+
+    def check_hourly(self) -> None:
+        """hourly[] recomputed row by row (docs/clock.md): with the clock on, one owned row per (site, class) with
+        inference racks and represented hour (load from the shares, capacity from the racks, serving and lent GPUs
+        the dispatch's sums); one rented row per (cloud region, class) a rent assignment serves and represented
+        hour (load, the GPUs rented then, their capacity). Every row present once, no other, each figure equal."""
+        rows = self.plan.get("hourly") or []
+        if not self.inp.clock_on and not self.inp.clouds:
+            return  # check_clock: such a plan lists no hourly rows
+        blocks = self._blocks()
+        expected: dict[tuple, dict] = {}
+        if self.inp.clock_on:
+            loads, capacity = self._site_loads(), self._owned_capacity()
+            serving, lent = defaultdict(float), defaultdict(float)
+            for d in self.plan.get("dispatch", []):
+                serving[d["site"], d["workload"], int(d["hour_utc"])] += d["serving_gpus"]
+                lent[d["site"], d["workload"], int(d["hour_utc"])] += d["lent_gpus"]
+            for s, w in sorted({(s, w) for (s, _, _, w) in self._installed()}):
+                for h in blocks:
+                    expected[s, "owned", w, h] = {"weight_h": float(len(blocks[h])), "load_tok_s": loads.get((s, w, h), 0.0),
+                                                  "capacity_tok_s": capacity.get((s, w), 0.0),
+                                                  "serving_gpus": serving.get((s, w, h), 0.0), "lent_gpus": lent.get((s, w, h), 0.0)}
+        load, on_demand, reserved = defaultdict(float), defaultdict(float), defaultdict(float)
+        for a in self.plan.get("rent_assignments", []):
+            if a["site"] in self.inp.clouds and a["share"] > 1e-9:
+                for h in blocks:
+                    load[a["site"], a["workload"], h] += self._served(a) * self._p(a["region"], a["workload"], h)
+        for ln in self.plan.get("rentals", []):
+            if ln["kind"] == "on_demand":
+                on_demand[ln["cloud"], ln["workload"], int(ln["hour_utc"])] += ln["gpus"]
+            elif ln["kind"] == "reserved":
+                reserved[ln["cloud"], ln["workload"]] += ln["gpus"]
+        for q, w in sorted({(q, w) for (q, w, _) in load}):
+            for h in blocks:
+                gpus = on_demand.get((q, w, h), 0.0) + reserved.get((q, w), 0.0)
+                expected[q, "rented", w, h] = {"weight_h": float(len(blocks[h])), "load_tok_s": load[q, w, h],
+                                               "capacity_tok_s": gpus * self.inp.tok_s_at_target(self.inp.clouds[q]["chip"], w),
+                                               "serving_gpus": gpus, "lent_gpus": 0.0}
+        seen = set()
+        for i, ln in enumerate(rows):
+            key = (ln["place"], ln["kind"], ln["workload"], ln["hour_utc"])
+            where = f"hourly[{i}] ({ln['place']} {ln['kind']} '{ln['workload']}' at {ln['hour_utc']}:00 UTC)"
+            if key in seen:
+                self.fail("hourly", f"{where} appears more than once.")
+                continue
+            seen.add(key)
+            want = expected.get(key)
+            if want is None:
+                self.fail("hourly", f"{where} is no row of the plan: its place, kind, class or hour has no load or capacity "
+                          "there (owned rows: sites with inference racks of the class; rented rows: cloud regions it rents "
+                          "from; hours: the represented hours).")
+                continue
+            for name, value in want.items():
+                abs_ = 1e-3 if name.endswith("_tok_s") else 1e-6
+                self._compare("hourly", where, name, ln.get(name, 0.0), value, abs_=abs_)
+        missing = sorted(set(expected) - seen, key=str)
+        if missing:
+            shown = "; ".join(f"{p} {k} '{w}' at {h}:00" for p, k, w, h in missing[:5])
+            self.fail("hourly", f"hourly[] lacks {len(missing)} row(s) the plan has ({shown}{' …' if len(missing) > 5 else ''}).")
+
+    def check_clock_record(self) -> None:
+        """plan.json clock (docs/clock.md): empty exactly when the scenario has neither the clock nor cloud regions;
+        its settings those of inputs/scenario.yaml; represented hours, weights and blocks one partition of the day
+        (check_clock); load_share the recomputed p[r,w,h] of every (region, class) with demand, block_overstatement
+        the share of the day's served tokens the blocks overstate, both recomputed."""
+        clock = self.plan.get("clock") or {}
+        inp = self.inp
+        if not inp.clock_on and not inp.clouds:
+            if clock:
+                self.fail("clock_record", "plan.json has a clock record, but the scenario has neither the clock nor cloud regions.")
+            return
+        if not clock:
+            self.fail("clock_record", "plan.json has no clock record; the scenario has the clock on or cloud regions.")
+            return
+        blocks = self._blocks()
+        for key, expected in (("on", inp.clock_on), ("hours", int(inp.clock.get("hours") or 0)),
+                              ("idle_power_share", float(inp.clock.get("idle_power_share", 0.3))),
+                              ("inference_fabric_tier", int(inp.clock.get("inference_fabric_tier", 1))),
+                              ("routing", "hour" if self._routes_by_hour else "day")):
+            value = clock.get(key)
+            same = value == expected if isinstance(expected, (bool, str)) else (_is_number(value) and _close(float(value), expected))
+            if not same or isinstance(value, bool) != isinstance(expected, bool):
+                self.fail("clock_record", f"clock.{key} is {value!r} in plan.json; inputs/scenario.yaml gives {expected!r}.")
+        hours = clock.get("represented_hours_utc")
+        if not isinstance(hours, list) or sorted(int(h) for h in hours) != sorted(blocks) or len(hours) != len(blocks):
+            self.fail("clock_record", f"clock.represented_hours_utc is {hours!r}; the blocks start at {sorted(blocks)}.")
+            return
+        if set((clock.get("weight_h") or {})) != {str(h) for h in blocks}:
+            self.fail("clock_record", "clock.weight_h does not weigh exactly the represented hours.")
+        offsets = clock.get("utc_offsets_h") or {}
+        demanded = [(r, w) for r in inp.regions for w in inp.workloads if inp.demand(r, w) > 0] if inp.clock_on else []
+        if inp.clock_on:
+            for r in sorted(set(offsets) - set(inp.regions)):
+                self.fail("clock_record", f"clock.utc_offsets_h names region {r!r}, not a region of inputs/.")
+            for r in sorted({r for r, _ in demanded} - set(offsets)):
+                self.fail("clock_record", f"clock.utc_offsets_h has no offset for region {r}, which has demand.")
+        shares = clock.get("load_share") or {}
+        want = {f"{r}|{w}" for r, w in demanded}
+        for key in sorted(set(shares) ^ want):
+            self.fail("clock_record", f"clock.load_share {'lists' if key in shares else 'lacks'} {key!r}; it holds the "
+                      "(region, class) pairs with demand.")
+        for r, w in demanded:
+            values = shares.get(f"{r}|{w}")
+            if values is None:
+                continue
+            if not isinstance(values, list) or len(values) != len(hours):
+                self.fail("clock_record", f"clock.load_share {r}|{w} has not one value per represented hour.")
+                continue
+            for h, value in zip(hours, values):
+                if not _is_number(value) or not _close(float(value), self._p(r, w, int(h)), abs_=1e-9):
+                    self.fail("clock_record", f"clock.load_share {r}|{w} at {h}:00 UTC is {value!r}, recomputed {self._p(r, w, int(h))!r}.")
+                    break
+        served = over = 0.0
+        for r, w in demanded:
+            demand = inp.demand(r, w)
+            utc = [v * demand for v in self._utc(r, w)]
+            served += sum(utc)
+            for block in blocks.values():
+                over += max(utc[u] for u in block) * len(block) - sum(utc[u] for u in block)
+        expected = over / served if served else 0.0
+        self._compare("clock_record", "clock", "block_overstatement", clock.get("block_overstatement"), expected, abs_=1e-9)
 
     def _check_day(self) -> None:
         clock = self.plan.get("clock") or {}
@@ -909,13 +1541,6 @@ class PlanChecker:
             if not _close(lent.get(key, 0.0), backfill.get(key, 0.0), abs_=1e-6):
                 self.fail("clock", f"site {key[0]} hour {key[3]}: the dispatch lends {lent.get(key, 0.0):,.3f} {key[1]} GPUs of '{key[2]}', "
                           f"backfill.csv borrows {backfill.get(key, 0.0):,.3f}.")
-        capacity = self._owned_capacity()
-        for ln in self.plan.get("hourly", []):
-            if ln["kind"] != "owned":
-                continue
-            where = f"hourly line {ln['place']} '{ln['workload']}' hour {ln['hour_utc']}"
-            self._compare("clock", where, "load_tok_s", ln["load_tok_s"], loads.get((ln["place"], ln["workload"], int(ln["hour_utc"])), 0.0), abs_=1e-3)
-            self._compare("clock", where, "capacity_tok_s", ln["capacity_tok_s"], capacity.get((ln["place"], ln["workload"]), 0.0), abs_=1e-3)
 
     def _check_backfill(self) -> None:
         tier = int(self.inp.clock.get("inference_fabric_tier", 0))
@@ -976,6 +1601,11 @@ class PlanChecker:
             cloud = self.inp.clouds[q]
             if ln["chip"] != cloud["chip"]:
                 self.fail("clock", f"{where}: lists chip {ln['chip']}, the region rents {cloud['chip']}.")
+            on_demand, training = ln["kind"] == "on_demand", ln["kind"] == "training"
+            if (ln.get("workload") in self.inp.workloads) == training or (ln.get("job") is not None) != training \
+                    or (ln.get("hour_utc") is not None) != on_demand or (on_demand and int(ln["hour_utc"]) not in self._blocks()):
+                self.fail("clock", f"{where}: a rental on demand names a class and a represented hour, a reserved one a class, "
+                          f"a training one a job (it names class {ln.get('workload')!r}, job {ln.get('job')!r}, hour {ln.get('hour_utc')!r}).")
             self._compare("clock", where, "gpu_hours_per_year", ln["gpu_hours_per_year"], self._rental_gpu_hours(ln), abs_=1e-6)
             self._compare("clock", where, "usd_per_year", ln["usd_per_year"], self._rental_cost(ln), abs_=1e-3)
             if ln["kind"] == "on_demand":
@@ -1296,7 +1926,24 @@ class PlanChecker:
                 self.fail("kpis", f"KPI {key}: plan.json says {kpis[key]!r}, recomputed {value!r}.")
 
     def check_assignments(self) -> None:
-        """Each assignment names a known region, class and site once; its fields mirror the inputs."""
+        """Each assignment names a known region, class and site once; its fields mirror the inputs. Each rent
+        assignment names a known region, class and cloud region once, its region_name and rtt_budget_ms as in
+        inputs/regions.csv (check_clock recomputes its rtt_ms and served tok/s)."""
+        seen_rented = set()
+        for i, a in enumerate(self.plan.get("rent_assignments", [])):
+            key = (a["region"], a["workload"], a["site"])
+            where = f"rent assignment {i} ({a['region']} '{a['workload']}' from {a['site']})"
+            if key in seen_rented:
+                self.fail("assignments", f"{where} appears more than once.")
+            seen_rented.add(key)
+            if a["region"] not in self.inp.regions or a["site"] not in self.inp.clouds or a["workload"] not in self.inp.workloads:
+                self.fail("assignments", f"{where}: region, class or cloud region is not in inputs/.")
+                continue
+            region = self.inp.regions[a["region"]]
+            if str(a["region_name"]) != str(region["name"]):
+                self.fail("assignments", f"{where}: region_name is {a['region_name']!r}, inputs/regions.csv says {region['name']!r}.")
+            self._compare("assignments", where, "rtt_budget_ms", a["rtt_budget_ms"], float(region[f"rtt_budget_{a['workload']}_ms"]),
+                          source="inputs/regions.csv says")
         seen = set()
         for i, a in enumerate(self.plan["assignments"]):
             key = (a["region"], a["workload"], a["site"])
@@ -1328,9 +1975,35 @@ class PlanChecker:
             self._compare("jobs", where, "gpus_h100_equiv", p["gpus_h100_equiv"], float(job["gpus_h100_equiv"]), source="inputs/jobs.csv says")
 
     def check_status(self) -> None:
-        """`optimal` only within options.mip_gap; gap = (objective - bound) / |objective|; bound <= objective."""
+        """A status of the documented set; `optimal` or `feasible` exactly when plan.json carries a plan (a folder
+        that claims no plan but holds decisions is checked as any plan, and named here); `optimal` only within
+        options.mip_gap; gap = (objective - bound) / |objective|; bound <= objective."""
         solve = self.plan["solve"]
         status, gap = solve["status"], solve.get("gap")
+        carried = self._carried()
+        if status not in PLAN_STATUSES + NO_PLAN_STATUSES:
+            self.fail("status", f"solve.status is {status!r}, not one of {', '.join(PLAN_STATUSES + NO_PLAN_STATUSES)}; "
+                      "the plan it carries was checked as any plan.")
+        elif status in NO_PLAN_STATUSES and carried:
+            self.fail("status", f"solve.status is {status!r} (no plan), but plan.json carries {', '.join(carried)}: "
+                      "a plan that claims there is none; it was checked as any plan.")
+        elif status in PLAN_STATUSES and not self.plan.get("sites"):
+            self.fail("status", f"solve.status is {status!r}, but plan.json lists no sites: there is no plan.")
+        if status in PLAN_STATUSES and self.plan.get("diagnosis"):
+            self.fail("status", f"solve.status is {status!r}, but plan.json carries a diagnosis of infeasibility.")
+        provenance = self.plan.get("provenance") or {}
+        solver = provenance.get("solver") if isinstance(provenance.get("solver"), dict) else {}
+        if (solve.get("solver"), solve.get("solver_version")) != (solver.get("name"), solver.get("version")):
+            self.fail("status", f"solve names solver {solve.get('solver')!r} {solve.get('solver_version')!r}; its provenance "
+                      f"{solver.get('name')!r} {solver.get('version')!r}.")
+        if solve.get("options") != provenance.get("options"):
+            self.fail("status", "solve.options differ from the options of plan.json's provenance.")
+        for key in ("build_time_s", "solve_time_s", "extract_time_s"):
+            if key in solve and (not _is_number(solve[key]) or solve[key] < 0):
+                self.fail("status", f"solve.{key} is {solve[key]!r}, not a time in seconds.")
+        for key, value in (solve.get("model") or {}).items():
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                self.fail("status", f"solve.model.{key} is {value!r}, not a count.")
         objective, bound = solve.get("objective_usd_per_year"), solve.get("best_bound_usd_per_year")
         mip_gap = (solve.get("options") or {}).get("mip_gap")
         if not _is_number(mip_gap):
@@ -1350,6 +2023,85 @@ class PlanChecker:
                 self.fail("status", "status is 'optimal' without a gap: nothing proves it.")
             elif gap > mip_gap + GAP_TOL and absolute > ABS_TOL:
                 self.fail("status", f"status is 'optimal' with gap {gap:.6g} above options.mip_gap {mip_gap:g}; it is 'feasible'.")
+
+    def check_schema(self) -> None:
+        """Every record of plan.json has the documented fields and no other (docs/plan-format.md): a figure the
+        checker does not know is not shown unchecked by a report, map or compare; the words of the documented
+        sets (role, purpose, kind, cost category) are the documented ones."""
+        plan = self.plan
+
+        def keys(where: str, record, fields: str, optional: str = "") -> bool:
+            if not isinstance(record, dict):
+                self.fail("schema", f"{where} is {type(record).__name__}, not a record.")
+                return False
+            allowed, required = set(fields.split()) | set(optional.split()), set(fields.split())
+            unknown, missing = sorted(set(record) - allowed), sorted(required - set(record))
+            if unknown:
+                self.fail("schema", f"{where} has field(s) {', '.join(unknown)}, which the plan format does not have: "
+                          "a figure the checker cannot check.")
+            if missing:
+                self.fail("schema", f"{where} lacks field(s) {', '.join(missing)}.")
+            return not missing
+
+        keys("plan.json", plan, PLAN_FIELDS, PLAN_OPTIONAL)
+        try:
+            datetime.fromisoformat(str(plan.get("created_utc")))
+        except ValueError:
+            self.fail("schema", f"plan.json created_utc is {plan.get('created_utc')!r}, not an ISO 8601 time.")
+        solve = plan.get("solve")
+        if keys("plan.json solve", solve, SOLVE_FIELDS, SOLVE_OPTIONAL):
+            for key in ("pairs", "failover", "options", "model"):
+                if not isinstance(solve.get(key, {}), dict):
+                    self.fail("schema", f"plan.json solve.{key} is not a record.")
+        for name, fields, optional in (("assignments", ASSIGNMENT_FIELDS, ""), ("rent_assignments", ASSIGNMENT_FIELDS, ""),
+                                       ("jobs", JOB_FIELDS, JOB_OPTIONAL), ("hourly", HOUR_FIELDS, HOUR_OPTIONAL),
+                                       ("dispatch", DISPATCH_FIELDS, ""), ("backfill", BACKFILL_FIELDS, ""),
+                                       ("rentals", RENTAL_FIELDS, RENTAL_OPTIONAL), ("routing", ROUTE_FIELDS, "")):
+            rows = plan.get(name) or []
+            if not isinstance(rows, list):
+                self.fail("schema", f"plan.json {name} is not a list.")
+                continue
+            for i, row in enumerate(rows):
+                keys(f"plan.json {name}[{i}]", row, fields, optional)
+        for i, site in enumerate(plan.get("sites") or []):
+            where = f"plan.json sites[{i}] ({site.get('id') if isinstance(site, dict) else '?'})"
+            if not keys(where, site, SITE_FIELDS, SITE_OPTIONAL):
+                continue
+            if site["role"] not in ROLES:
+                self.fail("schema", f"{where}: role {site['role']!r} is not one of {', '.join(ROLES)}.")
+            for cat in sorted(set(site["cost_usd_per_year"]) - set(COST_CATEGORIES)):
+                self.fail("schema", f"{where}: cost category {cat!r} is not one of the documented categories.")
+            for w in sorted(set(site["served_tok_s"]) - set(self.inp.workloads)):
+                self.fail("schema", f"{where}: served_tok_s names {w!r}, not a class of inputs/.")
+            for j, ln in enumerate(site["racks"]):
+                line = f"{where} racks[{j}]"
+                if not keys(line, ln, RACK_FIELDS, RACK_OPTIONAL):
+                    continue
+                if ln["purpose"] == "inference" and (ln.get("workload") not in self.inp.workloads or ln.get("fabric")):
+                    self.fail("schema", f"{line}: an inference line serves a class of inputs/ ({ln.get('workload')!r}) on no fabric.")
+                elif ln["purpose"] == "training" and (ln.get("fabric") not in self.inp.fabrics or ln.get("workload")):
+                    self.fail("schema", f"{line}: a training line sits on a fabric of inputs/ ({ln.get('fabric')!r}) for no class.")
+                elif ln["purpose"] not in ("inference", "training"):
+                    self.fail("schema", f"{line}: purpose {ln['purpose']!r} is neither inference nor training.")
+                for cat in sorted(set(ln["cost_usd_per_year"]) - set(COST_CATEGORIES)):
+                    self.fail("schema", f"{line}: cost category {cat!r} is not one of the documented categories.")
+        for cat in sorted(set(plan.get("cost_breakdown_usd_per_year") or {}) - set(COST_CATEGORIES)):
+            self.fail("schema", f"plan.json cost_breakdown_usd_per_year has {cat!r}, not one of the documented categories.")
+        for i, ln in enumerate(plan.get("hourly") or []):
+            if isinstance(ln, dict) and ln.get("kind") not in ("owned", "rented"):
+                self.fail("schema", f"plan.json hourly[{i}]: kind {ln.get('kind')!r} is neither owned nor rented.")
+        for i, ln in enumerate(plan.get("rentals") or []):
+            if isinstance(ln, dict) and ln.get("kind") not in ("on_demand", "reserved", "training"):
+                self.fail("schema", f"plan.json rentals[{i}]: kind {ln.get('kind')!r} is not on_demand, reserved or training.")
+        clock = plan.get("clock") or {}
+        if clock:
+            keys("plan.json clock", clock, CLOCK_FIELDS)
+        failover = (solve or {}).get("failover") if isinstance(solve, dict) else None
+        if isinstance(failover, dict) and failover:
+            keys("plan.json solve.failover", failover, FAILOVER_FIELDS, FAILOVER_OPTIONAL)
+            rounds = failover.get("rounds")
+            for i, rnd in enumerate(rounds if isinstance(rounds, list) else []):
+                keys(f"plan.json solve.failover.rounds[{i}]", rnd, ROUND_FIELDS, ROUND_OPTIONAL)
 
     def check_tables(self) -> None:
         """sites.csv, assignments.csv and jobs.csv mirror plan.json row by row, column by column."""
@@ -1423,11 +2175,24 @@ class PlanChecker:
         self._run("check_manifest")
         if self.plan is None or self.inp is None:
             return self.report  # reported by __init__: nothing to recompute from
-        if self.report.status not in ("optimal", "feasible"):
-            return self.report  # no plan to check: the folder records why (plan.json "diagnosis")
+        if self.report.status in NO_PLAN_STATUSES and not self._carried():
+            # no plan to check: the folder records why (plan.json "diagnosis"); what it does hold is checked
+            for name in ("check_inputs", "check_provenance", "check_schema", "check_status"):
+                self._run(name)
+            return self.report
+        # a plan: checked whatever its status says (check_status names a status that does not fit it)
         for name in sorted(n for n in dir(self) if n.startswith("check_") and n != "check_manifest"):
             self._run(name)
         return self.report
+
+    def _carried(self) -> list[str]:
+        """The decisions and figures plan.json carries (a plan-less folder carries none of them)."""
+        plan = self.plan
+        out = [key for key in DECISION_KEYS if plan.get(key)]
+        out += [key for key in ("cost_breakdown_usd_per_year", "kpis") if plan.get(key)]
+        if plan.get("objective_usd_per_year") is not None:
+            out.append("objective_usd_per_year")
+        return out
 
     def _run(self, name: str) -> None:
         try:

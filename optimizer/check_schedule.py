@@ -21,7 +21,8 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from dcplace.optimizer.check import ABS_TOL, MANIFEST, REL_TOL, CheckReport, PlanChecker, Violation, _Inputs, _close, spreadsheet_cell
+from dcplace.optimizer.check import (ABS_TOL, MANIFEST, REL_TOL, CheckReport, PlanChecker, Violation, _Inputs, _InputRules, _close,
+                                     _rule_problem, spreadsheet_cell)
 
 CAPEX = ("chips", "cooling_capex", "fabric")
 
@@ -203,6 +204,33 @@ class ScheduleChecker:
                 {k: v for k, v in got.latency.items() if k != "backbone"}:
             self.fail("period_inputs", f"period {year}: latency differs from the top level's.")
 
+    def check_inputs(self) -> None:
+        """The schedule's inputs/ hold what `dcplace validate` accepts: every rule of a plan folder's inputs (each
+        period's, derived from these, is checked against them by check_period_inputs), and each period's year,
+        length, demand multipliers and power factors within their ranges (models/records.py Period)."""
+        for problem in _InputRules(self.inp).run():
+            self.fail("inputs", problem)
+        years = []
+        for i, period in enumerate(self.periods):
+            where = f"inputs/scenario.yaml periods[{i}]"
+            if not isinstance(period, dict):
+                self.fail("inputs", f"{where} is not a period.")
+                continue
+            for key, low, high, flags in (("year", 1900, 2200, "i"), ("years", 1, 20, "io"), ("power_price_factor", 0, 10, "go"),
+                                          ("power_limit_factor", 0, 100, "go")):
+                why = _rule_problem(period.get(key), low, high, flags)
+                if why:
+                    self.fail("inputs", f"{where}.{key} {why}: `dcplace validate` refuses it.")
+            for w, factor in (period.get("demand") or {}).items():
+                why = _rule_problem(factor, 0, None, "")
+                if why:
+                    self.fail("inputs", f"{where}.demand.{w} {why}: `dcplace validate` refuses it.")
+            years.append((period.get("year"), period.get("years", 1)))
+        for (year, _), (before, length) in zip(years[1:], years):
+            if all(isinstance(v, int) for v in (year, before, length)) and year != before + length:
+                self.fail("inputs", f"inputs/scenario.yaml: the period of {year} does not start where the one of {before} "
+                          f"ends ({before + length}): periods run in order, back to back.")
+
     def check_period_inputs(self) -> None:
         """Each period folder's inputs are the period's scenario derived from the top-level inputs."""
         for period in self.periods:
@@ -360,15 +388,18 @@ class ScheduleChecker:
             self.fail("npv", f"the solver's bound {float(bound):,.2f} is above the schedule's NPV {total:,.2f}: no plan can cost less than its bound.")
         if solve.get("status") == "optimal" and (solve.get("gap") is None or float(solve["gap"]) > float(solve["options"]["mip_gap"]) + 1e-9):
             self.fail("npv", f"status 'optimal' with gap {solve.get('gap')} above the requested {solve['options']['mip_gap']}.")
+        if solve.get("status") not in ("optimal", "feasible"):  # a schedule folder is written only with a plan
+            self.fail("status", f"schedule.json solve.status is {solve.get('status')!r}; a schedule with its periods' plans is "
+                      "'optimal' or 'feasible', and was checked as one.")
 
     # ---------------------------------------------------------------------------- run
     def run(self) -> CheckReport:
         for period in self.periods:
-            sub = PlanChecker(self.folder / "periods" / str(period["year"])).run()
+            sub = PlanChecker(self.folder / "periods" / str(period["year"]), period=True).run()
             for v in sub.violations:
                 self.fail(v.family, f"period {period['year']}: {v.message}")
             self.report.checked += [f"{period['year']}:{name}" for name in sub.checked]
-        for name in ("check_period_inputs", "check_periods", "check_npv"):
+        for name in ("check_inputs", "check_period_inputs", "check_periods", "check_npv"):
             try:
                 getattr(self, name)()
             except Exception as exc:  # a damaged or tampered folder: a violation, never a traceback

@@ -163,9 +163,10 @@ def test_checker_rejects_a_plan_that_loses_demand_when_a_site_goes_down(tmp_path
     checker = PlanChecker(folder)
     checker.check_failover()
     messages = [str(v) for v in checker.report.violations]
-    assert len(messages) == 1
+    assert len(messages) == 2
     lost = next(s.id for s in plan.sites if s.open)
     assert f"losing site {lost} leaves 4,800.0 tok/s of 'chat' unserved" in messages[0]
+    assert "solve.failover is empty" in messages[1]  # solved without the policy, the plan records no N-1 loop
     table = outage_table(folder)
     assert table.secure is False
     assert [o.meets_policy for o in table.outages] == [False]

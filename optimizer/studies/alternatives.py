@@ -45,7 +45,7 @@ from dcplace.optimizer.solving.extract import extract
 from dcplace.optimizer.solving.pipeline import PlanCheckFailed
 from dcplace.optimizer.solving.precheck import checked_index
 from dcplace.optimizer.solving.solve import SolveOptions, plan_record
-from dcplace.optimizer.studies.batch import start_columns
+from dcplace.optimizer.studies.batch import failover_record, start_columns
 from dcplace.optimizer.studies.explain import analysis_folder, plan_and_scenario, stamp, write_json
 
 TIE_WEIGHT = 0.01
@@ -225,6 +225,7 @@ def _write(plan: Plan, scenario, lm, ix, x, folder: Path, options: SolveOptions,
         termination=f"near-optimal alternative {i} (MGA, within {slack:.0%} of the recommended plan's cost); search: {search}",
         objective_usd_per_year=objective, best_bound_usd_per_year=bound, gap=gap, build_time_s=build_s, solve_time_s=seconds,
         warm_start="the recommended plan with one closed site opened idle", options=asdict(options), model=lm.size(),
+        failover=failover_record(ix, lm, x, objective),
     )
     alt = plan_record(scenario, options, record, parts, [])
 

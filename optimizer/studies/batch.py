@@ -331,6 +331,7 @@ def solve_from_starts(scenario, folder: Path, options: SolveOptions, starts: lis
             build_time_s=record.build_time_s, solve_time_s=record.solve_time_s,
             extract_time_s=time.perf_counter() - eval_started,
             warm_start=f"start plan {Path(start_folder).name}", options=asdict(options), model=lm.size(),
+            failover=failover_record(ix, lm, x, objective),
         )
         plan = plan_record(scenario, options, new_record, parts, [])
     elif solved is not None:
@@ -339,6 +340,26 @@ def solve_from_starts(scenario, folder: Path, options: SolveOptions, starts: lis
         raise failure
     _write_checked(plan, scenario, folder)
     return plan
+
+
+def failover_record(ix, lm, x: np.ndarray, objective: float) -> dict:
+    """solve.failover of a plan found without the N-1 loop (a start plan re-costed, an MGA alternative): with
+    policies.survive_site_loss, its own re-routing of every single-site loss, recorded as the loop's one round
+    (docs/resilience.md; the checker requires the record and recomputes its verdict); {} without the policy."""
+    from dcplace.optimizer.model.resilience import survivable
+    from dcplace.optimizer.solving.failover import Round, broken, check_losses, needs_n1, state_from_columns
+
+    if not needs_n1(ix):
+        return {}
+    state = state_from_columns(x, lm, ix)
+    losses = check_losses(ix, state)
+    bad = broken(losses)
+    lost = getattr(ix, "failover_lost", [])
+    return {"classes": dict(survivable(ix.scenario)), "secure": not bad,
+            "stopped": f"found without the N-1 loop; the losses of {', '.join(sorted(bad))} break it" if bad else "",
+            "scenarios_generated": len({f for f, _, _ in lost}), "losses_in_model": sorted({f for f, _, _ in lost}),
+            "reroutings_in_model": len(lost), "open_sites_checked": len(state.open_sites),
+            "rounds": [vars(Round(objective, 0.0, len(losses), sorted(bad), 0, sum(bad.values())))]}
 
 
 def _write_checked(plan: Plan, scenario, folder: Path) -> None:
