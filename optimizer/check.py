@@ -50,7 +50,7 @@ PLAN_FIELDS = ("format_version scenario scenario_hash created_utc solve objectiv
 PLAN_OPTIONAL = "clock hourly dispatch backfill rentals rent_assignments routing diagnosis"
 SOLVE_FIELDS = ("solver solver_version status termination objective_usd_per_year best_bound_usd_per_year gap build_time_s "
                 "solve_time_s options model")
-SOLVE_OPTIONAL = "extract_time_s warm_start pairs failover"
+SOLVE_OPTIONAL = "extract_time_s warm_start pairs failover race"
 SITE_FIELDS = ("id name lat lon country open role zones fabrics racks racks_total gpus it_kw facility_kw power_limit_kw "
                "floor_racks served_tok_s emissions_t_per_year upfront_capex_usd cost_usd_per_year total_cost_usd_per_year")
 SITE_OPTIONAL = "tenure built_kw"
@@ -1998,6 +1998,12 @@ class PlanChecker:
                       f"{solver.get('name')!r} {solver.get('version')!r}.")
         if solve.get("options") != provenance.get("options"):
             self.fail("status", "solve.options differ from the options of plan.json's provenance.")
+        race = solve.get("race") if isinstance(solve.get("race"), dict) else {}
+        if race.get("winner") is not None and status in PLAN_STATUSES:
+            # the race's record must name the engine whose plan is here (its objectives are the engines' own
+            # words, in the model's terms: with the clock the plan's cost is re-stated by dispatch, so not compared)
+            if solve.get("solver") != race["winner"]:
+                self.fail("status", f"solve.race names {race['winner']!r} the winner, but solve.solver is {solve.get('solver')!r}.")
         for key in ("build_time_s", "solve_time_s", "extract_time_s"):
             if key in solve and (not _is_number(solve[key]) or solve[key] < 0):
                 self.fail("status", f"solve.{key} is {solve[key]!r}, not a time in seconds.")
@@ -2050,7 +2056,7 @@ class PlanChecker:
             self.fail("schema", f"plan.json created_utc is {plan.get('created_utc')!r}, not an ISO 8601 time.")
         solve = plan.get("solve")
         if keys("plan.json solve", solve, SOLVE_FIELDS, SOLVE_OPTIONAL):
-            for key in ("pairs", "failover", "options", "model"):
+            for key in ("pairs", "failover", "race", "options", "model"):
                 if not isinstance(solve.get(key, {}), dict):
                     self.fail("schema", f"plan.json solve.{key} is not a record.")
         for name, fields, optional in (("assignments", ASSIGNMENT_FIELDS, ""), ("rent_assignments", ASSIGNMENT_FIELDS, ""),
