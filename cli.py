@@ -381,9 +381,10 @@ def solve(
         live = _progress_on(quiet)
         with _live(line, live):  # phase, best plan, bound, gap and elapsed time, while it solves
             if loaded.periods:  # a build schedule over the years (docs/periods.md)
-                schedule, plans, _ = solve_schedule_to_folder(loaded, out, options, progress=line if live else None)
+                schedule, plans, _ = solve_schedule_to_folder(loaded, out, options, progress=line if live else None,
+                                                              started=_EXEC_STARTED)
             else:
-                plan, _ = solve_to_folder(loaded, out, options, progress=line if live else None)
+                plan, _ = solve_to_folder(loaded, out, options, progress=line if live else None, started=_EXEC_STARTED)
     except ScenarioError as exc:
         _bad_input(exc)
     except InfeasibleScenario as exc:
@@ -1212,19 +1213,30 @@ class _PipeSafe:
 
 def _terminated(signum, frame) -> None:
     """SIGTERM (kill, timeout, a scheduler, a container stop) ends the process without unwinding:
-    remove this run's staging folders first, then end by the signal as before."""
+    remove this run's staging folders and stop a racing SCIP first, then end by the signal as before."""
     try:
         from dcplace.models.outputs import remove_own_staging
+        from dcplace.optimizer.solvers.scip_racer import stop_all
 
         remove_own_staging()
+        stop_all()
     finally:
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
         os._exit(128 + signum)  # as PID 1 (a container) the kernel ignores a default-action SIGTERM, even one sent to itself
 
 
+# When the `dcplace` process was started (set by main(), the console script; None when the commands are
+# called in-process, as by tests): `solve --time-limit` then holds from exec to exit, imports, write and check included.
+_EXEC_STARTED: float | None = None
+
+
 def main() -> None:
     from dcplace.models.outputs import defer_while_moving
+    from dcplace.optimizer.solving.budget import process_started
+
+    global _EXEC_STARTED
+    _EXEC_STARTED = process_started()
 
     signal.signal(signal.SIGTERM, defer_while_moving(_terminated))
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # Ctrl-C too: KeyboardInterrupt after the last move

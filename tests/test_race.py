@@ -133,9 +133,10 @@ def _scip_folders() -> set[str]:
 
 
 @pytest.mark.skipif(not TWO_CORES, reason="a race needs two cores")
-def test_a_raced_solve_records_both_engines_and_leaves_nothing_behind():
+def test_a_raced_solve_records_both_engines_and_leaves_nothing_behind(tmp_path, monkeypatch):
     """A model over RACE_MIN_COLUMNS columns is raced; the plan is checked against the same
     instance solved by HiGHS alone at gap 0; the child is gone and so is its folder."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # this test's racer folders, not other runs'
     data, scenario = _cflp_scenario(3, 12, 500, 2.0)
     before = _scip_folders()
     plan = solve(scenario, SolveOptions(mip_gap=1e-6, time_limit_s=120, max_full_pairs=10**6))
@@ -159,6 +160,18 @@ def test_small_models_and_n1_models_are_not_raced():
     ix = checked_index(scenario, 10**9, PruningRules())
     assert "N-1" in race_skipped(SolveOptions(), ix, n1=True)
     assert "solver 'ortools'" in race_skipped(SolveOptions(solver="ortools"), ix, n1=False)
+
+
+def test_an_orphaned_racer_folder_is_removed_by_the_next_race(tmp_path, monkeypatch):
+    """A solve killed outright leaves its racer folder (its child dies with it): the next race removes it."""
+    from dcplace.optimizer.solvers import scip_racer
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    dead = tmp_path / f"{scip_racer.FOLDER_PREFIX}999999999-abc"
+    alive = tmp_path / f"{scip_racer.FOLDER_PREFIX}{os.getpid()}-abc"
+    dead.mkdir(), alive.mkdir()
+    scip_racer._remove_orphans()
+    assert not dead.exists() and alive.exists()
 
 
 def test_a_stopped_racer_leaves_no_process(tmp_path):

@@ -70,7 +70,8 @@ class ScipRacer:
         self.stopped = False  # ended by stop(): the other engine proved the answer first
 
     def start(self) -> "ScipRacer":
-        self.folder = Path(tempfile.mkdtemp(prefix="dcplace-scip-"))
+        _remove_orphans()
+        self.folder = Path(tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{os.getpid()}-"))
         model = self.folder / "model.mps"
         write_mps(self.lm, model)
         limit_s = max(self.deadline - time.perf_counter() - START_RESERVE_S, 0.1)
@@ -126,6 +127,25 @@ class ScipRacer:
 
 
 _live: set[ScipRacer] = set()
+FOLDER_PREFIX = "dcplace-scip-"  # then the parent's pid: a folder whose parent is gone is an orphan
+
+
+def _remove_orphans() -> None:
+    """Remove racer folders left by a solve that was killed outright (its child died with it)."""
+    for folder in Path(tempfile.gettempdir()).glob(f"{FOLDER_PREFIX}*-*"):
+        pid = folder.name[len(FOLDER_PREFIX):].split("-", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def stop_all() -> None:

@@ -9,6 +9,7 @@ what was asked (the gap, or infeasibility): what is left goes to the next phase.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 
@@ -44,3 +45,29 @@ class Budget:
     def until(self, deadline: float) -> "Budget":
         """This budget ending earlier, at `deadline` (never later than its own)."""
         return Budget(self.started, min(deadline, self.deadline))
+
+
+FINISH_RESERVE_S = 1.0  # of a whole job's time limit, kept from the solve for writing and checking its folder ...
+FINISH_RESERVE_SHARE = 0.01  # ... plus this share of the limit (the default's write and check: about 1.5 s on 2 quiet cores)
+
+
+def process_started() -> float:
+    """When this process was started, as a time.perf_counter() value (Linux: from /proc; elsewhere: now).
+    A scheduler times a job from its exec; the interpreter and the imports before the solve count too."""
+    try:
+        with open("/proc/self/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        started_ticks = int(fields[19])  # field 22 of stat(5): start time in clock ticks after boot
+        age_s = time.clock_gettime(time.CLOCK_BOOTTIME) - started_ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return time.perf_counter()
+    return time.perf_counter() - max(age_s, 0.0)
+
+
+def job_budget(time_limit_s: float, started: float | None = None, finish_factor: float = 1.0) -> Budget:
+    """The solve's share of a whole job (solve, write, check) limited to `time_limit_s` from `started`
+    (a perf_counter value; None: now): it ends `finish_factor` x (FINISH_RESERVE_S + FINISH_RESERVE_SHARE x
+    the limit) early, never more than half the limit."""
+    started = time.perf_counter() if started is None else started
+    reserve = min(finish_factor * (FINISH_RESERVE_S + FINISH_RESERVE_SHARE * time_limit_s), 0.5 * time_limit_s)
+    return Budget(started, started + time_limit_s - reserve)

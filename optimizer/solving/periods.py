@@ -35,6 +35,7 @@ from dcplace.optimizer.model.periods import (CAPEX_CATEGORIES, PeriodModel, annu
 from dcplace.optimizer.solvers.backends import run_backend
 from dcplace.optimizer.solvers.pairs import BOUND_TOLERANCE, GAP_SHARE, NO_BOUND, PricedLP, in_model_mask, solve_priced_lp
 from dcplace.optimizer.solving.extract import extract
+from dcplace.optimizer.solving.budget import Budget
 from dcplace.optimizer.solving.precheck import checked_index
 from dcplace.optimizer.solving.progress import ProgressCallback, as_feed
 from dcplace.optimizer.solving.solve import (POST_SOLVE_RESERVE_S, POST_SOLVE_RESERVE_SHARE, InfeasibleScenario,
@@ -75,17 +76,18 @@ def period_indexes(scenario: Scenario, options: SolveOptions):
 
 
 def solve_periods(scenario: Scenario, options: SolveOptions | None = None, progress: ProgressCallback | None = None,
-                  without: tuple[str, ...] = ()) -> tuple[Schedule, list[tuple[Plan, Scenario]]]:
+                  without: tuple[str, ...] = (), budget: Budget | None = None) -> tuple[Schedule, list[tuple[Plan, Scenario]]]:
     """The least-NPV build schedule of a scenario with periods, and each period's plan with its
     single-year scenario. Raises ScenarioError, InfeasibleScenario (the first period that has no
-    plan even alone, with its diagnosis) or NoPlanFound. `without` leaves tie families out (tests)."""
+    plan even alone, with its diagnosis) or NoPlanFound. `without` leaves tie families out (tests).
+    `budget`, if given, is the solve's time instead of options.time_limit_s from now (as for solve())."""
     if not scenario.periods:
         raise ValueError("the scenario has no periods: use solve()")
     options = options or SolveOptions()
     feed, owned = as_feed(progress, options.time_limit_s)
+    budget = budget or Budget.of(options.time_limit_s)
     try:
-        started = time.perf_counter()
-        deadline = started + options.time_limit_s
+        started, deadline = budget.started, budget.deadline
         feed.phase("index")
         periods, singles, ixs = period_indexes(scenario, options)
         index_s = time.perf_counter() - started
@@ -99,7 +101,7 @@ def solve_periods(scenario: Scenario, options: SolveOptions | None = None, progr
             # too many pairs to build: each period priced alone, its plan the start, the bound their sum
             feed.phase("pricing")
             pricing_began = time.perf_counter()
-            singles_x, lps = _price_each_period(singles, ixs, options, started + PERIODS_PRICING_SHARE * options.time_limit_s)
+            singles_x, lps = _price_each_period(singles, ixs, options, started + PERIODS_PRICING_SHARE * budget.seconds)
             pricing_s = time.perf_counter() - pricing_began
             pm = build(ixs)
             priced = _period_sum_bound(pm, lps, pricing_s, time.perf_counter() - pricing_began - pricing_s, without)
@@ -116,8 +118,8 @@ def solve_periods(scenario: Scenario, options: SolveOptions | None = None, progr
             build_time = time.perf_counter() - started
             feed.phase("warm start")
             start_began = time.perf_counter()
-            start = start_from_periods(pm, _period_plans(pm, options, started + START_SHARE * options.time_limit_s))
-        reserve = min(POST_SOLVE_RESERVE_S, POST_SOLVE_RESERVE_SHARE * options.time_limit_s)
+            start = start_from_periods(pm, _period_plans(pm, options, started + START_SHARE * budget.seconds))
+        reserve = min(POST_SOLVE_RESERVE_S, POST_SOLVE_RESERVE_SHARE * budget.seconds)
         start_s = time.perf_counter() - start_began
         feed.phase("search")
         remaining = max(deadline - time.perf_counter() - reserve, 1e-3)

@@ -17,6 +17,7 @@ from dcplace.models import Scenario, load_scenario
 from dcplace.models.outputs import destination_lock
 from dcplace.models.plan import Plan, write_plan_folder
 from dcplace.optimizer.check import CheckReport, check_plan_folder
+from dcplace.optimizer.solving.budget import job_budget
 from dcplace.optimizer.solving.progress import ProgressCallback, as_feed
 from dcplace.optimizer.solving.solve import InfeasibleScenario, SolveOptions, solve
 
@@ -31,25 +32,29 @@ class PlanCheckFailed(Exception):
 
 def solve_to_folder(
     scenario: Scenario | str | Path | None, out_dir: str | Path, options: SolveOptions | None = None,
-    progress: ProgressCallback | None = None, start=None,
+    progress: ProgressCallback | None = None, start=None, started: float | None = None,
 ) -> tuple[Plan, CheckReport]:
     """Solve `scenario` (a Scenario, a YAML path, or None for the embedded default) into `out_dir`.
-    `progress` as for solve(), with the phases load, write and check added; `start(lm, ix)` as for solve()."""
+    `progress` as for solve(), with the phases load, write and check added; `start(lm, ix)` as for solve().
+    `started` (a time.perf_counter() value, e.g. budget.process_started()): the time limit then covers the
+    whole job from that moment, the load, write and check included (budget.job_budget), as a scheduler
+    that started the process sees it; None: the limit is the solve's, from when it starts."""
     # refuse a folder dcplace did not write, or one another run is writing, before any work, not after
     with destination_lock(out_dir, "plan"):
         feed, _ = as_feed(progress, (options or SolveOptions()).time_limit_s)
         try:
-            return _solve_to_folder(scenario, out_dir, options, feed, start)
+            return _solve_to_folder(scenario, out_dir, options, feed, start, started)
         finally:
             feed.close()
 
 
-def _solve_to_folder(scenario, out_dir, options, feed, start=None) -> tuple[Plan, CheckReport]:
+def _solve_to_folder(scenario, out_dir, options, feed, start=None, started=None) -> tuple[Plan, CheckReport]:
     if not isinstance(scenario, Scenario):
         feed.phase("load")
         scenario = load_scenario(scenario)
+    budget = job_budget((options or SolveOptions()).time_limit_s, started) if started is not None else None
     try:
-        plan = solve(scenario, options, start=start, progress=feed)
+        plan = solve(scenario, options, start=start, progress=feed, budget=budget)
     except InfeasibleScenario as exc:
         feed.phase("write")
         write_plan_folder(exc.plan, scenario, out_dir)
@@ -77,15 +82,16 @@ def _verifier(check, feed):
 
 
 def solve_schedule_to_folder(scenario: Scenario | str | Path | None, out_dir: str | Path, options: SolveOptions | None = None,
-                             progress: ProgressCallback | None = None):
+                             progress: ProgressCallback | None = None, started: float | None = None):
     """A scenario with periods (docs/periods.md) solved into a schedule folder, checked by the
     independent schedule checker before it is moved into place. Returns (schedule, period plans,
-    report). An infeasible period leaves a plan folder with its diagnosis, as solve_to_folder does."""
+    report). An infeasible period leaves a plan folder with its diagnosis, as solve_to_folder does.
+    `started` as for solve_to_folder."""
     with destination_lock(out_dir, "plan"):
-        return _solve_schedule_to_folder(scenario, out_dir, options, progress)
+        return _solve_schedule_to_folder(scenario, out_dir, options, progress, started)
 
 
-def _solve_schedule_to_folder(scenario, out_dir, options, progress):
+def _solve_schedule_to_folder(scenario, out_dir, options, progress, started=None):
     from dcplace.models.schedule import write_schedule_folder
     from dcplace.optimizer.check_schedule import check_schedule_folder
     from dcplace.optimizer.solving.periods import solve_periods
@@ -96,7 +102,10 @@ def _solve_schedule_to_folder(scenario, out_dir, options, progress):
             feed.phase("load")
             scenario = load_scenario(scenario)
         try:
-            schedule, plans = solve_periods(scenario, options, progress=feed)
+            limit = (options or SolveOptions()).time_limit_s
+            # a schedule writes a folder per period: twice a plan's finishing reserve
+            budget = job_budget(limit, started, finish_factor=2.0) if started is not None else None
+            schedule, plans = solve_periods(scenario, options, progress=feed, budget=budget)
         except InfeasibleScenario as exc:
             feed.phase("write")
             write_plan_folder(exc.plan, exc.scenario, out_dir)
