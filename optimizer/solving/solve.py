@@ -300,6 +300,11 @@ def _search(scenario: Scenario, options: SolveOptions, start, feed: ProgressFeed
         good_enough = math.inf  # ... and ends at its warm start, whose sites the search held to them starts from
     result, x = run_backend(lm, ix, replace(options, time_limit_s=remaining_s), relaxation, good_enough, incumbent,
                             progress=feed if feed else None)
+    if needs_n1(ix) and not result.has_plan and result.status not in ("infeasible", "unbounded") \
+            and budget.left() - reserve > CONTINUE_MIN_S:
+        # the first round found no plan in its share of the time: it is given the rest, not the user an early "no plan"
+        result, x = run_backend(lm, ix, replace(options, time_limit_s=budget.left() - reserve), relaxation, good_enough,
+                                incumbent, progress=feed if feed else None)
     failover: dict = {}
     if needs_n1(ix) and result.has_plan and x is not None:  # N-1: losses generated lazily (optimizer.solving.failover)
 
