@@ -617,11 +617,11 @@ def export(
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Folder for the layers; default FOLDER/export."),
 ) -> None:
     """Write sites, regions and assignment lines as GIS layers (EPSG:4326), or the plan's tables as one Excel workbook."""
-    from dcplace.reports import FORMATS, export_layers
+    from dcplace.reports import EXPORT_FORMATS, export_layers
     from dcplace.reports.layers import zero_length
 
-    if fmt not in FORMATS:
-        err.print(f"[red]Unknown format {_text(repr(fmt))}.[/] Fix: --format one of {', '.join(FORMATS)}.")
+    if fmt not in EXPORT_FORMATS:
+        err.print(f"[red]Unknown format {_text(repr(fmt))}.[/] Fix: --format one of {', '.join(EXPORT_FORMATS)}.")
         raise typer.Exit(EXIT_BAD_INPUT)
     layers = _plan_layers(folder)
     paths = export_layers(layers, out or folder / "export", fmt)

@@ -51,7 +51,8 @@ from dcplace.reports.style import CLOSED_COLOUR, REGION_COLOUR, ROLE_COLOURS, wo
 from dcplace.reports.style import class_colours as colours_by_class  # `class_colours` names a local below
 from dcplace.reports.output import from_spreadsheet_frame, spreadsheet_frame, spreadsheet_text, staged_files
 
-FORMATS = ("geojson", "gpkg", "parquet", "csv", "xlsx")
+FORMATS = ("geojson", "gpkg", "parquet", "csv")  # GIS layers: sites, regions, assignment lines
+EXPORT_FORMATS = (*FORMATS, "xlsx")  # and the plan's tables as one workbook (write_plan_workbook)
 
 
 def export_layers(layers: PlanLayers, out_dir: str | Path, fmt: str) -> list[Path]:
@@ -59,8 +60,8 @@ def export_layers(layers: PlanLayers, out_dir: str | Path, fmt: str) -> list[Pat
 
     Files appear all at once (staged, then moved into place); returns their paths.
     """
-    if fmt not in FORMATS:
-        raise ValueError(f"unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    if fmt not in EXPORT_FORMATS:
+        raise ValueError(f"unknown export format {fmt!r}; choose one of {', '.join(EXPORT_FORMATS)}")
     frames = layers.layers()
     # a region served by a site at its own place: no line (an empty geometry), not an invalid zero-length one
     lines = frames["assignments"]
