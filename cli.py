@@ -398,13 +398,19 @@ def solve(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="For scripts: no progress, no tables; one summary line (and errors)."),
     set_: list[str] = typer.Option([], "--set", help="Override one scenario value, PATH=VALUE, as a scenario's overrides: "
                                    "e.g. --set clock.hours=24 (docs/clock.md), --set 'sites[ashburn].power_limit_kw=*1.2'. Repeatable."),
+    json_: bool = typer.Option(False, "--json", help="For scripts: no progress; one JSON object on stdout (status, objective, "
+                               "gap, sites open, folder, or the problems / diagnosis, and exit_code)."),
 ) -> None:
     """Solve a scenario and write its plan folder."""
+    quiet = quiet or json_
+    head = {"command": "solve", "scenario": str(scenario) if scenario else None, "folder": str(out)}
     try:
         options = SolveOptions(solver=solver, time_limit_s=time_limit, mip_gap=gap, threads=threads, seed=seed,
                                max_full_pairs=max_full_pairs, race=race)
         overrides = parse_assignments(set_)
     except (ValueError, OverrideError) as exc:
+        if json_:
+            _emit_json({**head, "status": "bad_input", "exit_code": int(EXIT_BAD_INPUT), "message": f"Bad option: {exc}"})
         err.print(f"[red]Bad option:[/] {_text(exc, newlines=True)}")
         raise typer.Exit(EXIT_BAD_INPUT)
     try:
@@ -423,17 +429,34 @@ def solve(
             else:
                 plan, _ = solve_to_folder(loaded, out, options, progress=line if live else None)
     except ScenarioError as exc:
+        if json_:
+            _emit_json({**head, "status": "bad_input", "exit_code": int(EXIT_BAD_INPUT), "problems": [_problem_json(p) for p in exc.problems]})
         _bad_input(exc)
     except InfeasibleScenario as exc:
+        if json_:
+            _emit_json({**head, "status": "infeasible", "exit_code": int(EXIT_INFEASIBLE), "diagnosis": list(exc.diagnosis)})
         _print_infeasible(exc.diagnosis)
         err.print(f"The diagnosis is recorded in {_text(out / 'plan.json')}.")
         raise typer.Exit(EXIT_INFEASIBLE)
     except NoPlanFound as exc:
+        if json_:
+            _emit_json({**head, "status": "no_plan", "exit_code": int(EXIT_NO_PLAN), "message": str(exc)})
         err.print(f"[bold red]No plan:[/] {_text(exc, newlines=True)}")
         raise typer.Exit(EXIT_NO_PLAN)
     except PlanCheckFailed as exc:
+        if json_:
+            _emit_json({**head, "status": "check_failed", "exit_code": int(EXIT_CHECK_FAILED), "message": str(exc)})
         err.print(f"[bold red]{_text(exc, newlines=True)}[/]")
         raise typer.Exit(EXIT_CHECK_FAILED)
+    if json_:
+        done = schedule if loaded.periods else plan
+        s = done.solve
+        _emit_json({**head, "status": s.status, "exit_code": 0, "name": done.scenario, "solver": s.solver, "gap": s.gap,
+                    "best_bound_usd_per_year": s.best_bound_usd_per_year, "seconds": s.build_time_s + s.solve_time_s,
+                    **({"npv_usd": schedule.npv_usd, "periods": len(schedule.periods)} if loaded.periods else
+                       {"objective_usd_per_year": plan.objective_usd_per_year, "sites_open": sum(1 for x in plan.sites if x.open),
+                        "kpis": plan.kpis})})
+        return
     if loaded.periods:
         print_schedule(schedule, out, quiet)
     elif quiet:

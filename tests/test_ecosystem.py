@@ -129,6 +129,22 @@ def test_validate_json_good_and_bad(tmp_path):
     assert problem["file"] == "sites.csv" and problem["row"] == 3 and problem["field"] == "power_limit_kw" and problem["fix"]
 
 
+def test_solve_json_for_a_plan_and_for_an_infeasible_scenario(tmp_path):
+    path = _world(tmp_path / "in")
+    result = runner.invoke(app, ["solve", str(path), "--out", str(tmp_path / "plan"), "--json", "--gap", "0"])
+    doc = json.loads(result.stdout)
+    assert result.exit_code == 0 == doc["exit_code"] and doc["status"] == "optimal" and doc["folder"] == str(tmp_path / "plan")
+    assert doc["objective_usd_per_year"] == pytest.approx(dcplace.read_plan(tmp_path / "plan").objective_usd_per_year)
+    assert doc["sites_open"] >= 1 and "usd_per_m_tokens" in doc["kpis"]
+
+    capped = make_scenario(tmp_path / "capped", [site("a", 40.0, -74.0)], [region("r", 40.1, -74.0)],
+                           policies={"carbon_cap_t_per_year": 1.0})
+    result = runner.invoke(app, ["solve", str(capped), "--out", str(tmp_path / "none"), "--json"])
+    doc = json.loads(result.stdout)
+    assert result.exit_code == ExitCode.INFEASIBLE == doc["exit_code"] and doc["status"] == "infeasible"
+    assert any("carbon" in line for line in doc["diagnosis"])
+
+
 def test_verbose_shows_the_engines_log(tmp_path):
     path = _world(tmp_path / "in")
     quiet = runner.invoke(app, ["solve", str(path), "--out", str(tmp_path / "p1"), "--quiet", "--time-limit", "60"])
