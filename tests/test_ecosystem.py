@@ -175,6 +175,19 @@ def test_frames_are_the_plan_folders_tables(solved):
     assert "'" + HOSTILE in set(pd.read_csv(folder / "sites.csv")["name"])
 
 
+def test_frames_with_the_clock_hold_its_tables_too(tmp_path):
+    profiles = [{"workload": "chat", "local_hour": h, "load": 1.0 if 9 <= h < 18 else 0.5, "region": ""} for h in range(24)]
+    path = make_scenario(tmp_path / "in", sites=[site("hub", 0, 0)], regions=[region("r", 0, 0.5, chat=800)],
+                         tables={"profiles": profiles}, sections={"clock": {"hours": 4, "routing": "hour"}})
+    plan, report = dcplace.solve_to_folder(path, tmp_path / "plan", dcplace.SolveOptions(mip_gap=0.0, time_limit_s=60))
+    assert report.ok
+    frames = plan.frames()
+    assert set(frames) == {p.stem for p in (tmp_path / "plan").glob("*.csv")} >= {"hourly", "dispatch", "routing"}
+    for name, frame in frames.items():
+        assert list(frame.columns) == list(pd.read_csv(tmp_path / "plan" / f"{name}.csv").columns), name
+    assert len(frames["hourly"]) > 0 and len(frames["routing"]) > 0
+
+
 def test_plan_layers_in_memory_match_the_folders(solved):
     folder, plan, scenario = solved
     layers = dcplace.plan_layers(plan, scenario)
