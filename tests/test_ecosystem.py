@@ -264,7 +264,10 @@ def test_xlsx_site_list_validates_and_solves(tmp_path):
     path = _world(tmp_path / "in")
     _sites_workbook(path)
     result = runner.invoke(app, ["validate", str(path), "--json"])
-    assert result.exit_code == 0 and json.loads(result.stdout)["sites"] == 2
+    doc = json.loads(result.stdout)
+    assert result.exit_code == 0 and doc["sites"] == 2
+    # checks after loading (a site at sea: a warning) number the sheet's rows as the loader does
+    assert sorted(w["row"] for w in doc["warnings"] if w["file"].startswith("book.xlsx")) == [2, 3]
     plan, report = dcplace.solve_to_folder(path, tmp_path / "plan", dcplace.SolveOptions(mip_gap=0.0, time_limit_s=60))
     assert report.ok and plan.solve.status == "optimal"
     csv_plan, _ = dcplace.solve_to_folder(_world(tmp_path / "csv"), tmp_path / "plan-csv", dcplace.SolveOptions(mip_gap=0.0, time_limit_s=60))
