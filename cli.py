@@ -1,6 +1,6 @@
 """dcplace command line: parses arguments, calls the library, prints with rich.
 
-Exit codes: 0 success; 1 a plan failed its independent check; 2 bad input (every problem
+Exit codes (the table is `ExitCode` / `EXIT_CODE_MEANINGS` below; `dcplace --help` prints it): 0 success; 1 a plan failed its independent check; 2 bad input (every problem
 is listed, naming file, row and field); 3 the scenario is infeasible (the diagnosis says
 which limits must move); 4 the time limit ended before any plan was found; 5 a batch finished with members that
 failed (bad input, error, crash, no plan in time; re-run the same command to retry them);
