@@ -1,6 +1,6 @@
 """dcplace command line: parses arguments, calls the library, prints with rich.
 
-Exit codes: 0 success; 1 a plan failed its independent check; 2 bad input (every problem
+Exit codes (the table is `ExitCode` / `EXIT_CODE_MEANINGS` below; `dcplace --help` prints it): 0 success; 1 a plan failed its independent check; 2 bad input (every problem
 is listed, naming file, row and field); 3 the scenario is infeasible (the diagnosis says
 which limits must move); 4 the time limit ended before any plan was found; 5 a batch finished with members that
 failed (bad input, error, crash, no plan in time; re-run the same command to retry them);
@@ -18,7 +18,10 @@ or terminal control codes: see `_text`.
 from __future__ import annotations
 
 import contextlib
+import enum
 import errno
+import json
+import logging
 import functools
 import os
 import platform
@@ -58,17 +61,52 @@ from dcplace.optimizer.solving.progress import SolveProgress
 from dcplace.optimizer.solving.solve import InfeasibleScenario, NoPlanFound, SolveOptions
 from dcplace.reports.style import display_name, money, mw_number, mw_text, visible_controls
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="Placement engine for AI infrastructure.")
+class ExitCode(enum.IntEnum):
+    """Every exit code of `dcplace`, in one place: README.md's "Exit codes" and `dcplace --help` are
+    written from EXIT_CODE_MEANINGS (tests/test_ecosystem.py checks that the README agrees)."""
+
+    OK = 0
+    CHECK_FAILED = 1
+    BAD_INPUT = 2
+    INFEASIBLE = 3
+    NO_PLAN = 4
+    BATCH_INCOMPLETE = 5
+    INTERNAL_ERROR = 6
+    RESOURCE_LIMIT = 7
+    INTERRUPTED = 130
+
+
+EXIT_CODE_MEANINGS = {
+    ExitCode.OK: "success",
+    ExitCode.CHECK_FAILED: "a plan failed its independent check (a bug: please report it)",
+    ExitCode.BAD_INPUT: "bad input (every problem listed with file, row, field and a fix)",
+    ExitCode.INFEASIBLE: "infeasible (with the diagnosis)",
+    ExitCode.NO_PLAN: "the time limit ended before any plan was found",
+    ExitCode.BATCH_INCOMPLETE: "a batch finished with failed members (re-run the same command to retry them)",
+    ExitCode.INTERNAL_ERROR: "an internal error (a bug: one line names it and the file its traceback was saved to; please report "
+                             "it with `dcplace --version`)",
+    ExitCode.RESOURCE_LIMIT: "a resource limit: the machine ran out of memory (not a bug; the message says what to cut)",
+    ExitCode.INTERRUPTED: "stopped by Ctrl-C (SIGTERM ends the process by the signal)",
+}
+
+
+def exit_code_table() -> str:
+    """The exit codes as lines `  N  meaning`, for `dcplace --help` and the docs."""
+    return "\n".join(f"{int(code):>5}  {meaning}" for code, meaning in EXIT_CODE_MEANINGS.items())
+
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Placement engine for AI infrastructure.",
+                  epilog="Exit codes:\n\n" + "\n\n".join(f"{int(c)}: {m}" for c, m in EXIT_CODE_MEANINGS.items()))
 console = Console()
 err = Console(stderr=True, soft_wrap=True)
 
-EXIT_CHECK_FAILED = 1
-EXIT_BAD_INPUT = 2
-EXIT_INFEASIBLE = 3
-EXIT_NO_PLAN = 4
-EXIT_BATCH_INCOMPLETE = 5
-EXIT_INTERNAL_ERROR = 6
-EXIT_RESOURCE_LIMIT = 7
+EXIT_CHECK_FAILED = ExitCode.CHECK_FAILED
+EXIT_BAD_INPUT = ExitCode.BAD_INPUT
+EXIT_INFEASIBLE = ExitCode.INFEASIBLE
+EXIT_NO_PLAN = ExitCode.NO_PLAN
+EXIT_BATCH_INCOMPLETE = ExitCode.BATCH_INCOMPLETE
+EXIT_INTERNAL_ERROR = ExitCode.INTERNAL_ERROR
+EXIT_RESOURCE_LIMIT = ExitCode.RESOURCE_LIMIT
 
 def _clean(value: object, newlines: bool = False) -> str:
     """`value` as text with every terminal control character shown as an escape (`\\x1b`);
@@ -360,13 +398,19 @@ def solve(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="For scripts: no progress, no tables; one summary line (and errors)."),
     set_: list[str] = typer.Option([], "--set", help="Override one scenario value, PATH=VALUE, as a scenario's overrides: "
                                    "e.g. --set clock.hours=24 (docs/clock.md), --set 'sites[ashburn].power_limit_kw=*1.2'. Repeatable."),
+    json_: bool = typer.Option(False, "--json", help="For scripts: no progress; one JSON object on stdout (status, objective, "
+                               "gap, sites open, folder, or the problems / diagnosis, and exit_code)."),
 ) -> None:
     """Solve a scenario and write its plan folder."""
+    quiet = quiet or json_
+    head = {"command": "solve", "scenario": str(scenario) if scenario else None, "folder": str(out)}
     try:
         options = SolveOptions(solver=solver, time_limit_s=time_limit, mip_gap=gap, threads=threads, seed=seed,
                                max_full_pairs=max_full_pairs, race=race)
         overrides = parse_assignments(set_)
     except (ValueError, OverrideError) as exc:
+        if json_:
+            _emit_json({**head, "status": "bad_input", "exit_code": int(EXIT_BAD_INPUT), "message": f"Bad option: {exc}"})
         err.print(f"[red]Bad option:[/] {_text(exc, newlines=True)}")
         raise typer.Exit(EXIT_BAD_INPUT)
     try:
@@ -386,17 +430,34 @@ def solve(
             else:
                 plan, _ = solve_to_folder(loaded, out, options, progress=line if live else None, started=_EXEC_STARTED)
     except ScenarioError as exc:
+        if json_:
+            _emit_json({**head, "status": "bad_input", "exit_code": int(EXIT_BAD_INPUT), "problems": [_problem_json(p) for p in exc.problems]})
         _bad_input(exc)
     except InfeasibleScenario as exc:
+        if json_:
+            _emit_json({**head, "status": "infeasible", "exit_code": int(EXIT_INFEASIBLE), "diagnosis": list(exc.diagnosis)})
         _print_infeasible(exc.diagnosis)
         err.print(f"The diagnosis is recorded in {_text(out / 'plan.json')}.")
         raise typer.Exit(EXIT_INFEASIBLE)
     except NoPlanFound as exc:
+        if json_:
+            _emit_json({**head, "status": "no_plan", "exit_code": int(EXIT_NO_PLAN), "message": str(exc)})
         err.print(f"[bold red]No plan:[/] {_text(exc, newlines=True)}")
         raise typer.Exit(EXIT_NO_PLAN)
     except PlanCheckFailed as exc:
+        if json_:
+            _emit_json({**head, "status": "check_failed", "exit_code": int(EXIT_CHECK_FAILED), "message": str(exc)})
         err.print(f"[bold red]{_text(exc, newlines=True)}[/]")
         raise typer.Exit(EXIT_CHECK_FAILED)
+    if json_:
+        done = schedule if loaded.periods else plan
+        s = done.solve
+        _emit_json({**head, "status": s.status, "exit_code": 0, "name": done.scenario, "solver": s.solver, "gap": s.gap,
+                    "best_bound_usd_per_year": s.best_bound_usd_per_year, "seconds": s.build_time_s + s.solve_time_s,
+                    **({"npv_usd": schedule.npv_usd, "periods": len(schedule.periods)} if loaded.periods else
+                       {"objective_usd_per_year": plan.objective_usd_per_year, "sites_open": sum(1 for x in plan.sites if x.open),
+                        "kpis": plan.kpis})})
+        return
     if loaded.periods:
         print_schedule(schedule, out, quiet)
     elif quiet:
@@ -419,8 +480,24 @@ def print_schedule(schedule, out_dir: Path, quiet: bool = False) -> None:
             console.print(_clean(text), markup=False, highlight=False, soft_wrap=True)
 
 
+JsonOption = typer.Option(False, "--json", help="For scripts: print one JSON object on stdout (status, problems or "
+                          "violations, exit_code) instead of text; the exit code is the same.")
+
+
+def _emit_json(payload: dict) -> None:
+    """One JSON object on stdout, then exit with its `exit_code`."""
+    sys.stdout.write(json.dumps(payload, indent=2, default=str) + "\n")
+    sys.stdout.flush()
+    if payload["exit_code"]:
+        raise typer.Exit(payload["exit_code"])
+
+
+def _problem_json(problem) -> dict:
+    return {"file": problem.file, "row": problem.row, "field": problem.field, "message": problem.message, "fix": problem.fix}
+
+
 @app.command()
-def validate(scenario: Optional[Path] = ScenarioArg) -> None:
+def validate(scenario: Optional[Path] = ScenarioArg, json_: bool = JsonOption) -> None:
     """Check a scenario's files and what can be known before solving; list every problem."""
     try:
         loaded = load_scenario(scenario)
@@ -431,9 +508,19 @@ def validate(scenario: Optional[Path] = ScenarioArg) -> None:
         else:
             checked_index(loaded)
     except ScenarioError as exc:
+        if json_:
+            _emit_json({"command": "validate", "scenario": str(scenario) if scenario else None, "status": "bad_input",
+                        "exit_code": int(EXIT_BAD_INPUT), "problems": [_problem_json(p) for p in exc.problems], "warnings": []})
         _bad_input(exc)
-    _print_warnings(loaded)
     demand = sum(sum(r.demand_tok_s.values()) for r in loaded.regions)
+    if json_:
+        _emit_json({"command": "validate", "scenario": str(scenario) if scenario else None, "status": "ok", "exit_code": 0,
+                    "problems": [], "warnings": [_problem_json(p) for p in scenario_warnings(loaded)],
+                    "name": loaded.name, "sites": len(loaded.sites), "regions": len(loaded.regions), "jobs": len(loaded.jobs),
+                    "rack_configs": len(loaded.catalog.rack_configs), "peak_demand_tok_s": demand,
+                    "periods": [p.year for p in loaded.periods]})
+        return
+    _print_warnings(loaded)
     console.print(
         f"[green]OK[/]: scenario '{_name(loaded.name)}': {len(loaded.sites)} sites, {len(loaded.regions)} regions "
         f"({demand:,.0f} tok/s peak demand), {len(loaded.jobs)} training jobs, {len(loaded.catalog.rack_configs)} rack configurations"
@@ -441,60 +528,78 @@ def validate(scenario: Optional[Path] = ScenarioArg) -> None:
     )
 
 
-@app.command()
-def check(folder: Path = typer.Argument(..., help="A plan folder written by `dcplace solve`.")) -> None:
-    """Re-check a plan folder (or a multi-period schedule folder) with the independent checker."""
+def _check_outcome(folder: Path) -> dict:
+    """What `dcplace check` found, as the JSON it prints with --json: status (pass, fail,
+    infeasible, bad_input), exit_code, violations, and `text` / `lines`, the rich markup the
+    terminal shows (stderr unless status is pass)."""
+    out = {"command": "check", "folder": str(folder), "violations": [], "checked": [], "plan_status": None,
+           "recomputed_cost_usd_per_year": None, "diagnosis": []}
+
+    def bad(text: str) -> dict:
+        return {**out, "status": "bad_input", "exit_code": int(EXIT_BAD_INPUT), "text": text, "lines": []}
+
+    def fail(report) -> dict:
+        return {**out, "status": "fail", "exit_code": int(EXIT_CHECK_FAILED), "checked": report.checked,
+                "violations": [{"family": v.family, "message": v.message} for v in report.violations],
+                "text": f"[bold red]FAIL[/]: {_text(folder)}: {len(report.violations)} violation(s):",
+                "lines": [str(v) for v in report.violations]}
+
     if (folder / "schedule.json").is_file():
-        _check_schedule(folder)
-        return
+        from dcplace.optimizer.check_schedule import check_schedule_folder
+
+        report = check_schedule_folder(folder)
+        if not report.ok:
+            return fail(report)
+        return {**out, "status": "pass", "exit_code": 0, "kind": "schedule", "checked": report.checked,
+                "recomputed_cost_usd_per_year": report.recomputed_cost_usd_per_year, "lines": [],
+                "text": f"[green]PASS[/]: {_text(folder)}: every period's plan and the ties between periods hold "
+                        f"({len(report.checked)} checks); the NPV adds up to ${report.recomputed_cost_usd_per_year:,.2f}."}
     if not (folder / "plan.json").exists() or not (folder / "inputs" / "scenario.yaml").exists():
-        err.print(f"[red]{_text(folder)}: not a plan folder[/] (plan.json and inputs/scenario.yaml are needed). Fix: give a folder written by `dcplace solve`.")
-        raise typer.Exit(EXIT_BAD_INPUT)
+        return bad(f"[red]{_text(folder)}: not a plan folder[/] (plan.json and inputs/scenario.yaml are needed). Fix: give a folder written by `dcplace solve`.")
     try:
         report = check_plan_folder(folder)
     except (KeyError, ValueError, OSError) as exc:
-        err.print(f"[red]{_text(folder)}: the plan folder is damaged[/] ({type(exc).__name__}: {_text(exc, newlines=True)}). "
-                  "Fix: re-run `dcplace solve`.")
-        raise typer.Exit(EXIT_BAD_INPUT)
+        return bad(f"[red]{_text(folder)}: the plan folder is damaged[/] ({type(exc).__name__}: {_text(exc, newlines=True)}). "
+                   "Fix: re-run `dcplace solve`.")
     if report.violations and all(v.family == "manifest" and "has no manifest.json" in v.message for v in report.violations):
         if manifest_removed(folder):  # the folder was written with one: it was deleted, not never there
-            err.print(f"[red]{_text(folder)}: its manifest.json was removed[/] (the folder's marker lists it), so its files "
-                      "cannot be verified. Fix: restore manifest.json, or re-run `dcplace solve` (its command is in "
-                      "inputs/provenance.json, `rerun`).")
-            raise typer.Exit(EXIT_BAD_INPUT)
-        err.print(f"[red]{_text(folder)}: written before plan folders carried a manifest[/], so it cannot be verified. "
-                  "Fix: re-run `dcplace solve` (its command is in inputs/provenance.json, `rerun`).")
-        raise typer.Exit(EXIT_BAD_INPUT)
+            return bad(f"[red]{_text(folder)}: its manifest.json was removed[/] (the folder's marker lists it), so its files "
+                       "cannot be verified. Fix: restore manifest.json, or re-run `dcplace solve` (its command is in "
+                       "inputs/provenance.json, `rerun`).")
+        return bad(f"[red]{_text(folder)}: written before plan folders carried a manifest[/], so it cannot be verified. "
+                   "Fix: re-run `dcplace solve` (its command is in inputs/provenance.json, `rerun`).")
     if not report.ok:
-        err.print(f"[bold red]FAIL[/]: {_text(folder)}: {len(report.violations)} violation(s):")
-        for v in report.violations:
-            err.print(f"  • {_clean(v, newlines=True)}", markup=False, highlight=False)
-        raise typer.Exit(EXIT_CHECK_FAILED)
+        return fail(report)
+    out.update(plan_status=report.status, checked=report.checked, recomputed_cost_usd_per_year=report.recomputed_cost_usd_per_year)
     if report.status not in HAS_PLAN:
         try:
             diagnosis = read_plan(folder).diagnosis
         except (OSError, ValueError) as exc:
-            err.print(f"[red]{_text(folder)}: the plan folder is damaged[/] ({type(exc).__name__}). Fix: re-run `dcplace solve`.")
-            raise typer.Exit(EXIT_BAD_INPUT)
-        _print_infeasible(diagnosis)
-        raise typer.Exit(EXIT_INFEASIBLE)
-    console.print(
-        f"[green]PASS[/]: {_text(folder)}: {len(report.checked)} constraint families hold "
-        f"({_text(', '.join(report.checked))}); line items add up to ${report.recomputed_cost_usd_per_year:,.2f}/yr."
-    )
+            return bad(f"[red]{_text(folder)}: the plan folder is damaged[/] ({type(exc).__name__}). Fix: re-run `dcplace solve`.")
+        return {**out, "status": "infeasible", "exit_code": int(EXIT_INFEASIBLE), "diagnosis": diagnosis, "text": "", "lines": []}
+    return {**out, "status": "pass", "exit_code": 0, "lines": [],
+            "text": f"[green]PASS[/]: {_text(folder)}: {len(report.checked)} constraint families hold "
+                    f"({_text(', '.join(report.checked))}); line items add up to ${report.recomputed_cost_usd_per_year:,.2f}/yr."}
 
 
-def _check_schedule(folder: Path) -> None:
-    from dcplace.optimizer.check_schedule import check_schedule_folder
-
-    report = check_schedule_folder(folder)
-    if not report.ok:
-        err.print(f"[bold red]FAIL[/]: {_text(folder)}: {len(report.violations)} violation(s):")
-        for v in report.violations:
-            err.print(f"  • {_clean(v, newlines=True)}", markup=False, highlight=False)
-        raise typer.Exit(EXIT_CHECK_FAILED)
-    console.print(f"[green]PASS[/]: {_text(folder)}: every period's plan and the ties between periods hold "
-                  f"({len(report.checked)} checks); the NPV adds up to ${report.recomputed_cost_usd_per_year:,.2f}.")
+@app.command()
+def check(folder: Path = typer.Argument(..., help="A plan folder written by `dcplace solve`."), json_: bool = JsonOption) -> None:
+    """Re-check a plan folder (or a multi-period schedule folder) with the independent checker."""
+    outcome = _check_outcome(folder)
+    text, lines = outcome.pop("text"), outcome.pop("lines")
+    if json_:
+        _emit_json({**outcome, "message": Text.from_markup(text).plain})
+        return
+    if outcome["status"] == "pass":
+        console.print(text)
+        return
+    if outcome["status"] == "infeasible":
+        _print_infeasible(outcome["diagnosis"])
+    else:
+        err.print(text)
+        for line in lines:
+            err.print(f"  • {_clean(line, newlines=True)}", markup=False, highlight=False)
+    raise typer.Exit(outcome["exit_code"])
 
 
 def _warn_if_edited(folder: Path) -> None:
@@ -532,22 +637,22 @@ PlanFolderArg = typer.Argument(..., help="A plan folder written by `dcplace solv
 @app.command()
 def export(
     folder: Path = PlanFolderArg,
-    fmt: str = typer.Option("gpkg", "--format", "-f", help="geojson, gpkg, parquet or csv."),
+    fmt: str = typer.Option("gpkg", "--format", "-f", help="geojson, gpkg, parquet, csv, or xlsx (the plan's tables as one workbook)."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Folder for the layers; default FOLDER/export."),
 ) -> None:
-    """Write sites, regions and assignment lines as GIS layers (EPSG:4326)."""
-    from dcplace.reports import FORMATS, export_layers
+    """Write sites, regions and assignment lines as GIS layers (EPSG:4326), or the plan's tables as one Excel workbook."""
+    from dcplace.reports import EXPORT_FORMATS, export_layers
     from dcplace.reports.layers import zero_length
 
-    if fmt not in FORMATS:
-        err.print(f"[red]Unknown format {_text(repr(fmt))}.[/] Fix: --format one of {', '.join(FORMATS)}.")
+    if fmt not in EXPORT_FORMATS:
+        err.print(f"[red]Unknown format {_text(repr(fmt))}.[/] Fix: --format one of {', '.join(EXPORT_FORMATS)}.")
         raise typer.Exit(EXIT_BAD_INPUT)
     layers = _plan_layers(folder)
     paths = export_layers(layers, out or folder / "export", fmt)
     console.print(f"Exported {fmt}:")  # only once they are written
     _written(paths)
     unlined = int(zero_length(layers.assignments).sum())
-    if unlined:
+    if unlined and fmt != "xlsx":
         console.print(f"[dim]{unlined:,} of {len(layers.assignments):,} assignments have no line (an empty geometry): each serves "
                       "a region from a site at the same place (0 km).[/]")
 
@@ -1062,12 +1167,28 @@ app.add_typer(data_app, name="data")
 
 @data_app.command("export")
 def data_export(folder: Path = typer.Argument(..., help="A new folder to write the default scenario into.")) -> None:
-    """Write the default scenario, catalog and their sources as editable files."""
+    """Write the default scenario, catalog and their sources as editable files (with scenario.schema.json for editors)."""
     try:
         path = export_default(folder)
     except ScenarioError as exc:
         _bad_input(exc)
     console.print(f"Default scenario written to [bold]{_text(folder)}[/]; edit it, then run `dcplace solve {_text(path)}`.")
+
+
+@data_app.command("schema")
+def data_schema(out: Optional[Path] = typer.Argument(None, help="File to write (e.g. scenario.schema.json); omit or '-' for stdout.",
+                                                     show_default=False)) -> None:
+    """Write the JSON Schema of a scenario YAML file, for editors (docs/api.md, README "Scenario format")."""
+    from dcplace.models.schema import write_schema
+
+    if out is None or str(out) == "-":
+        from dcplace.models.schema import schema_text
+
+        sys.stdout.write(schema_text())
+        return
+    write_schema(out)
+    console.print(f"JSON Schema of the scenario written to [bold]{_text(out)}[/]; reference it from a scenario with its first line "
+                  f"`# yaml-language-server: $schema={_text(out)}`.", highlight=False)
 
 
 def _friendly(command):
@@ -1167,9 +1288,31 @@ def _print_version(value: bool) -> None:
         raise typer.Exit()
 
 
+def _verbose(value: bool) -> None:
+    if value:
+        show_engine_log(sys.stderr)
+
+
+def show_engine_log(stream, level: int = logging.INFO) -> logging.Handler:
+    """Send the engine's log lines (the `dcplace` logger: pricing rounds, lazy rows, periods, …)
+    to `stream`, one line each with its time and module; returns the handler (remove it to stop)."""
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s: %(message)s", "%H:%M:%S"))
+    handler.setLevel(level)
+    handler.set_name("dcplace-verbose")
+    logger = logging.getLogger("dcplace")
+    for old in [h for h in logger.handlers if h.get_name() == "dcplace-verbose"]:  # one at a time (a second run in one process)
+        logger.removeHandler(old)
+    logger.addHandler(handler)
+    logger.setLevel(min(level, logger.level or logging.WARNING))
+    return handler
+
+
 @app.callback()
 def _options(
     version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True, help="Print dcplace's version and exit."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", callback=_verbose, help="Show the engine's log lines (INFO) on stderr: "
+                                 "`dcplace --verbose solve ...`."),
 ) -> None:
     """Placement engine for AI infrastructure."""
 

@@ -92,8 +92,10 @@ def _country_at(lat: float, lon: float) -> str | None:
 
 
 def first_row(file: str) -> int:
-    """Row number of a table's first record: 2 in a CSV (line 1 is the header), else 1."""
-    return 2 if file.lower().endswith(".csv") else 1
+    """Row number of a table's first record: 2 in a CSV (line 1 is the header) and in an Excel sheet
+    whose header is its row 1 (book.xlsx, book.xlsx#Sheet), else 1."""
+    name = file.lower()
+    return 2 if name.endswith((".csv", ".xlsx", ".xlsm")) or ".xlsx#" in name or ".xlsm#" in name else 1
 
 
 def record_row(scenario: Scenario, table: str, position: int) -> int | None:

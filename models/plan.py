@@ -181,6 +181,9 @@ class SolveRecord(PlanRecord):
 
 
 class Plan(PlanRecord):
+    """A solved plan: what to open and build where, who serves whom, what it costs, how it was solved
+    (plan.json of a plan folder, docs/plan-format.md); `frames()` gives its tables as DataFrames."""
+
     format_version: int = PLAN_FORMAT_VERSION
     scenario: str
     scenario_hash: str
@@ -201,6 +204,15 @@ class Plan(PlanRecord):
     routing: list[RouteLine] = []  # routing per hour only (clock.routing hour): shares per represented hour
     diagnosis: list[str] = []
     provenance: dict[str, Any]
+
+    def frames(self) -> dict[str, pd.DataFrame]:
+        """The plan's tables as pandas DataFrames, by name: `sites`, `assignments` and `jobs`
+        always; with the clock or cloud regions (docs/clock.md) also `hourly`, `dispatch`,
+        `backfill`, `rentals` and `rent_assignments`; with routing per hour `routing`. They are
+        exactly the tables of the plan folder's CSVs (same names, columns and values), with
+        every value as plan.json holds it (no spreadsheet quoting): `dcplace.read_plan("plan").frames()`.
+        GeoDataFrames of sites, regions and assignment lines: `dcplace.plan_layers(plan, scenario)`."""
+        return plan_frames(self)
 
 
 # --------------------------------------------------------------------------- folder
@@ -225,6 +237,24 @@ def _site_rows(plan: Plan) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _records(rows: list[PlanRecord], model: type[PlanRecord]) -> pd.DataFrame:
+    return pd.DataFrame([r.model_dump() for r in rows], columns=list(model.model_fields))
+
+
+def plan_frames(plan: Plan) -> dict[str, pd.DataFrame]:
+    """`Plan.frames()`: the plan folder's tables as DataFrames, in the order the folder writes them."""
+    frames = {"sites": _site_rows(plan), "assignments": _records(plan.assignments, Assignment),
+              "jobs": _records(plan.jobs, JobPlacement)}
+    if plan.clock:
+        for name, rows, model in (("hourly", plan.hourly, HourLine), ("dispatch", plan.dispatch, DispatchLine),
+                                  ("backfill", plan.backfill, BackfillLine), ("rentals", plan.rentals, RentalLine),
+                                  ("rent_assignments", plan.rent_assignments, Assignment)):
+            frames[name] = _records(rows, model)
+        if plan.routing:  # routing per hour (docs/clock.md); a plan routed by the day has no routing.csv
+            frames["routing"] = _records(plan.routing, RouteLine)
+    return frames
+
+
 def write_plan_files(plan: Plan, scenario: Scenario, folder: Path) -> None:
     """The files of a plan folder, less the manifest, into `folder` (which dcplace is staging)."""
     tmp = Path(folder)
@@ -232,16 +262,8 @@ def write_plan_files(plan: Plan, scenario: Scenario, folder: Path) -> None:
     (tmp / "plan.json").write_text(plan.model_dump_json(indent=2))
     # The CSVs are for people (spreadsheets): a name a spreadsheet would run as a formula gets
     # a leading ' (models.csvtext); plan.json and inputs/ keep every value exactly.
-    write_spreadsheet_csv(_site_rows(plan), tmp / "sites.csv")
-    write_spreadsheet_csv(pd.DataFrame([a.model_dump() for a in plan.assignments], columns=list(Assignment.model_fields)), tmp / "assignments.csv")
-    write_spreadsheet_csv(pd.DataFrame([j.model_dump() for j in plan.jobs], columns=list(JobPlacement.model_fields)), tmp / "jobs.csv")
-    if plan.clock:
-        for name, rows, model in (("hourly", plan.hourly, HourLine), ("dispatch", plan.dispatch, DispatchLine),
-                                  ("backfill", plan.backfill, BackfillLine), ("rentals", plan.rentals, RentalLine),
-                                  ("rent_assignments", plan.rent_assignments, Assignment)):
-            write_spreadsheet_csv(pd.DataFrame([r.model_dump() for r in rows], columns=list(model.model_fields)), tmp / f"{name}.csv")
-        if plan.routing:  # routing per hour (docs/clock.md); a plan routed by the day has no routing.csv
-            write_spreadsheet_csv(pd.DataFrame([r.model_dump() for r in plan.routing], columns=list(RouteLine.model_fields)), tmp / "routing.csv")
+    for name, frame in plan_frames(plan).items():
+        write_spreadsheet_csv(frame, tmp / f"{name}.csv")
     write_scenario(scenario, tmp / "inputs")
     (tmp / "inputs" / "provenance.json").write_text(json.dumps(plan.provenance, indent=2, sort_keys=True))
 

@@ -2,7 +2,7 @@
 
 ```yaml
 name: my-scenario
-sites: sites.csv            # CSV, GeoJSON, GeoPackage or Parquet
+sites: sites.csv            # CSV, Excel (.xlsx, or book.xlsx#Sheet), GeoJSON, GeoPackage or Parquet
 regions: regions.geojson
 jobs: jobs.csv              # optional
 catalog: catalog/           # optional: a folder of catalog tables; default = embedded
@@ -214,7 +214,7 @@ def build_scenario(
             log.extend([too_large])
             log.raise_if_any()
     sites = parse_rows(sites_table, Site, log) if sites_table else []
-    check_unique(sites, spec.sites, log)
+    check_unique(sites, sites_table.label if sites_table else spec.sites, log)
 
     regions: list[tuple[int, Region]] = []
     if regions_table and catalog is not None:
@@ -226,13 +226,13 @@ def build_scenario(
                     log.add(spec.regions, None, column, f"required column for workload class '{w}' is missing.", f"add a '{column}' column.")
         if all(c in regions_table.columns for c in reshape.columns):
             regions = parse_rows(regions_table, Region, log, reshape, reshape.column_of, reshape.columns | reshape.optional)
-        check_unique(regions, spec.regions, log)
+        check_unique(regions, regions_table.label if regions_table else spec.regions, log)
 
     jobs: list[tuple[int, TrainingJob]] = []
     if spec.jobs:
         jobs_table = overridden(open_table(spec.jobs), "jobs", set(TrainingJob.model_fields))
         jobs = parse_rows(jobs_table, TrainingJob, log) if jobs_table else []
-        check_unique(jobs, spec.jobs, log)
+        check_unique(jobs, jobs_table.label if jobs_table else spec.jobs, log)
 
     pair_costs: list[tuple[int, PairCost]] = []
     if spec.pair_costs:

@@ -1,4 +1,4 @@
-"""Reading input tables: CSV, Parquet, GeoJSON, GeoPackage (or a DataFrame in memory)
+"""Reading input tables: CSV, Excel (.xlsx, models/xlsx.py), Parquet, GeoJSON, GeoPackage (or a DataFrame in memory)
 into rows, and validating each row as a record.
 
 Every problem names the file, the row and the field (models/errors.py). What the user
@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from dcplace.models.csvtext import one_line, read_csv_text
 from dcplace.models.errors import DANGLING_LINK, ProblemLog, unreadable
 from dcplace.models.ranges import RANGE_ERRORS, range_text
+from dcplace.models.xlsx import SHEET_SEPARATOR, XLSX_SUFFIXES, CellLog, read_xlsx, split_sheet
 from dcplace.models.records import (
     Catalog,
     Chip,
@@ -33,7 +34,7 @@ from dcplace.models.records import (
 )
 
 GEO_SUFFIXES = {".geojson", ".json", ".gpkg", ".shp"}
-TABLE_SUFFIXES = {".csv", ".parquet"} | GEO_SUFFIXES
+TABLE_SUFFIXES = {".csv", ".parquet"} | GEO_SUFFIXES | XLSX_SUFFIXES
 
 # Columns that document a row (sources, assumptions) and are carried but not modelled.
 DOC_COLUMN_PREFIXES = ("source", "note", "assumption", "rule", "description")
@@ -77,6 +78,7 @@ class Table:
         self.columns = columns
         self.geometry_types = geometry_types
         self.header_row = header_row  # 1 for a CSV (problems with a column name point at line 1)
+        self.letters: dict[str, str] = {}  # a sheet's column letters by header: problems name the cell (H3)
 
 
 def join_surrogates(text: str) -> str:
@@ -108,9 +110,10 @@ def _clean_cell(value: Any) -> Any:
 
 
 def read_table(path: Path, label: str, log: ProblemLog) -> Table | None:
-    """Read a CSV, Parquet, GeoJSON or GeoPackage table; None (and a logged problem) if unreadable."""
+    """Read a CSV, Excel (`book.xlsx`, `book.xlsx#Sheet`), Parquet, GeoJSON or GeoPackage table; None (and a problem) if unreadable."""
+    path, sheet = split_sheet(path)  # book.xlsx#Sheet
     if path.is_dir():
-        log.add(label, None, None, "is a folder, not a table file.", f"give the path of a .csv, .parquet, .geojson or .gpkg file (looked at {path}).")
+        log.add(label, None, None, "is a folder, not a table file.", f"give the path of a .csv, .xlsx, .parquet, .geojson or .gpkg file (looked at {path}).")
         return None
     if not path.exists():
         if path.is_symlink():
@@ -120,10 +123,13 @@ def read_table(path: Path, label: str, log: ProblemLog) -> Table | None:
         return None
     suffix = path.suffix.lower()
     if suffix not in TABLE_SUFFIXES:
-        log.add(label, None, None, f"unsupported table format '{suffix}'.", "use .csv, .parquet, .geojson or .gpkg.")
+        log.add(label, None, None, f"unsupported table format '{suffix}'.", "use .csv, .xlsx, .parquet, .geojson or .gpkg.")
         return None
     geometry_types = None
     try:
+        if suffix in XLSX_SUFFIXES:
+            book = read_xlsx(path, sheet, label.removesuffix(f"{SHEET_SEPARATOR}{sheet}") if sheet else label, log)
+            return None if book is None else book.numbered(frame_table(book.frame, book.label, log, path=path, header_row=book.header_row))
         if suffix == ".csv":
             frame = read_csv_text(path, label, log)
             if frame is None:
@@ -273,6 +279,7 @@ def parse_rows(
 
     An unknown column is one problem (with the closest known column), not one per row.
     """
+    log = CellLog(log, table.letters) if table.letters else log  # a sheet's problems name the cell (H3)
     known = set(model.model_fields) | set(UNIT_ALTERNATIVES) | set(extra_columns)
     if reshape is not None:
         # a field the reshape fills from its wide columns (rtt_budget_ms from rtt_budget_<class>_ms)

@@ -16,12 +16,15 @@ import yaml
 from dcplace.models.outputs import check_new_folder, drop_stage, new_stage
 from dcplace.models.records import CloudRegion, PairCost, Profile, Scenario, Site, TrainingJob
 from dcplace.models.scenario_file import default_catalog_dir, default_scenario_path
+from dcplace.models.schema import SCHEMA_FILE_NAME, schema_text, stamp_schema
 from dcplace.models.tables import CATALOG_TABLES
 
 
 def export_default(folder: str | Path) -> Path:
     """Copy the embedded default scenario and catalog, with their sources, to `folder` as
-    editable files (the scenario YAML gains `catalog: catalog`). Returns the YAML path."""
+    editable files (the scenario YAML gains `catalog: catalog`), with `scenario.schema.json` (the
+    JSON Schema of a scenario file) beside them, referenced from each YAML's first line for
+    editors. Returns the YAML path."""
     folder = check_new_folder(folder)
     stage = new_stage(folder)  # written whole, then renamed into place: a killed export leaves nothing
     try:
@@ -29,6 +32,11 @@ def export_default(folder: str | Path) -> Path:
         shutil.copytree(default_catalog_dir(), stage / "catalog", ignore=shutil.ignore_patterns("__pycache__"))
         yaml_path = stage / "scenario.yaml"
         yaml_path.write_text(yaml_path.read_text() + "catalog: catalog\n")
+        # the JSON Schema beside it, and the reference editors read (models/schema.py)
+        (stage / SCHEMA_FILE_NAME).write_text(schema_text(), encoding="utf-8")
+        for name in ("scenario.yaml", "years.yaml"):
+            if (stage / name).is_file():
+                stamp_schema(stage / name)
         os.rename(stage, folder)
     finally:
         drop_stage(stage)

@@ -104,6 +104,9 @@ class Violation:
 
 @dataclass
 class CheckReport:
+    """What the independent checker found in a plan folder: `ok`, the families `checked`, every
+    `violations` entry (family and message), and the cost it recomputed from the plan's inputs."""
+
     folder: str
     checked: list[str] = field(default_factory=list)
     violations: list[Violation] = field(default_factory=list)

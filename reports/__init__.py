@@ -20,7 +20,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 _WHERE = {
-    "FORMATS": "export", "export_layers": "export", "read_layer": "export",
+    "EXPORT_FORMATS": "export", "FORMATS": "export", "export_layers": "export", "read_layer": "export",
     "save_html_map": "htmlmap", "save_maps": "htmlmap",
     "NoPlanToReport": "layers", "NotAPlanFolder": "layers", "PlanLayers": "layers", "load_plan_layers": "layers",
     "save_report": "why",  # reports.why registers the explanation sections, then hands on report.save_report
@@ -49,7 +49,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from dcplace.reports.export import FORMATS, export_layers, read_layer
+    from dcplace.reports.export import EXPORT_FORMATS, FORMATS, export_layers, read_layer
     from dcplace.reports.htmlmap import save_html_map, save_maps
     from dcplace.reports.layers import NoPlanToReport, NotAPlanFolder, PlanLayers, load_plan_layers
     from dcplace.reports.report import save_report

@@ -6,6 +6,7 @@
 | gpkg    | plan.gpkg with layers sites, regions, assignments, their QGIS styles (`layer_styles`), the plan's record (`dcplace_metadata`) and the unit of every column (`dcplace_fields`) |
 | parquet | sites.parquet, regions.parquet, assignments.parquet (GeoParquet) |
 | csv     | sites.csv, regions.csv, assignments.csv with a WKT geometry column, and a .csvt (column types) and .prj (EPSG:4326) beside each, so GDAL and QGIS read typed columns and geometry |
+| xlsx    | plan.xlsx: one Excel workbook with a sheet per table (summary, the plan folder's tables, regions; `write_plan_workbook`), no geometry |
 
 The CSV layers are meant for spreadsheets as well as GIS, so a text cell a spreadsheet
 would run as a formula (it starts with `=`, `+`, `-`, `@`, a tab or CR) is written with a
@@ -41,15 +42,17 @@ from xml.sax.saxutils import escape, quoteattr
 
 import geopandas as gpd
 import numpy as np
+import pandas as pd
 from shapely.geometry import MultiLineString
 
 from dcplace.models.versions import package_versions
 from dcplace.reports.layers import CRS, PlanLayers, field_rows, zero_length
 from dcplace.reports.style import CLOSED_COLOUR, REGION_COLOUR, ROLE_COLOURS, workload_classes
 from dcplace.reports.style import class_colours as colours_by_class  # `class_colours` names a local below
-from dcplace.reports.output import from_spreadsheet_frame, spreadsheet_frame, staged_files
+from dcplace.reports.output import from_spreadsheet_frame, spreadsheet_frame, spreadsheet_text, staged_files
 
-FORMATS = ("geojson", "gpkg", "parquet", "csv")
+FORMATS = ("geojson", "gpkg", "parquet", "csv")  # GIS layers: sites, regions, assignment lines
+EXPORT_FORMATS = (*FORMATS, "xlsx")  # and the plan's tables as one workbook (write_plan_workbook)
 
 
 def export_layers(layers: PlanLayers, out_dir: str | Path, fmt: str) -> list[Path]:
@@ -57,14 +60,16 @@ def export_layers(layers: PlanLayers, out_dir: str | Path, fmt: str) -> list[Pat
 
     Files appear all at once (staged, then moved into place); returns their paths.
     """
-    if fmt not in FORMATS:
-        raise ValueError(f"unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    if fmt not in EXPORT_FORMATS:
+        raise ValueError(f"unknown export format {fmt!r}; choose one of {', '.join(EXPORT_FORMATS)}")
     frames = layers.layers()
     # a region served by a site at its own place: no line (an empty geometry), not an invalid zero-length one
     lines = frames["assignments"]
     frames["assignments"] = lines.set_geometry(lines.geometry.where(~zero_length(lines), None), crs=lines.crs)
     with staged_files(out_dir, "export") as stage:
-        if fmt == "gpkg":
+        if fmt == "xlsx":
+            write_plan_workbook(layers, stage.dir / "plan.xlsx")
+        elif fmt == "gpkg":
             gpkg = stage.dir / "plan.gpkg"
             for name, frame in frames.items():
                 frame.to_file(gpkg, layer=name, driver="GPKG", engine="pyogrio", promote_to_multi=name == "assignments")
@@ -73,6 +78,61 @@ def export_layers(layers: PlanLayers, out_dir: str | Path, fmt: str) -> list[Pat
             for name, frame in frames.items():
                 _write_one(frame, stage.dir / name, fmt)
     return stage.moved
+
+
+def workbook_sheets(layers: PlanLayers) -> dict[str, pd.DataFrame]:
+    """The sheets of `plan.xlsx`: `summary` (the plan's record: scenario, status, cost, gap, the
+    cost by category and the KPIs, one per row), then the plan folder's tables (`Plan.frames()`:
+    sites, assignments, jobs and, with the clock, its tables) and `regions` (the regions layer,
+    with lat/lon for its points)."""
+    plan = layers.plan
+    s = plan.solve
+    summary = [("scenario", plan.scenario), ("scenario_hash", plan.scenario_hash), ("solved_utc", plan.created_utc),
+               ("solver", s.solver), ("status", s.status), ("objective_usd_per_year", plan.objective_usd_per_year),
+               ("best_bound_usd_per_year", s.best_bound_usd_per_year), ("gap", s.gap)]
+    summary += [(f"cost_{k}_usd_per_year", v) for k, v in plan.cost_breakdown_usd_per_year.items()]
+    summary += [(f"kpi_{k}", v) for k, v in plan.kpis.items()]
+    sheets = {"summary": pd.DataFrame(summary, columns=["key", "value"])}
+    sheets.update(plan.frames())
+    regions = layers.regions
+    sheets["regions"] = pd.DataFrame(regions.drop(columns=regions.geometry.name)).assign(
+        lat=[g.y for g in regions.geometry], lon=[g.x for g in regions.geometry])
+    return sheets
+
+
+def write_plan_workbook(layers: PlanLayers, path: str | Path) -> Path:
+    """The plan's tables as one Excel workbook, one sheet each (`workbook_sheets`). Text that a
+    spreadsheet would run as a formula gets a leading `'` as in every CSV dcplace writes for
+    people (models.csvtext.spreadsheet_text), and every text cell is stored as text, never as a
+    formula; numbers stay numbers (NaN: an empty cell). The header row is frozen."""
+    from openpyxl import Workbook
+
+    book = Workbook()
+    book.remove(book.active)
+    for name, frame in workbook_sheets(layers).items():
+        sheet = book.create_sheet(name)
+        sheet.append([str(spreadsheet_text(str(c))) for c in frame.columns])
+        for row in spreadsheet_frame(frame).itertuples(index=False, name=None):
+            sheet.append([_xlsx_cell(v) for v in row])
+        for cells in sheet.iter_rows(min_row=1):
+            for cell in cells:
+                if isinstance(cell.value, str):
+                    cell.data_type = "s"  # text, whatever it starts with
+        sheet.freeze_panes = "A2"
+    book.save(path)
+    return Path(path)
+
+
+def _xlsx_cell(value):
+    if value is None or (isinstance(value, float) and not np.isfinite(value)):
+        return None
+    if hasattr(value, "item"):  # numpy scalar
+        value = value.item()
+        if isinstance(value, float) and not np.isfinite(value):
+            return None
+    if isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)
 
 
 def _write_one(frame: gpd.GeoDataFrame, stem: Path, fmt: str) -> None:

@@ -153,6 +153,17 @@ def load_plan_layers(folder: str | Path) -> PlanLayers:
                       assignment_layer(plan, scenario), provenance)
 
 
+def plan_layers(plan: Plan, scenario: Scenario) -> dict[str, gpd.GeoDataFrame]:
+    """A plan in memory as GeoDataFrames in EPSG:4326, with no folder: `sites` (points, with the
+    site inputs that drove the decision), `regions` (points: demand, service and RTT per class)
+    and `assignments` (great-circle lines), exactly the layers `dcplace export` writes.
+    `scenario` is the one the plan was solved from (`dcplace.solve(scenario)`); for a plan
+    folder, `load_plan_layers(folder).layers()` gives the same from the folder's own inputs."""
+    provenance = input_provenance(scenario, None)
+    return {"sites": site_layer(plan, scenario, provenance), "regions": region_layer(plan, scenario),
+            "assignments": assignment_layer(plan, scenario)}
+
+
 def site_layer(plan: Plan, scenario: Scenario | None = None, provenance: Provenance | None = None) -> gpd.GeoDataFrame:
     """One point per candidate site: role, racks, GPUs, MW, cost, chips, cooling, fabric,
     tok/s served per class and (given the scenario) the site inputs of `SITE_INPUTS`, each

@@ -18,6 +18,7 @@ HiGHS run left behind at its deadline can no longer call it.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from dataclasses import dataclass
@@ -57,6 +58,9 @@ class SolveProgress:
 ProgressCallback = Callable[[SolveProgress], None]
 
 
+log = logging.getLogger(__name__)
+
+
 class ProgressFeed:
     """Turns phase changes and solver updates into throttled, serialised SolveProgress calls."""
 
@@ -79,7 +83,8 @@ class ProgressFeed:
         return self.callback is not None and not self.closed
 
     def phase(self, name: str) -> None:
-        """A new phase: always reported."""
+        """A new phase: always reported (and logged at INFO: `dcplace --verbose`)."""
+        log.info("phase %s at %.1f s", name, time.perf_counter() - self.started)
         if not self:
             return
         with self._lock:
@@ -89,6 +94,9 @@ class ProgressFeed:
     def update(self, incumbent: float | None = None, bound: float | None = None, phase: str | None = None) -> None:
         """The best plan's cost and/or the bound (either may be None: unchanged); at most one
         report per interval_s unless the phase changes. Safe from any thread."""
+        if phase is not None:
+            log.info("phase %s at %.1f s (best $%s/yr, bound $%s/yr)", phase, time.perf_counter() - self.started,
+                     "-" if incumbent is None else f"{incumbent:,.0f}", "-" if bound is None else f"{bound:,.0f}")
         if not self:
             return
         now = time.perf_counter()

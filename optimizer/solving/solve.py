@@ -17,6 +17,7 @@ prechecks can already tell will not work raise ScenarioError before any model is
 
 from __future__ import annotations
 
+import logging
 import math
 import platform
 import sys
@@ -46,6 +47,8 @@ from dcplace.optimizer.solving.budget import Budget
 from dcplace.optimizer.solving.race import RACE_MAX_PAIRS, Race, combine, race_skipped, transfer_by_keys
 from dcplace.optimizer.solvers.highs_model import stopped_by
 from dcplace.optimizer.solving.progress import ProgressCallback, ProgressFeed, SolveProgress, as_feed  # noqa: F401 - re-exported
+
+log = logging.getLogger(__name__)
 
 PRICING_SHARE = 0.5  # of the time limit, at most, for pricing in serving pairs (optimizer.pairs)
 # The deadline guarantee: solve() returns within max(DEADLINE_MARGIN_S, DEADLINE_MARGIN_SHARE x limit) of the
@@ -218,6 +221,9 @@ def _solve(scenario: Scenario, options: SolveOptions, start, feed: ProgressFeed,
             x, parts, record_args = _tighten_for_dispatch(lm, ix, options, feed, budget, reserve, x, parts, record_args)
         record_args["solve_time_s"] = max(time.perf_counter() - started - build_time, 0.0)
     record = SolveRecord(**record_args, extract_time_s=time.perf_counter() - extract_start)
+    log.info("%s: %s by %s, $%s/yr, gap %s, %d rows, %d columns, %.1f s", scenario.name, record.status, record.solver,
+             f"{parts['objective']:,.0f}", "n/a" if record.gap is None else f"{record.gap:.3%}", record.model.get("rows", 0),
+             record.model.get("columns", 0), record.build_time_s + record.solve_time_s)
     return plan_record(scenario, options, record, parts, [])
 
 
