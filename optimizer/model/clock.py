@@ -518,7 +518,7 @@ def _load_terms(lm: LinearModel, ix, by_sw: dict, s: str, w: str, hours: list[in
     return {h: list(zip(cols, load[:, ck.hour_pos[h]].tolist())) for h in hours}
 
 
-@family(checker="check_clock", section="clock", not_relaxed="a law of the model: the load is what the racks serve; "
+@family(priced=True, checker="check_clock", section="clock", not_relaxed="a law of the model: the load is what the racks serve; "
         "the limits behind it (power, floor, demand) are relaxed instead")
 def hourly_serving(lm: LinearModel, ix) -> None:
     """sum_r share[r,w,s] * demand[r,w] * p[r,w,h] + sum_{j,g} backfill[j,s,g,w,h] * tok_s[g,w]
@@ -582,7 +582,7 @@ def hourly_share_mean(lm: LinearModel, ix) -> None:
         lm.add_row("hourly_share_mean", (r, w, s), row, lower=0.0, upper=0.0)
 
 
-@family(checker="check_cost", section="clock", not_relaxed="bounds the objective's energy, limits no plan: every plan "
+@family(priced=True, checker="check_cost", section="clock", not_relaxed="bounds the objective's energy, limits no plan: every plan "
         "has a split (its dispatch's), so relaxing it would move nothing")
 def busy_energy_split(lm: LinearModel, ix) -> None:
     """sum_{g,c} token_hours[s,g,c,w] - sum_r share[r,w,s] * demand[r,w] * sum_h w_h p[r,w,h] >= 0   for every (s,w)
@@ -619,7 +619,7 @@ def busy_energy_within_racks(lm: LinearModel, ix) -> None:
         lm.add_row("busy_energy_within_racks", key, [(lm.col("token_hours", key), 1.0)] + racks, upper=0.0)
 
 
-@family(checker="check_clock", section="clock", not_relaxed="a law of the model: the load is what the busy GPUs serve")
+@family(priced=True, checker="check_clock", section="clock", not_relaxed="a law of the model: the load is what the busy GPUs serve")
 def busy_serves_load(lm: LinearModel, ix) -> None:
     """sum_r share[r,w,s] * demand[r,w] * p[r,w,h] - sum_{g,c} busy[s,g,c,w,h] * tok_s[g,w] <= 0   for every (s,w,h)
     (clock on under a carbon cap: the dispatch is a variable, so the cap holds for the plan's own; with routing per

@@ -151,7 +151,7 @@ def failover_capacity(lm: LinearModel, ix: IndexSets) -> None:
         lm.add_row("failover_capacity", (f, s, w), own + rerouted + capacity, upper=0.0)
 
 
-@family(checker="check_failover", section="resilience", not_relaxed="implied, for every loss, by failover_reserve and "
+@family(n1=True, checker="check_failover", section="resilience", not_relaxed="implied, for every loss, by failover_reserve and "
          "failover_capacity of the full N-1 model; it only makes the lazily generated model anticipate losses not yet generated")
 def failover_aggregate(lm: LinearModel, ix: IndexSets) -> None:
     """spare[s,w] - sum_{k,c} racks_inf[s,k,c,w] * tok_s[k,w] + sum_r share[r,w,s] * demand[r,w] = 0   key (spare, s, w);
@@ -245,7 +245,7 @@ def spread_rows(ix: IndexSets) -> list[tuple[str, str, float, tuple[str, ...]]]:
     return out
 
 
-@family(checker="check_failover", section="resilience", not_relaxed="holds for every N-1-secure plan with whole "
+@family(optimality=True, checker="check_failover", section="resilience", not_relaxed="holds for every N-1-secure plan with whole "
         "sites (an open site's loss row, and for a closed one the loss of the busiest site of F); it only tightens the LP "
         "relaxation, and a multi-period or elastic model is built without it (OPTIMALITY_ROWS)")
 def failover_open_spread(lm: LinearModel, ix: IndexSets) -> None:

@@ -24,7 +24,7 @@ import numpy as np
 
 from dcplace.optimizer.model.clock import add_clock_variables, clock_costs, clock_emissions, serving_options, trough_jobs
 from dcplace.optimizer.model.costs import COST_CATEGORIES, transport_usd_per_year
-from dcplace.optimizer.model.families import BOUNDS, REGISTRY, Relax, family
+from dcplace.optimizer.model.families import BOUNDS, REGISTRY, Relax, family, flagged
 from dcplace.optimizer.model.index import IndexSets
 from dcplace.optimizer.model.linear import LinearModel
 
@@ -85,7 +85,7 @@ def _policy_fields(ix: IndexSets, _key, amount: float) -> dict:
 
 MISSION = 1e6  # unserved demand and unplaced jobs are the last resort: any limit moves first
 
-@family(checker="check_demand", relax=Relax(
+@family(priced=True, checker="check_demand", relax=Relax(
     "short", "share of the region's demand", lambda ix, key: 1.0,
     "region {region} '{w}' demand {demand} tok/s is short by {short} tok/s within {budget} ms: add power or floor space "
     "at a site within reach, or widen the budget", _demand_fields, "regions.csv demand_<class>_tok_s or rtt_budget_<class>_ms",
@@ -103,7 +103,7 @@ def demand_met(lm: LinearModel, ix: IndexSets) -> None:
     lm.add_entries("demand_met", keys, rows, cols, np.ones(len(cols)), lower=1.0, upper=1.0)
 
 
-@family(checker="check_power_and_space", not_relaxed="implied by inference_capacity, density_needs_zone and "
+@family(priced=True, checker="check_power_and_space", not_relaxed="implied by inference_capacity, density_needs_zone and "
         "zone_needs_open in the MIP; it only tightens the LP relaxation, so relaxing it would move no limit", lp_lazy=True,
         lp_lazy_group=lambda pair: pair[2])  # a site's links: an LP that breaks one moves the load to its next fractional site
 def share_needs_open(lm: LinearModel, ix: IndexSets) -> None:
@@ -119,7 +119,7 @@ def share_needs_open(lm: LinearModel, ix: IndexSets) -> None:
     lm.add_rows("share_needs_open", ix.serve, cols, np.array([1.0, -cap]), upper=0.0)  # one row per pair, as add_row
 
 
-@family(checker="check_inference_capacity", not_relaxed="a law of the model, not a limit a user sets: "
+@family(priced=True, checker="check_inference_capacity", not_relaxed="a law of the model, not a limit a user sets: "
         "capacity is what the racks serve; the limits behind it (power, floor, demand) are relaxed instead")
 def inference_capacity(lm: LinearModel, ix: IndexSets) -> None:
     """sum_r share[r,w,s] * demand[r,w] - sum_{k,c} racks_inf[s,k,c,w] * tok_s[k,w] <= 0   for every (s,w) with racks.
@@ -202,7 +202,7 @@ def zone_needs_open(lm: LinearModel, ix: IndexSets) -> None:
         lm.add_row("zone_needs_open", (s, c), [(lm.col("zone", (s, c)), 1.0), (lm.col("open", s), -1.0)], upper=0.0)
 
 
-@family(checker="check_power_and_space", not_relaxed="holds for a cheapest plan, limits nothing a user sets: an "
+@family(optimality=True, checker="check_power_and_space", not_relaxed="holds for a cheapest plan, limits nothing a user sets: an "
         "open site without a zone holds no rack, and closing it saves its fixed cost; it only tightens the LP relaxation")
 def open_site_has_zone(lm: LinearModel, ix: IndexSets) -> None:
     """sum_c zone[s,c] - open[s] >= 0   for every site with a zone option, unless forced open or min_sites > 0.
@@ -276,7 +276,7 @@ def reachable_peak_tok_s(ix: IndexSets) -> dict[str, np.ndarray]:
     return out
 
 
-@family(checker="check_density", not_relaxed="holds for a cheapest plan, limits nothing a user sets: a rack beyond the "
+@family(optimality=True, checker="check_density", not_relaxed="holds for a cheapest plan, limits nothing a user sets: a rack beyond the "
         "load a site can ever be asked for is removed at no cost; it only tightens the LP relaxation")
 def zone_racks_within_reach(lm: LinearModel, ix: IndexSets) -> None:
     """sum_{k in N} racks_inf[s,k,c,w] * tok_s[k,w] - (U[s,w] + T[s,w]) * zone[s,c] <= 0   for every (s,c,w) with racks in N,
@@ -523,7 +523,7 @@ FAMILIES = tuple(f.builder for f in REGISTRY.values() if f.section != "periods")
 # (failover_open_spread): a model whose plan is not free to be a cheapest one (a multi-period model, a plan's
 # decisions held fixed or judged as they are, near-optimal alternatives, the elastic diagnosis, whose
 # objective is the moves and whose demand may go unserved) is built without them
-OPTIMALITY_ROWS = ("open_site_has_zone", "zone_racks_within_reach", "failover_open_spread")
+OPTIMALITY_ROWS = flagged("optimality")  # registered optimality=True; every family is registered above
 
 
 def build_model(ix: IndexSets, without: tuple[str, ...] | frozenset = ()) -> LinearModel:
