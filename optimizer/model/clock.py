@@ -252,7 +252,7 @@ def build_clock(ix) -> ClockSets:
         if clock.routing == "hour":  # every serving pair x every represented hour (the pairs are pruned already)
             sets.share_h = [(r, w, s, h) for r, w, s in ix.serve for h in sets.hours]
             # no hour is implied by another: each hour's load comes from its own shares
-            sets.binding_hours = {(s, w): list(sets.hours) for s, w in ix.group("inf_by_sw")}
+            sets.binding_hours = {(s, w): list(sets.hours) for s, w in ix.inf_by_sw}
         else:
             sets.binding_hours = _undominated_hours(ix, sets)
         if scenario.policies.carbon_cap_t_per_year is not None:  # exact dispatch: the cap must hold for the plan's own
@@ -369,7 +369,7 @@ def serving_options(ix) -> list[tuple[tuple[str, str], list[str], list[str]]]:
     rented: dict[tuple[str, str], list[str]] = {}
     for r, w, q in ix.clock.rent_serve:
         rented.setdefault((r, w), []).append(q)
-    owned = ix.group("serve_by_rw")
+    owned = ix.serve_by_rw
     return [(key, owned.get(key, []), rented.get(key, [])) for key in [*owned, *(k for k in rented if k not in owned)]]
 
 
@@ -529,12 +529,12 @@ def hourly_serving(lm: LinearModel, ix) -> None:
     ck = ix.clock
     if not ck.on:
         return
-    by_sw = ix.group("serve_by_sw")
+    by_sw = ix.serve_by_sw
     lent: dict[tuple, list] = {}
     for key in ck.backfill:
         j, s, g, w, h = key
         lent.setdefault((s, w, h), []).append((lm.col("backfill", key), tok_s_per_gpu(ix, ck.group_chip[g], w)))
-    for (s, w), racks in ix.group("inf_by_sw").items():
+    for (s, w), racks in ix.inf_by_sw.items():
         capacity = [(lm.col("racks_inf", (s, k, c, w)), -ix.tok_s_per_rack[k, w]) for k, c in racks]
         hours = ck.binding_hours.get((s, w), ck.hours)
         load = _load_terms(lm, ix, by_sw, s, w, hours)
@@ -591,7 +591,7 @@ def busy_energy_split(lm: LinearModel, ix) -> None:
     ck = ix.clock
     if not ck.on or ck.busy:
         return
-    by_sw = ix.group("serve_by_sw")
+    by_sw = ix.serve_by_sw
     split: dict[tuple, list] = {}
     for key in ck.configs:
         s, g, c, w = key
@@ -627,7 +627,7 @@ def busy_serves_load(lm: LinearModel, ix) -> None:
     ck = ix.clock
     if not ck.busy:
         return
-    by_sw = ix.group("serve_by_sw")
+    by_sw = ix.serve_by_sw
     busy: dict[tuple, list] = {}
     for key in ck.busy:
         s, g, c, w, h = key
@@ -688,7 +688,7 @@ def trough_job_hours(lm: LinearModel, ix) -> None:
     for key in ck.backfill:
         j, s, g, w, h = key
         lent[j].append((lm.col("backfill", key), ck.weight_h[h] * ix.chips[ck.group_chip[g]].h100_equiv))
-    options = ix.group("place_by_job")
+    options = ix.place_by_job
     rented: dict[str, list] = {}
     for j, q in ck.rent_train:
         rented.setdefault(j, []).append(q)

@@ -131,7 +131,7 @@ def inference_capacity(lm: LinearModel, ix: IndexSets) -> None:
     """
     if ix.clock.on:
         return
-    keys = list(ix.group("inf_by_sw"))
+    keys = list(ix.inf_by_sw)
     share, racks = lm.blocks["share"], lm.blocks["racks_inf"]
     classes = {w: i for i, w in enumerate(ix.workloads)}
     row_at = np.full((len(ix.site_pos), len(classes)), -1, dtype=np.int64)  # (site, class) -> row, -1: no racks there
@@ -151,8 +151,8 @@ def inference_capacity(lm: LinearModel, ix: IndexSets) -> None:
         "the limits behind it (power, floor, job placement) are relaxed instead")
 def training_capacity(lm: LinearModel, ix: IndexSets) -> None:
     """sum_j place[j,s,f,x] * gpus_h100[j] - eff[f] * h100_equiv[x] * sum_{k of x, c} racks_trn[s,k,c,f] * gpus[k] <= 0."""
-    racks = ix.group("trn_by_sfchip")
-    for (s, f, x), jobs in ix.group("place_by_sfchip").items():
+    racks = ix.trn_by_sfchip
+    for (s, f, x), jobs in ix.place_by_sfchip.items():
         need = [(lm.col("place", (j, s, f, x)), ix.jobs[j].gpus_h100_equiv) for j in jobs]
         have = [(lm.col("racks_trn", (s, k, c, f)), -ix.h100_per_rack(k, f)) for k, c in racks.get((s, f, x), [])]
         lm.add_row("training_capacity", (s, f, x), need + have, upper=0.0)
@@ -166,7 +166,7 @@ def job_placed_once(lm: LinearModel, ix: IndexSets) -> None:
     """sum_{s,f,x} place[j,s,f,x] + sum_q rent_trn[j,q] = 1: every job runs whole, in one site (or one cloud region,
     on reserved rented GPUs), on one fabric and chip. An interruptible job with the clock on may instead run in the
     troughs: its row is <= 1 and trough_job_hours asks for its GPU-hours."""
-    options = ix.group("place_by_job")
+    options = ix.place_by_job
     rented: dict[str, list[str]] = {}
     for j, q in ix.clock.rent_train:
         rented.setdefault(j, []).append(q)
@@ -186,8 +186,8 @@ def density_needs_zone(lm: LinearModel, ix: IndexSets) -> None:
     it); this links racks to a built zone with M = the most racks of k the site's floor and
     power admit in a c zone, the tightest valid bound.
     """
-    inf = ix.group("inf_by_skc")
-    trn = ix.group("trn_by_skc")
+    inf = ix.inf_by_skc
+    trn = ix.trn_by_skc
     for (s, k, c), limit in ix.rack_limit.items():
         racks = [(lm.col("racks_inf", (s, k, c, w)), 1.0) for w in inf.get((s, k, c), [])]
         racks += [(lm.col("racks_trn", (s, k, c, f)), 1.0) for f in trn.get((s, k, c), [])]
@@ -243,7 +243,7 @@ def place_needs_zone(lm: LinearModel, ix: IndexSets) -> None:
     (the default with the clock: Tokyo, open 0.009 in the LP, then $2.5 M a year of site and
     zone in the plan, where Seoul served at $0.14 M more in the LP).
     """
-    racks = ix.group("trn_by_sfchip")
+    racks = ix.trn_by_sfchip
     coolings: dict[tuple[str, str], set[str]] = {}
     for (s, _, x), options in racks.items():
         coolings.setdefault((s, x), set()).update(c for _, c in options)
@@ -298,7 +298,7 @@ def zone_racks_within_reach(lm: LinearModel, ix: IndexSets) -> None:
     """
     for (s, w), (limit, configs) in sorted(reach_limits(ix).items()):
         by_cooling: dict[str, list[str]] = {}
-        for k, c in ix.group("inf_by_sw")[s, w]:
+        for k, c in ix.inf_by_sw[s, w]:
             if k in configs:
                 by_cooling.setdefault(c, []).append(k)
         for c, ks in sorted(by_cooling.items()):
@@ -324,8 +324,8 @@ def reach_limits(ix: IndexSets) -> dict[tuple[str, str], tuple[float, frozenset[
 
 
 def _site_racks(lm: LinearModel, ix: IndexSets, s: str, weight) -> list[tuple[int, float]]:
-    inf = [(lm.col("racks_inf", key), weight(key)) for key in ix.group("inf_by_site").get(s, [])]
-    return inf + [(lm.col("racks_trn", key), weight(key)) for key in ix.group("trn_by_site").get(s, [])]
+    inf = [(lm.col("racks_inf", key), weight(key)) for key in ix.inf_by_site.get(s, [])]
+    return inf + [(lm.col("racks_trn", key), weight(key)) for key in ix.trn_by_site.get(s, [])]
 
 
 @family(checker="check_power_and_space", relax=Relax(
@@ -374,7 +374,7 @@ def site_space(lm: LinearModel, ix: IndexSets) -> None:
 def self_build_within_training(lm: LinearModel, ix: IndexSets) -> None:
     """built_kw[s] - sum_{k,c,f} racks_trn[s,k,c,f] * kw_per_rack[k] <= 0   for s in build
     (the campus replaces colocation only on the training IT kW at s)."""
-    racks = ix.group("trn_by_site")
+    racks = ix.trn_by_site
     for s in ix.build:
         load = [(lm.col("racks_trn", key), -ix.racks[key[1]].kw_per_rack) for key in racks[s]]
         lm.add_row("self_build_within_training", s, [(lm.col("built_kw", s), 1.0)] + load, upper=0.0)
@@ -472,8 +472,7 @@ def single_purpose_sites(lm: LinearModel, ix: IndexSets) -> None:
     name = "single_purpose_sites"
     for s in sites:
         lm.add_row(name, ("one", s), [(lm.col("hosts_inf", s), 1.0), (lm.col("hosts_trn", s), 1.0), (lm.col("open", s), -1.0)], upper=0.0)
-    for role, block, group, hosts in (("inference", "racks_inf", "inf_by_site", "hosts_inf"), ("training", "racks_trn", "trn_by_site", "hosts_trn")):
-        keys = ix.group(group)
+    for role, block, keys, hosts in (("inference", "racks_inf", ix.inf_by_site, "hosts_inf"), ("training", "racks_trn", ix.trn_by_site, "hosts_trn")):
         for s in sites:
             if s in keys:
                 racks = [(lm.col(block, key), 1.0) for key in keys[s]]

@@ -212,7 +212,7 @@ class ServingRows:
         lifted = row_dual.copy()
         serving = self.hourly[0]
         peak_hour: dict[str, np.ndarray] = {}
-        for (s, w), racks in ix.group("inf_by_sw").items():
+        for (s, w), racks in ix.inf_by_sw.items():
             cols = [lm.col("racks_inf", (s, k, c, w)) for k, c in racks]
             if np.any(x[cols] > 1e-9):
                 continue
@@ -431,7 +431,7 @@ class PlacementPricer:
                 elif name == "training_capacity":
                     new_capacity_rows[key] = row
         rc0 = self._reduced_costs(y)
-        racks = self.ix_full.group("trn_by_sfchip")
+        racks = self.ix_full.trn_by_sfchip
         for (s, f, x), row in new_capacity_rows.items():
             cols = [pm.col("racks_trn", (s, k, c, f)) for k, c in racks.get((s, f, x), [])]
             if cols:
