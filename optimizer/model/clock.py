@@ -47,8 +47,8 @@ from functools import lru_cache
 import numpy as np
 
 from dcplace.models import Scenario
+from dcplace.models.geo import great_circle_km
 from dcplace.optimizer.model.families import Relax, family
-from dcplace.optimizer.model.latency import great_circle_km
 from dcplace.optimizer.model.linear import LinearModel
 
 HOURS_PER_DAY = 24
