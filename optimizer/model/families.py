@@ -132,7 +132,8 @@ Generated from the constraint-family registry (`optimizer/model/families.py`) by
 hand (tests/test_registry.py fails when this file is stale).
 
 Each family is one function in `optimizer/model/formulation.py` (the resilience families in
-`optimizer/model/failover.py`, docs/resilience.md; the families that tie the periods of a
+`optimizer/model/failover.py`, docs/resilience.md; the clock's in
+`optimizer/model/clock_families.py`, docs/clock.md; the families that tie the periods of a
 multi-period plan in `optimizer/model/periods.py`, docs/periods.md, checked by
 `ScheduleChecker` in `optimizer/check_schedule.py`); its rows carry the
 family's name in the LinearModel, in the Pyomo model and in HiGHS's infeasible subset.

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from dcplace.optimizer.model.clock import add_clock_variables, clock_costs, clock_emissions, serving_options, trough_jobs
+from dcplace.optimizer.model.clock import serving_options, trough_jobs
+from dcplace.optimizer.model.clock_families import add_clock_variables, clock_costs, clock_emissions  # registers the clock's families
 from dcplace.optimizer.model.costs import COST_CATEGORIES, transport_usd_per_year
 from dcplace.optimizer.model.families import BOUNDS, REGISTRY, Relax, family, flagged
 from dcplace.optimizer.model.index import IndexSets
@@ -127,7 +128,7 @@ def inference_capacity(lm: LinearModel, ix: IndexSets) -> None:
     tok_s[k,w] is a rack's tokens/s at the target utilization. The row exists wherever
     racks could serve w, even when no pair is in the model yet, so that its dual prices
     pairs left out of a candidate-restricted model (optimizer.pairs). With the clock on,
-    hourly_serving takes its place (optimizer.model.clock).
+    hourly_serving takes its place (optimizer.model.clock_families).
     """
     if ix.clock.on:
         return
@@ -510,7 +511,7 @@ def objective(lm: LinearModel, ix: IndexSets) -> None:
     clock_costs(lm, ix)
 
 
-import dcplace.optimizer.model.clock  # noqa: E402,F401 - registers the hourly families, after the core ones
+import dcplace.optimizer.model.clock_families  # noqa: E402,F401 - registers the hourly families (imported above already: they come first)
 import dcplace.optimizer.model.failover  # noqa: E402,F401 - registers the resilience families
 import dcplace.optimizer.model.periods  # noqa: E402,F401 - registers the families that tie periods (built by build_periods_model)
 
