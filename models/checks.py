@@ -25,12 +25,12 @@ from pathlib import Path
 import numpy as np
 
 from dcplace.models.errors import InputProblem
+from dcplace.models.geo import great_circle_km
 from dcplace.models.records import Scenario
 
 TOLERANCE_KM = 50.0
 LARGEST_CAMPUS_KW = 2e6  # 2 GW: above every campus in operation (models.records bounds a site at 10 GW)
 SEA_TOLERANCE_KM = 300.0  # a point at sea: 1:110m drops small islands (Batam is 110 km from Indonesia's polygons)
-EARTH_RADIUS_KM = 6371.0088
 
 # Natural Earth leaves ISO_A2 at -99 for these; ADM0_A3 says who they are (de jure).
 _ADM0_TO_ISO2 = {"NOR": "NO", "FRA": "FR", "TWN": "TW", "KOS": "XK", "CYN": "CY", "SOL": "SO"}
@@ -55,12 +55,6 @@ def country_layer():
     return merged
 
 
-def _haversine_km(lat1, lon1, lat2, lon2):
-    lat1, lon1, lat2, lon2 = map(np.radians, (lat1, lon1, lat2, lon2))
-    a = np.sin((lat2 - lat1) / 2) ** 2 + np.cos(lat1) * np.cos(lat2) * np.sin((lon2 - lon1) / 2) ** 2
-    return 2 * EARTH_RADIUS_KM * np.arcsin(np.sqrt(np.clip(a, 0, 1)))
-
-
 def _km_outside(lat: np.ndarray, lon: np.ndarray, codes: list[str]) -> np.ndarray:
     """Distance in km from each point to its country's polygon (0 inside; NaN if the country is not in the layer)."""
     import shapely
@@ -79,7 +73,7 @@ def _km_outside(lat: np.ndarray, lon: np.ndarray, codes: list[str]) -> np.ndarra
     if len(far):
         lines = shapely.shortest_line(points[~inside], geoms[~inside])  # from the point to the polygon
         ends = shapely.get_coordinates(shapely.get_point(lines, 1))
-        out[far] = _haversine_km(lat[far], lon[far], ends[:, 1], ends[:, 0])
+        out[far] = great_circle_km(lat[far], lon[far], ends[:, 1], ends[:, 0])
     return out
 
 

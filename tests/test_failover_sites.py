@@ -98,7 +98,7 @@ def test_held_index_re_routes_every_loss_of_its_sites_to_its_sites_only(line_of_
     for w, mask in held.failover.items():
         assert not mask[:, [j for j, s in enumerate(columns) if s not in sites]].any()
         assert (mask <= ix.failover[w]).all()
-    by_sw = ix.group("serve_by_sw")
+    by_sw = ix.serve_by_sw
     assert set(held.failover_lost) == {(f, r, "chat") for f in sites for r in by_sw.get((f, "chat"), [])}
     assert ix.failover_lost != held.failover_lost and all(held.failover[w] is not ix.failover[w] for w in ix.failover)
     model = held_model(held, build_model, sites)
@@ -134,7 +134,7 @@ def test_close_idle_closes_an_open_site_without_racks(tmp_path):
     assert plan[lm.col("open", idle)] == 0.0
     padded = plan.copy()
     padded[lm.col("open", idle)] = 1.0
-    padded[lm.col("zone", (idle, ix.group("zones_by_site")[idle][0]))] = 1.0
+    padded[lm.col("zone", (idle, ix.zones_by_site[idle][0]))] = 1.0
     assert lm.is_feasible(padded) and lm.objective() @ padded > lm.objective() @ plan
     closed = close_idle(padded, lm, ix)
     assert closed[lm.col("open", idle)] == 0.0

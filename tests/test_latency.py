@@ -10,7 +10,8 @@ import pytest
 from helpers import make_scenario, region, site, write_csv
 from dcplace.models import ScenarioError, load_scenario
 from dcplace.optimizer.model.index import build_index
-from dcplace.optimizer.model.latency import great_circle_km, rtt_matrix_ms
+from dcplace.models.geo import great_circle_km
+from dcplace.optimizer.model.latency import rtt_matrix_ms
 from dcplace.optimizer.solving.precheck import precheck
 
 R = 6371.0088

@@ -4,7 +4,9 @@
            <- reports <- cli <- dcplace (the public API)
 
 A module may import its own layer and the layers to its left; the independent checker
-(optimizer/check.py) imports nothing of dcplace. Imports inside functions count too (an
+(optimizer/check.py) imports nothing of dcplace. The solver engines (highspy, pyomo, ortools)
+are imported only under optimizer/solvers/: the layers above solve through it
+(optimizer/solvers/lp.py for their own LPs and MIPs); tests, benchmarks and data scripts aside. Imports inside functions count too (an
 import may not hide in a function to dodge a cycle); only `if TYPE_CHECKING:` blocks,
 which never run, are left out.
 """
@@ -32,6 +34,8 @@ LAYERS = [  # (module prefix, rank); the longest matching prefix decides
     ("dcplace", 7),
 ]
 INDEPENDENT = {"dcplace.optimizer.check", "dcplace.optimizer.check_schedule"}  # the second runs the first per period
+ENGINES = ("highspy", "pyomo", "ortools")  # imported only under ENGINE_LAYER
+ENGINE_LAYER = "dcplace.optimizer.solvers"
 
 
 def rank(module: str) -> int:
@@ -91,6 +95,9 @@ def layer_violations(modules: dict[str, str]) -> list[str]:
                 out.append(f"{module}:{line} imports '{target}' relatively: write the absolute 'dcplace.' import")
                 continue
             top = target.split(".")[0]
+            if top in ENGINES and not (module == ENGINE_LAYER or module.startswith(ENGINE_LAYER + ".")):
+                out.append(f"{module}:{line} imports the engine '{target}': only {ENGINE_LAYER} may (solve through it)")
+                continue
             if top in (*PACKAGES, "cli"):
                 out.append(f"{module}:{line} imports '{target}': import it as 'dcplace.{target}'")
                 continue
@@ -152,6 +159,10 @@ def test_the_package_imports_one_way_without_cycles():
     ("dcplace.optimizer.check", "import dcplace.models", "independent checker"),
     ("dcplace.optimizer.solving.solve", "from models import load_scenario", "import it as 'dcplace.models'"),
     ("dcplace.models.plan", "from ..reports import export", "relatively"),
+    ("dcplace.optimizer.studies.duals", "import highspy", "the engine 'highspy'"),
+    ("dcplace.optimizer.solving.solve", "def f():\n    from pyomo.environ import ConcreteModel\n", "the engine 'pyomo.environ'"),
+    ("dcplace.reports.export", "from ortools.linear_solver import pywraplp", "the engine 'ortools.linear_solver'"),
+    ("dcplace.cli", "import highspy", "the engine 'highspy'"),
 ])
 def test_a_deliberate_violation_is_caught(module, source, expected):
     modules = sources()
@@ -168,3 +179,11 @@ def test_a_cycle_hidden_in_a_function_is_caught():
 
 def test_type_checking_imports_are_not_runtime_edges():
     assert imports("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from dcplace.reports import x\n") == [(1, "typing")]
+
+
+def test_the_engines_are_imported_only_under_solvers():
+    """highspy, pyomo and ortools: only optimizer/solvers/ imports them (its lp.py serves the layers above)."""
+    engines = [v for v in layer_violations(sources()) if "the engine" in v]
+    assert engines == []
+    users = {m for m, src in sources().items() for _, t in imports(src) if t.split(".")[0] in ENGINES}
+    assert users and all(m.startswith(ENGINE_LAYER + ".") for m in users), users

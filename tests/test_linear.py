@@ -117,6 +117,50 @@ def test_serve_positions_follow_serve_through_restriction():
     assert np.array_equal(ix.serve_demand_tok_s(), [ix.demand(r, w) for r, w, _ in ix.serve])
 
 
+def test_groupings_follow_the_pairs_through_restriction():
+    """The index's groupings (typed properties, cached) state the pairs they group, and are renewed
+    when the pairs are restricted: restrict_serve renews the serve_* ones, restrict_training every
+    one, add_zones zones_by_site; a grouping not touched by a change is kept (the same object)."""
+    ix = build_index(synthetic_scenario(5, n_sites=6, n_regions=9, n_jobs=2))
+
+    def grouped(pairs, key, value):
+        out = {}
+        for p in pairs:
+            out.setdefault(key(p), []).append(value(p))
+        return out
+
+    def check():
+        assert ix.serve_by_rw == grouped(ix.serve, lambda p: (p[0], p[1]), lambda p: p[2])
+        assert ix.serve_by_sw == grouped(ix.serve, lambda p: (p[2], p[1]), lambda p: p[0])
+        assert ix.serve_by_fw == grouped([p for p in ix.serve if p[1] in ix.failover], lambda p: p[2], lambda p: (p[0], p[1]))
+        assert ix.inf_by_sw == grouped(ix.inf_racks, lambda p: (p[0], p[3]), lambda p: (p[1], p[2]))
+        assert ix.inf_by_skc == grouped(ix.inf_racks, lambda p: p[:3], lambda p: p[3])
+        assert ix.inf_by_site == grouped(ix.inf_racks, lambda p: p[0], lambda p: p)
+        assert ix.trn_by_sfchip == grouped(ix.trn_racks, lambda p: (p[0], p[3], ix.racks[p[1]].chip), lambda p: (p[1], p[2]))
+        assert ix.trn_by_skc == grouped(ix.trn_racks, lambda p: p[:3], lambda p: p[3])
+        assert ix.trn_by_site == grouped(ix.trn_racks, lambda p: p[0], lambda p: p)
+        assert ix.place_by_job == grouped(ix.place, lambda p: p[0], lambda p: p[1:])
+        assert ix.place_by_sfchip == grouped(ix.place, lambda p: p[1:], lambda p: p[0])
+        assert ix.zones_by_site == grouped(ix.zones, lambda p: p[0], lambda p: p[1])
+
+    check()
+    assert ix.serve_by_sw is ix.serve_by_sw  # computed once
+    place_by_job = ix.place_by_job
+    keep = {w: np.zeros_like(mask) for w, mask in ix.eligible.items()}
+    keep[list(ix.workloads)[0]][:, ::2] = True
+    ix.restrict_serve(keep)
+    assert ix.place_by_job is place_by_job  # not a serving grouping: kept
+    check()
+    ix.restrict_training(ix.place_all[:1])
+    assert ix.place_by_job is not place_by_job
+    check()
+    zones = ix.zones_by_site
+    ix.add_zones([(s, c) for s in list(ix.sites)[:2] for c in ix.cooling])
+    assert ix.zones_by_site is not zones
+    check()
+    assert not hasattr(ix, "group")  # the string API is gone
+
+
 def test_to_highs_passes_integrality_bounds_and_costs():
     lm = build_model(build_index(synthetic_scenario(5, n_sites=3, n_regions=4, n_jobs=1)))
     lp = to_highs(lm).getLp()

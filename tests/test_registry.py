@@ -450,3 +450,20 @@ def test_bound_families_raise_the_bound_and_limit_no_plan(name, tmp_path, monkey
 def test_formulation_doc_is_current():
     """docs/formulation.md is generated: python -m dcplace.optimizer.model.formulation_doc --write docs/formulation.md"""
     assert DOC.read_text() == render_markdown(), "docs/formulation.md is stale: regenerate it (see its first lines)"
+
+
+def test_family_lists_come_from_the_registry():
+    """The lists of family names that used to be kept by hand (pairs.PRICED_FAMILIES, lazy_rows.N1_FAMILIES,
+    formulation.OPTIMALITY_ROWS) are the registry's flags now: the same names, every one registered."""
+    from dcplace.optimizer.model.families import flagged
+
+    old = {"priced": {"demand_met", "share_needs_open", "inference_capacity", "hourly_serving", "busy_serves_load",
+                      "busy_energy_split"},
+           "n1": {"failover_aggregate"},
+           "optimality": {"open_site_has_zone", "zone_racks_within_reach", "failover_open_spread"}}
+    for flag, names in old.items():
+        assert set(flagged(flag)) == names, flag
+        assert names <= set(REGISTRY), flag
+    assert formulation.OPTIMALITY_ROWS == flagged("optimality")
+    with pytest.raises(ValueError):
+        flagged("cheap")

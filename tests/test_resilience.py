@@ -364,10 +364,10 @@ def test_hall_cuts_are_the_subset_rule_by_brute_force(monkeypatch, block):
         update={"survive_site_loss": {"chat": 1.0, "reasoning": 0.8}})})
     ix = checked_index(scenario)
     site_ids = [s.id for s in scenario.sites]
-    has = set(ix.group("inf_by_sw"))
+    has = set(ix.inf_by_sw)
     lost = set(ix.failover_lost)
     expected, seen = [], set()
-    for (f, w), regions in sorted(ix.group("serve_by_sw").items()):
+    for (f, w), regions in sorted(ix.serve_by_sw.items()):
         if w not in ("chat", "reasoning"):
             continue
         reach = {r: {site_ids[j] for j in np.flatnonzero(ix.failover[w][ix.region_pos[r]])

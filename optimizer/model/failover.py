@@ -46,8 +46,8 @@ def hall_cuts(ix: IndexSets) -> list[tuple[str, str, tuple[str, ...], tuple[str,
     then the min cuts the lazy loop found (ix.failover_cuts). Duplicates are dropped, and so is a
     cut whose every region has its re-routing of f in the model (L): the exact rows hold there."""
     alpha = survivable(ix.scenario)
-    by_sw = ix.group("serve_by_sw")
-    has = {key for key in ix.group("inf_by_sw") if key[1] in alpha}
+    by_sw = ix.serve_by_sw
+    has = {key for key in ix.inf_by_sw if key[1] in alpha}
     site_ids = [site.id for site in ix.scenario.sites]
     lost = set(ix.failover_lost)
     out, seen = [], set()
@@ -143,15 +143,15 @@ def failover_capacity(lm: LinearModel, ix: IndexSets) -> None:
     into: dict[tuple[str, str, str], list[tuple[int, float]]] = {}
     for i, (f, r, w, s) in enumerate(block.keys):
         into.setdefault((f, s, w), []).append((block.start + i, ix.demand(r, w)))
-    by_sw = ix.group("serve_by_sw")
-    racks = ix.group("inf_by_sw")
+    by_sw = ix.serve_by_sw
+    racks = ix.inf_by_sw
     for (f, s, w), rerouted in into.items():
         own = [(lm.col("share", (r, w, s)), ix.demand(r, w)) for r in by_sw.get((s, w), [])]
         capacity = [(lm.col("racks_inf", (s, k, c, w)), -ix.tok_s_per_rack[k, w]) for k, c in racks.get((s, w), [])]
         lm.add_row("failover_capacity", (f, s, w), own + rerouted + capacity, upper=0.0)
 
 
-@family(checker="check_failover", section="resilience", not_relaxed="implied, for every loss, by failover_reserve and "
+@family(n1=True, checker="check_failover", section="resilience", not_relaxed="implied, for every loss, by failover_reserve and "
          "failover_capacity of the full N-1 model; it only makes the lazily generated model anticipate losses not yet generated")
 def failover_aggregate(lm: LinearModel, ix: IndexSets) -> None:
     """spare[s,w] - sum_{k,c} racks_inf[s,k,c,w] * tok_s[k,w] + sum_r share[r,w,s] * demand[r,w] = 0   key (spare, s, w);
@@ -176,8 +176,8 @@ def failover_aggregate(lm: LinearModel, ix: IndexSets) -> None:
     alpha = survivable(ix.scenario)
     if not alpha:
         return
-    inf = ix.group("inf_by_sw")
-    by_sw = ix.group("serve_by_sw")
+    inf = ix.inf_by_sw
+    by_sw = ix.serve_by_sw
     keys = sorted(key for key in inf if key[1] in alpha)
     lm.add_block("spare", keys, 0.0, float("inf"), "continuous")
     for s, w in keys:
@@ -212,8 +212,8 @@ def spread_rows(ix: IndexSets) -> list[tuple[str, str, float, tuple[str, ...]]]:
     alpha = survivable(ix.scenario)
     if not alpha or ix.clock.on:  # the clock's hourly serving and its rentals (cloud regions serve only with the clock on)
         return []
-    by_rw, by_sw = ix.group("serve_by_rw"), ix.group("serve_by_sw")
-    has = {key for key in ix.group("inf_by_sw") if key[1] in alpha}
+    by_rw, by_sw = ix.serve_by_rw, ix.serve_by_sw
+    has = {key for key in ix.inf_by_sw if key[1] in alpha}
     site_ids = [site.id for site in ix.scenario.sites]
     out = []
     for w, a in sorted(alpha.items()):
@@ -245,7 +245,7 @@ def spread_rows(ix: IndexSets) -> list[tuple[str, str, float, tuple[str, ...]]]:
     return out
 
 
-@family(checker="check_failover", section="resilience", not_relaxed="holds for every N-1-secure plan with whole "
+@family(optimality=True, checker="check_failover", section="resilience", not_relaxed="holds for every N-1-secure plan with whole "
         "sites (an open site's loss row, and for a closed one the loss of the busiest site of F); it only tightens the LP "
         "relaxation, and a multi-period or elastic model is built without it (OPTIMALITY_ROWS)")
 def failover_open_spread(lm: LinearModel, ix: IndexSets) -> None:
@@ -270,7 +270,7 @@ def failover_open_spread(lm: LinearModel, ix: IndexSets) -> None:
         return
     alpha = survivable(ix.scenario)
     spare = lm.blocks["spare"]
-    by_sw = ix.group("serve_by_sw")
+    by_sw = ix.serve_by_sw
     for f, w, lo, near in rows:
         regions = by_sw[f, w]
         total = sum(ix.demand(r, w) for r in regions)  # the row divided by it: coefficients near 1, as the cut rows'
@@ -321,7 +321,7 @@ def training_standby(lm: LinearModel, ix: IndexSets) -> None:
         by_job.setdefault(key[0], []).append(key)
     for j, options in by_job.items():
         lm.add_row(name, ("once", j), [(lm.col("standby", key), 1.0) for key in options], lower=1.0, upper=1.0)
-    place = ix.group("place_by_job")
+    place = ix.place_by_job
     for j, options in by_job.items():
         for s in sorted({key[1] for key in options}):
             terms = [(lm.col("place", (j, s2, f, x)), 1.0) for s2, f, x in place.get(j, []) if s2 == s]
@@ -330,8 +330,8 @@ def training_standby(lm: LinearModel, ix: IndexSets) -> None:
     standby_at: dict[tuple[str, str, str], list[str]] = {}
     for j, s, f, x in keys:
         standby_at.setdefault((s, f, x), []).append(j)
-    racks = ix.group("trn_by_sfchip")
-    placed = ix.group("place_by_sfchip")
+    racks = ix.trn_by_sfchip
+    placed = ix.place_by_sfchip
     for (s, f, x), jobs in sorted(standby_at.items()):
         need = [(lm.col("place", (j, s, f, x)), ix.jobs[j].gpus_h100_equiv) for j in placed.get((s, f, x), [])]
         need += [(lm.col("standby", (j, s, f, x)), ix.jobs[j].gpus_h100_equiv) for j in jobs]

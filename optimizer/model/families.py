@@ -10,6 +10,13 @@ registered `lp_lazy=True`: LP relaxations then hold its rows back and add those 
 solution breaks (optimizer.solvers.lazy_rows), with the rest of their `lp_lazy_group`
 if it names one; the MIP always has every row.
 
+Three more flags say which lists a family belongs to, so that the registry is the only list
+of family names: `priced=True` (a share column may enter its rows and pricing's reduced
+costs stay exact, optimizer.solvers.pairs), `n1=True` (N-1's aggregate and cut rows, which
+make lazy rows not worth holding on small models, optimizer.solvers.lazy_rows) and
+`optimality=True` (holds for some cheapest plan, not for every plan: a model whose plan is
+not free to be a cheapest one is built without it, formulation.OPTIMALITY_ROWS).
+
     @family(checker="check_power_and_space", relax=Relax(...))
     def site_power(lm, ix): '''sum racks * kw * PUE - power_limit_kw[s] * open[s] <= 0'''
 
@@ -64,6 +71,9 @@ class Family:
     section: str = "core"
     lp_lazy: bool = False  # implied in the MIP by other rows: LP relaxations add its rows only where broken
     lp_lazy_group: Callable[[Any], Any] | None = None  # row key -> group: a broken row puts back its whole group
+    priced: bool = False  # share columns may enter its rows and pricing stays exact (pairs.ServingRows)
+    n1: bool = False  # N-1's aggregate and cut rows (lazy_rows.lazy_rows)
+    optimality: bool = False  # holds for some cheapest plan, not every plan (formulation.OPTIMALITY_ROWS)
 
 
 REGISTRY: dict[str, Family] = {}
@@ -71,7 +81,8 @@ REGISTRY: dict[str, Family] = {}
 
 def family(name: str | None = None, *, checker: str, relax: Relax | None = None, not_relaxed: str = "",
            writes: str = ROWS, section: str = "core", lp_lazy: bool = False,
-           lp_lazy_group: Callable[[Any], Any] | None = None) -> Callable[[Callable], Callable]:
+           lp_lazy_group: Callable[[Any], Any] | None = None, priced: bool = False, n1: bool = False,
+           optimality: bool = False) -> Callable[[Callable], Callable]:
     """Register the decorated builder `f(lm, ix)` as a constraint family (once)."""
 
     def register(builder: Callable) -> Callable:
@@ -91,7 +102,8 @@ def family(name: str | None = None, *, checker: str, relax: Relax | None = None,
             raise ValueError(f"family '{key}': a lazy family writes rows and is not relaxed (it limits nothing the MIP does not)")
         if lp_lazy_group is not None and not lp_lazy:
             raise ValueError(f"family '{key}': lp_lazy_group needs lp_lazy=True")
-        REGISTRY[key] = Family(key, builder, math, checker, relax, not_relaxed, writes, section, lp_lazy, lp_lazy_group)
+        REGISTRY[key] = Family(key, builder, math, checker, relax, not_relaxed, writes, section, lp_lazy, lp_lazy_group,
+                               priced, n1, optimality)
         builder.family = key
         return builder
 
@@ -103,6 +115,14 @@ def relaxable() -> dict[str, Relax]:
     return {name: f.relax for name, f in REGISTRY.items() if f.relax is not None}
 
 
+def flagged(flag: str) -> tuple[str, ...]:
+    """The names of the registered families whose `flag` ("priced", "n1", "optimality") is set,
+    in registry order (the registry is filled when dcplace.optimizer.model.formulation is imported)."""
+    if flag not in ("priced", "n1", "optimality"):
+        raise ValueError(f"no family flag named '{flag}'")
+    return tuple(name for name, f in REGISTRY.items() if getattr(f, flag))
+
+
 # ------------------------------------------------------------------------ the document
 
 HEADER = """# The formulation
@@ -112,7 +132,8 @@ Generated from the constraint-family registry (`optimizer/model/families.py`) by
 hand (tests/test_registry.py fails when this file is stale).
 
 Each family is one function in `optimizer/model/formulation.py` (the resilience families in
-`optimizer/model/failover.py`, docs/resilience.md; the families that tie the periods of a
+`optimizer/model/failover.py`, docs/resilience.md; the clock's in
+`optimizer/model/clock_families.py`, docs/clock.md; the families that tie the periods of a
 multi-period plan in `optimizer/model/periods.py`, docs/periods.md, checked by
 `ScheduleChecker` in `optimizer/check_schedule.py`); its rows carry the
 family's name in the LinearModel, in the Pyomo model and in HiGHS's infeasible subset.

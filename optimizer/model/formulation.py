@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from dcplace.optimizer.model.clock import add_clock_variables, clock_costs, clock_emissions, serving_options, trough_jobs
+from dcplace.optimizer.model.clock import serving_options, trough_jobs
+from dcplace.optimizer.model.clock_families import add_clock_variables, clock_costs, clock_emissions  # registers the clock's families
 from dcplace.optimizer.model.costs import COST_CATEGORIES, transport_usd_per_year
-from dcplace.optimizer.model.families import BOUNDS, REGISTRY, Relax, family
+from dcplace.optimizer.model.families import BOUNDS, REGISTRY, Relax, family, flagged
 from dcplace.optimizer.model.index import IndexSets
 from dcplace.optimizer.model.linear import LinearModel
 
@@ -85,7 +86,7 @@ def _policy_fields(ix: IndexSets, _key, amount: float) -> dict:
 
 MISSION = 1e6  # unserved demand and unplaced jobs are the last resort: any limit moves first
 
-@family(checker="check_demand", relax=Relax(
+@family(priced=True, checker="check_demand", relax=Relax(
     "short", "share of the region's demand", lambda ix, key: 1.0,
     "region {region} '{w}' demand {demand} tok/s is short by {short} tok/s within {budget} ms: add power or floor space "
     "at a site within reach, or widen the budget", _demand_fields, "regions.csv demand_<class>_tok_s or rtt_budget_<class>_ms",
@@ -103,7 +104,7 @@ def demand_met(lm: LinearModel, ix: IndexSets) -> None:
     lm.add_entries("demand_met", keys, rows, cols, np.ones(len(cols)), lower=1.0, upper=1.0)
 
 
-@family(checker="check_power_and_space", not_relaxed="implied by inference_capacity, density_needs_zone and "
+@family(priced=True, checker="check_power_and_space", not_relaxed="implied by inference_capacity, density_needs_zone and "
         "zone_needs_open in the MIP; it only tightens the LP relaxation, so relaxing it would move no limit", lp_lazy=True,
         lp_lazy_group=lambda pair: pair[2])  # a site's links: an LP that breaks one moves the load to its next fractional site
 def share_needs_open(lm: LinearModel, ix: IndexSets) -> None:
@@ -119,7 +120,7 @@ def share_needs_open(lm: LinearModel, ix: IndexSets) -> None:
     lm.add_rows("share_needs_open", ix.serve, cols, np.array([1.0, -cap]), upper=0.0)  # one row per pair, as add_row
 
 
-@family(checker="check_inference_capacity", not_relaxed="a law of the model, not a limit a user sets: "
+@family(priced=True, checker="check_inference_capacity", not_relaxed="a law of the model, not a limit a user sets: "
         "capacity is what the racks serve; the limits behind it (power, floor, demand) are relaxed instead")
 def inference_capacity(lm: LinearModel, ix: IndexSets) -> None:
     """sum_r share[r,w,s] * demand[r,w] - sum_{k,c} racks_inf[s,k,c,w] * tok_s[k,w] <= 0   for every (s,w) with racks.
@@ -127,11 +128,11 @@ def inference_capacity(lm: LinearModel, ix: IndexSets) -> None:
     tok_s[k,w] is a rack's tokens/s at the target utilization. The row exists wherever
     racks could serve w, even when no pair is in the model yet, so that its dual prices
     pairs left out of a candidate-restricted model (optimizer.pairs). With the clock on,
-    hourly_serving takes its place (optimizer.model.clock).
+    hourly_serving takes its place (optimizer.model.clock_families).
     """
     if ix.clock.on:
         return
-    keys = list(ix.group("inf_by_sw"))
+    keys = list(ix.inf_by_sw)
     share, racks = lm.blocks["share"], lm.blocks["racks_inf"]
     classes = {w: i for i, w in enumerate(ix.workloads)}
     row_at = np.full((len(ix.site_pos), len(classes)), -1, dtype=np.int64)  # (site, class) -> row, -1: no racks there
@@ -151,8 +152,8 @@ def inference_capacity(lm: LinearModel, ix: IndexSets) -> None:
         "the limits behind it (power, floor, job placement) are relaxed instead")
 def training_capacity(lm: LinearModel, ix: IndexSets) -> None:
     """sum_j place[j,s,f,x] * gpus_h100[j] - eff[f] * h100_equiv[x] * sum_{k of x, c} racks_trn[s,k,c,f] * gpus[k] <= 0."""
-    racks = ix.group("trn_by_sfchip")
-    for (s, f, x), jobs in ix.group("place_by_sfchip").items():
+    racks = ix.trn_by_sfchip
+    for (s, f, x), jobs in ix.place_by_sfchip.items():
         need = [(lm.col("place", (j, s, f, x)), ix.jobs[j].gpus_h100_equiv) for j in jobs]
         have = [(lm.col("racks_trn", (s, k, c, f)), -ix.h100_per_rack(k, f)) for k, c in racks.get((s, f, x), [])]
         lm.add_row("training_capacity", (s, f, x), need + have, upper=0.0)
@@ -166,7 +167,7 @@ def job_placed_once(lm: LinearModel, ix: IndexSets) -> None:
     """sum_{s,f,x} place[j,s,f,x] + sum_q rent_trn[j,q] = 1: every job runs whole, in one site (or one cloud region,
     on reserved rented GPUs), on one fabric and chip. An interruptible job with the clock on may instead run in the
     troughs: its row is <= 1 and trough_job_hours asks for its GPU-hours."""
-    options = ix.group("place_by_job")
+    options = ix.place_by_job
     rented: dict[str, list[str]] = {}
     for j, q in ix.clock.rent_train:
         rented.setdefault(j, []).append(q)
@@ -186,8 +187,8 @@ def density_needs_zone(lm: LinearModel, ix: IndexSets) -> None:
     it); this links racks to a built zone with M = the most racks of k the site's floor and
     power admit in a c zone, the tightest valid bound.
     """
-    inf = ix.group("inf_by_skc")
-    trn = ix.group("trn_by_skc")
+    inf = ix.inf_by_skc
+    trn = ix.trn_by_skc
     for (s, k, c), limit in ix.rack_limit.items():
         racks = [(lm.col("racks_inf", (s, k, c, w)), 1.0) for w in inf.get((s, k, c), [])]
         racks += [(lm.col("racks_trn", (s, k, c, f)), 1.0) for f in trn.get((s, k, c), [])]
@@ -202,7 +203,7 @@ def zone_needs_open(lm: LinearModel, ix: IndexSets) -> None:
         lm.add_row("zone_needs_open", (s, c), [(lm.col("zone", (s, c)), 1.0), (lm.col("open", s), -1.0)], upper=0.0)
 
 
-@family(checker="check_power_and_space", not_relaxed="holds for a cheapest plan, limits nothing a user sets: an "
+@family(optimality=True, checker="check_power_and_space", not_relaxed="holds for a cheapest plan, limits nothing a user sets: an "
         "open site without a zone holds no rack, and closing it saves its fixed cost; it only tightens the LP relaxation")
 def open_site_has_zone(lm: LinearModel, ix: IndexSets) -> None:
     """sum_c zone[s,c] - open[s] >= 0   for every site with a zone option, unless forced open or min_sites > 0.
@@ -243,7 +244,7 @@ def place_needs_zone(lm: LinearModel, ix: IndexSets) -> None:
     (the default with the clock: Tokyo, open 0.009 in the LP, then $2.5 M a year of site and
     zone in the plan, where Seoul served at $0.14 M more in the LP).
     """
-    racks = ix.group("trn_by_sfchip")
+    racks = ix.trn_by_sfchip
     coolings: dict[tuple[str, str], set[str]] = {}
     for (s, _, x), options in racks.items():
         coolings.setdefault((s, x), set()).update(c for _, c in options)
@@ -276,7 +277,7 @@ def reachable_peak_tok_s(ix: IndexSets) -> dict[str, np.ndarray]:
     return out
 
 
-@family(checker="check_density", not_relaxed="holds for a cheapest plan, limits nothing a user sets: a rack beyond the "
+@family(optimality=True, checker="check_density", not_relaxed="holds for a cheapest plan, limits nothing a user sets: a rack beyond the "
         "load a site can ever be asked for is removed at no cost; it only tightens the LP relaxation")
 def zone_racks_within_reach(lm: LinearModel, ix: IndexSets) -> None:
     """sum_{k in N} racks_inf[s,k,c,w] * tok_s[k,w] - (U[s,w] + T[s,w]) * zone[s,c] <= 0   for every (s,c,w) with racks in N,
@@ -298,7 +299,7 @@ def zone_racks_within_reach(lm: LinearModel, ix: IndexSets) -> None:
     """
     for (s, w), (limit, configs) in sorted(reach_limits(ix).items()):
         by_cooling: dict[str, list[str]] = {}
-        for k, c in ix.group("inf_by_sw")[s, w]:
+        for k, c in ix.inf_by_sw[s, w]:
             if k in configs:
                 by_cooling.setdefault(c, []).append(k)
         for c, ks in sorted(by_cooling.items()):
@@ -324,8 +325,8 @@ def reach_limits(ix: IndexSets) -> dict[tuple[str, str], tuple[float, frozenset[
 
 
 def _site_racks(lm: LinearModel, ix: IndexSets, s: str, weight) -> list[tuple[int, float]]:
-    inf = [(lm.col("racks_inf", key), weight(key)) for key in ix.group("inf_by_site").get(s, [])]
-    return inf + [(lm.col("racks_trn", key), weight(key)) for key in ix.group("trn_by_site").get(s, [])]
+    inf = [(lm.col("racks_inf", key), weight(key)) for key in ix.inf_by_site.get(s, [])]
+    return inf + [(lm.col("racks_trn", key), weight(key)) for key in ix.trn_by_site.get(s, [])]
 
 
 @family(checker="check_power_and_space", relax=Relax(
@@ -374,7 +375,7 @@ def site_space(lm: LinearModel, ix: IndexSets) -> None:
 def self_build_within_training(lm: LinearModel, ix: IndexSets) -> None:
     """built_kw[s] - sum_{k,c,f} racks_trn[s,k,c,f] * kw_per_rack[k] <= 0   for s in build
     (the campus replaces colocation only on the training IT kW at s)."""
-    racks = ix.group("trn_by_site")
+    racks = ix.trn_by_site
     for s in ix.build:
         load = [(lm.col("racks_trn", key), -ix.racks[key[1]].kw_per_rack) for key in racks[s]]
         lm.add_row("self_build_within_training", s, [(lm.col("built_kw", s), 1.0)] + load, upper=0.0)
@@ -472,8 +473,7 @@ def single_purpose_sites(lm: LinearModel, ix: IndexSets) -> None:
     name = "single_purpose_sites"
     for s in sites:
         lm.add_row(name, ("one", s), [(lm.col("hosts_inf", s), 1.0), (lm.col("hosts_trn", s), 1.0), (lm.col("open", s), -1.0)], upper=0.0)
-    for role, block, group, hosts in (("inference", "racks_inf", "inf_by_site", "hosts_inf"), ("training", "racks_trn", "trn_by_site", "hosts_trn")):
-        keys = ix.group(group)
+    for role, block, keys, hosts in (("inference", "racks_inf", ix.inf_by_site, "hosts_inf"), ("training", "racks_trn", ix.trn_by_site, "hosts_trn")):
         for s in sites:
             if s in keys:
                 racks = [(lm.col(block, key), 1.0) for key in keys[s]]
@@ -511,7 +511,7 @@ def objective(lm: LinearModel, ix: IndexSets) -> None:
     clock_costs(lm, ix)
 
 
-import dcplace.optimizer.model.clock  # noqa: E402,F401 - registers the hourly families, after the core ones
+import dcplace.optimizer.model.clock_families  # noqa: E402,F401 - registers the hourly families (imported above already: they come first)
 import dcplace.optimizer.model.failover  # noqa: E402,F401 - registers the resilience families
 import dcplace.optimizer.model.periods  # noqa: E402,F401 - registers the families that tie periods (built by build_periods_model)
 
@@ -523,7 +523,7 @@ FAMILIES = tuple(f.builder for f in REGISTRY.values() if f.section != "periods")
 # (failover_open_spread): a model whose plan is not free to be a cheapest one (a multi-period model, a plan's
 # decisions held fixed or judged as they are, near-optimal alternatives, the elastic diagnosis, whose
 # objective is the moves and whose demand may go unserved) is built without them
-OPTIMALITY_ROWS = ("open_site_has_zone", "zone_racks_within_reach", "failover_open_spread")
+OPTIMALITY_ROWS = flagged("optimality")  # registered optimality=True; every family is registered above
 
 
 def build_model(ix: IndexSets, without: tuple[str, ...] | frozenset = ()) -> LinearModel:

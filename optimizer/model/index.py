@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
@@ -162,57 +163,83 @@ class IndexSets:
         rack = self.racks[k]
         return self.fabrics[f].training_efficiency * self.chips[rack.chip].h100_equiv * rack.gpus_per_rack
 
-    # groupings, computed once on first use
+    # Groupings of the pairs, each computed once on first use and kept in `_groups` by name:
+    # restrict_serve drops the serve_* ones, restrict_training every one, add_zones zones_by_site.
     def __post_init__(self) -> None:
-        self._groups: dict[str, dict] = {}
+        self._groups: dict[str, Any] = {}
 
-    def group(self, name: str) -> dict:
+    def _grouped(self, name: str, build: Callable[[], dict]) -> dict:
         if name not in self._groups:
-            self._groups[name] = self._build_group(name)
+            self._groups[name] = build()
         return self._groups[name]
 
-    def _build_group(self, name: str) -> dict:
-        out: dict = defaultdict(list)
-        if name == "serve_by_rw":
-            for r, w, s in self.serve:
-                out[r, w].append(s)
-        elif name == "serve_by_fw":  # site -> (r, w) it serves of the survivable classes
-            for r, w, s in self.serve:
-                if w in self.failover:
-                    out[s].append((r, w))
-        elif name == "serve_by_sw":
-            for r, w, s in self.serve:
-                out[s, w].append(r)
-        elif name == "inf_by_sw":
-            for s, k, c, w in self.inf_racks:
-                out[s, w].append((k, c))
-        elif name == "trn_by_sfchip":
-            for s, k, c, f in self.trn_racks:
-                out[s, f, self.racks[k].chip].append((k, c))
-        elif name == "place_by_job":
-            for j, s, f, chip in self.place:
-                out[j].append((s, f, chip))
-        elif name == "place_by_sfchip":
-            for j, s, f, chip in self.place:
-                out[s, f, chip].append(j)
-        elif name == "inf_by_skc":
-            for s, k, c, w in self.inf_racks:
-                out[s, k, c].append(w)
-        elif name == "trn_by_skc":
-            for s, k, c, f in self.trn_racks:
-                out[s, k, c].append(f)
-        elif name == "inf_by_site":
-            for key in self.inf_racks:
-                out[key[0]].append(key)
-        elif name == "trn_by_site":
-            for key in self.trn_racks:
-                out[key[0]].append(key)
-        elif name == "zones_by_site":
-            for s, c in self.zones:
-                out[s].append(c)
-        else:
-            raise KeyError(name)
-        return dict(out)
+    @property
+    def serve_by_rw(self) -> dict[tuple[str, str], list[str]]:
+        """(region, class) -> the sites that may serve it."""
+        return self._grouped("serve_by_rw", lambda: _grouping(((r, w), s) for r, w, s in self.serve))
+
+    @property
+    def serve_by_fw(self) -> dict[str, list[tuple[str, str]]]:
+        """site -> the (region, class) it may serve, of the survivable classes."""
+        return self._grouped("serve_by_fw", lambda: _grouping((s, (r, w)) for r, w, s in self.serve if w in self.failover))
+
+    @property
+    def serve_by_sw(self) -> dict[tuple[str, str], list[str]]:
+        """(site, class) -> the regions it may serve."""
+        return self._grouped("serve_by_sw", lambda: _grouping(((s, w), r) for r, w, s in self.serve))
+
+    @property
+    def inf_by_sw(self) -> dict[tuple[str, str], list[tuple[str, str]]]:
+        """(site, class) -> its inference rack options (rack config, cooling)."""
+        return self._grouped("inf_by_sw", lambda: _grouping(((s, w), (k, c)) for s, k, c, w in self.inf_racks))
+
+    @property
+    def trn_by_sfchip(self) -> dict[tuple[str, str, str], list[tuple[str, str]]]:
+        """(site, fabric, chip) -> its training rack options (rack config, cooling)."""
+        return self._grouped("trn_by_sfchip", lambda: _grouping(((s, f, self.racks[k].chip), (k, c)) for s, k, c, f in self.trn_racks))
+
+    @property
+    def place_by_job(self) -> dict[str, list[tuple[str, str, str]]]:
+        """job -> its placements (site, fabric, chip)."""
+        return self._grouped("place_by_job", lambda: _grouping((j, (s, f, chip)) for j, s, f, chip in self.place))
+
+    @property
+    def place_by_sfchip(self) -> dict[tuple[str, str, str], list[str]]:
+        """(site, fabric, chip) -> the jobs that may be placed there."""
+        return self._grouped("place_by_sfchip", lambda: _grouping(((s, f, chip), j) for j, s, f, chip in self.place))
+
+    @property
+    def inf_by_skc(self) -> dict[tuple[str, str, str], list[str]]:
+        """(site, rack config, cooling) -> the classes its inference racks may serve."""
+        return self._grouped("inf_by_skc", lambda: _grouping(((s, k, c), w) for s, k, c, w in self.inf_racks))
+
+    @property
+    def trn_by_skc(self) -> dict[tuple[str, str, str], list[str]]:
+        """(site, rack config, cooling) -> the fabrics its training racks may use."""
+        return self._grouped("trn_by_skc", lambda: _grouping(((s, k, c), f) for s, k, c, f in self.trn_racks))
+
+    @property
+    def inf_by_site(self) -> dict[str, list[tuple[str, str, str, str]]]:
+        """site -> its inference rack keys (s, k, c, w)."""
+        return self._grouped("inf_by_site", lambda: _grouping((key[0], key) for key in self.inf_racks))
+
+    @property
+    def trn_by_site(self) -> dict[str, list[tuple[str, str, str, str]]]:
+        """site -> its training rack keys (s, k, c, f)."""
+        return self._grouped("trn_by_site", lambda: _grouping((key[0], key) for key in self.trn_racks))
+
+    @property
+    def zones_by_site(self) -> dict[str, list[str]]:
+        """site -> the cooling types of its zones."""
+        return self._grouped("zones_by_site", lambda: _grouping((s, c) for s, c in self.zones))
+
+
+def _grouping(items: Iterable[tuple[Any, Any]]) -> dict:
+    """key -> the values given with it, in the order given."""
+    out: dict = defaultdict(list)
+    for key, value in items:
+        out[key].append(value)
+    return dict(out)
 
 
 MAX_FULL_PAIRS = 60_000  # above this many eligible (region, class, site) pairs the model starts from candidates
@@ -510,7 +537,7 @@ def add_build_sites(ix: IndexSets) -> None:
     """
     econ = ix.scenario.economics
     ix.min_campus_kw = econ.min_campus_mw * 1000.0
-    options = ix.group("trn_by_site")
+    options = ix.trn_by_site
     for s in sorted(options):
         site = ix.sites[s]
         usd_per_mw = site_build_usd_per_mw(site, econ)

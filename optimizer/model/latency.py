@@ -3,7 +3,8 @@
 Two estimates, both data-driven:
 
 * great circle: rtt_ms = 2 * d_km * route_factor / fiber_km_per_ms + overhead_ms, where d
-  is the haversine distance on a sphere of radius 6371.0088 km (the IUGG mean radius);
+  is the haversine distance on a sphere of radius 6371.0088 km (the IUGG mean radius,
+  models.geo.great_circle_km);
 * backbone: when the scenario gives a graph of fibre edges (from, to, km), d * route_factor
   is replaced by the shortest path length over it (networkx Dijkstra), since edge lengths
   are already fibre lengths. A region or site the graph cannot reach gets rtt = inf.
@@ -15,17 +16,7 @@ import networkx as nx
 import numpy as np
 
 from dcplace.models import Scenario
-
-EARTH_RADIUS_KM = 6371.0088
-
-
-def great_circle_km(lat1, lon1, lat2, lon2) -> np.ndarray:
-    """Haversine distance in km; broadcasts over numpy arrays."""
-    phi1, phi2 = np.radians(lat1), np.radians(lat2)
-    dphi = phi2 - phi1
-    dlmb = np.radians(np.asarray(lon2) - np.asarray(lon1))
-    a = np.sin(dphi / 2) ** 2 + np.cos(phi1) * np.cos(phi2) * np.sin(dlmb / 2) ** 2
-    return 2 * EARTH_RADIUS_KM * np.arcsin(np.sqrt(np.clip(a, 0.0, 1.0)))
+from dcplace.models.geo import great_circle_km
 
 
 def distance_matrix_km(scenario: Scenario) -> np.ndarray:

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import highspy
 import numpy as np
 
-from dcplace.optimizer.model.families import REGISTRY
+from dcplace.optimizer.model.families import REGISTRY, flagged
 from dcplace.optimizer.model.linear import LinearModel
 from dcplace.optimizer.solvers.highs_model import HighsAbandoned, run_until
 
@@ -128,7 +128,6 @@ class LazyRows:
         self.back[:] = False
 
 
-N1_FAMILIES = ("failover_aggregate",)  # N-1's aggregate and cut rows (optimizer.model.failover)
 N1_HOLD_MIN_ROWS = 40_000  # with N-1 rows, lazy rows are held back only when at least this many
 
 
@@ -141,7 +140,8 @@ def lazy_rows(lm: LinearModel) -> LazyRows | None:
     with every row in; the synthetic 500 x 3,000 world's N-1 model (65,768 candidate pairs) did
     not finish its warm start's LPs in a 120 s solve with every row in, and held back it did."""
     lazy = LazyRows(lm)
-    if len(lazy.index) < N1_HOLD_MIN_ROWS and any(name.split("@")[0] in N1_FAMILIES for name in lm.families):
+    n1 = flagged("n1")  # N-1's aggregate and cut rows (optimizer.model.failover, registered n1=True)
+    if len(lazy.index) < N1_HOLD_MIN_ROWS and any(name.split("@")[0] in n1 for name in lm.families):
         return None
     return lazy
 

@@ -62,6 +62,7 @@ import numpy as np
 from dcplace.optimizer.model.candidates import REGION_CHUNK, _demand, _keep_smallest, _pair_cost_matrix, candidate_placements, placement_unit_cost
 from dcplace.optimizer.model.clock import day_weighted_load, hourly_load
 from dcplace.optimizer.model.costs import transport_usd_per_year
+from dcplace.optimizer.model.families import flagged
 from dcplace.optimizer.solvers.highs_model import HighsAbandoned, to_highs
 from dcplace.optimizer.solvers.lazy_rows import LazyRows, solve_lazily
 
@@ -79,10 +80,6 @@ LAGRANGIAN = "a Lagrangian bound of the full model's LP (pricing stopped early)"
 CAPACITY_COST = "a capacity-cost Lagrangian bound of the full model (stronger than pricing's, or no LP finished)"
 NO_BOUND = ("no bound of the full model: pricing gave none (no LP finished, or N-1 rows hold the shares) and no "
             "capacity-cost bound holds (the clock on, cloud regions to rent, or it exceeded the LP)")
-# the rows a share column may enter for pricing's reduced costs to be exact (ServingRows); a model whose shares
-# enter any other row (N-1's failover rows) is still priced for its columns, but states no Lagrangian bound
-PRICED_FAMILIES = frozenset({"demand_met", "share_needs_open", "inference_capacity", "hourly_serving", "busy_serves_load",
-                             "busy_energy_split"})
 FRESH_LP_SHARE = 0.05  # pairs added in a round, as a share of those in the LP, above which it is solved afresh
 BOUND_TOLERANCE = 1e-4  # stop pricing once the LP is this close (relative) to the full model's bound...
 GAP_SHARE = 0.1  # ...or within this share of the asked MIP gap (more rounds could raise the bound by no more)
@@ -157,7 +154,10 @@ class ServingRows:
             self.split = {}
         self.hour_pos = {h: i for i, h in enumerate(self.hours)}
         self._loads: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        self.unpriced = _families_holding_shares(lm) - PRICED_FAMILIES  # rows whose duals pricing leaves out
+        # the rows a share column may enter for pricing's reduced costs to be exact are the families registered
+        # priced=True; a model whose shares enter any other row (N-1's failover rows) is still priced for its
+        # columns, but states no Lagrangian bound
+        self.unpriced = _families_holding_shares(lm) - set(flagged("priced"))  # rows whose duals pricing leaves out
 
     def loads(self, w: str) -> tuple[np.ndarray, np.ndarray]:
         """(L regions x hours, day regions): a unit share's tok/s at each hour and its tok/s-hours a day."""
@@ -212,7 +212,7 @@ class ServingRows:
         lifted = row_dual.copy()
         serving = self.hourly[0]
         peak_hour: dict[str, np.ndarray] = {}
-        for (s, w), racks in ix.group("inf_by_sw").items():
+        for (s, w), racks in ix.inf_by_sw.items():
             cols = [lm.col("racks_inf", (s, k, c, w)) for k, c in racks]
             if np.any(x[cols] > 1e-9):
                 continue
@@ -431,7 +431,7 @@ class PlacementPricer:
                 elif name == "training_capacity":
                     new_capacity_rows[key] = row
         rc0 = self._reduced_costs(y)
-        racks = self.ix_full.group("trn_by_sfchip")
+        racks = self.ix_full.trn_by_sfchip
         for (s, f, x), row in new_capacity_rows.items():
             cols = [pm.col("racks_trn", (s, k, c, f)) for k, c in racks.get((s, f, x), [])]
             if cols:

@@ -93,9 +93,9 @@ def _inference_racks(ix: IndexSets, s: str, load: dict[str, float], built: set[t
     the same load in 196 MW of immersion racks.)"""
     if not load:
         return {}
-    options = ix.group("inf_by_sw")
+    options = ix.inf_by_sw
     measure = (lambda e: e.facility_kw) if lean else (lambda e: e.total_usd_per_year)
-    coolings = ix.group("zones_by_site").get(s, [])
+    coolings = ix.zones_by_site.get(s, [])
     per_zone: dict[str, dict] = {}  # cooling -> class -> (cost, racks, config)
     for c in coolings:
         per_zone[c] = {}
@@ -145,8 +145,8 @@ def round_lp(
 
     # 1. training; an interruptible job the LP runs mostly in the troughs stays there (its GPU-hours size step 2),
     # and a job the LP rents more than it places anywhere is rented (a rental is a binary: the job whole or not at all)
-    options = ix.group("place_by_job")
-    trn_options = ix.group("trn_by_sfchip")
+    options = ix.place_by_job
+    trn_options = ix.trn_by_sfchip
     need = defaultdict(float)
     trough_scale = _trough_scale(x, lm, ix)
     rented_at = _rented_jobs(x, lm, ix, trough_scale)
@@ -306,7 +306,7 @@ def _limit_broken(ix: IndexSets, s: str, keys_inf: list, keys_trn: list, racks_i
 def _rented_jobs(x: np.ndarray, lm: LinearModel, ix: IndexSets, trough_scale: dict[str, float]) -> dict[str, str]:
     """job -> the cloud region the start rents it in: where the LP's rental of the job is larger
     than its largest placement on racks (jobs kept in the troughs are not rented)."""
-    options = ix.group("place_by_job")
+    options = ix.place_by_job
     best: dict[str, tuple[float, str]] = {}
     for j, q in ix.clock.rent_train:
         value = x[lm.col("rent_trn", (j, q))]
@@ -353,7 +353,7 @@ def _room_to_lend(x: np.ndarray, lm: LinearModel, ix: IndexSets, lent: dict, rac
     most: dict[tuple, float] = defaultdict(float)
     for (s, g, w, _), gpus in lent.items():
         most[s, g, w] = max(most[s, g, w], gpus)
-    options = ix.group("inf_by_sw")
+    options = ix.inf_by_sw
     for (s, g, w), gpus in sorted(most.items()):
         installed = sum(n * ix.racks[key[1]].gpus_per_rack for key, n in racks_inf.items()
                         if key[0] == s and key[3] == w and ck.energy_group[key[1]] == g)
@@ -374,7 +374,7 @@ def _trough_scale(x: np.ndarray, lm: LinearModel, ix: IndexSets) -> dict[str, fl
     ck = ix.clock
     if not ck.on:
         return {}
-    options = ix.group("place_by_job")
+    options = ix.place_by_job
     rented: dict[str, float] = defaultdict(float)
     for j, q in ck.rent_train:
         rented[j] += max(x[lm.col("rent_trn", (j, q))], 0.0)
@@ -524,16 +524,16 @@ def _headroom(h: highspy.Highs, lm: LinearModel, ix: IndexSets):
 
 
 def _most_kw(ix: IndexSets, s: str) -> float:
-    keys = ix.group("inf_by_site").get(s, []) + ix.group("trn_by_site").get(s, [])
+    keys = ix.inf_by_site.get(s, []) + ix.trn_by_site.get(s, [])
     return max((ix.racks[k].kw_per_rack * ix.sites[s].pue(ix.cooling[c]) for _, k, c, _ in keys), default=0.0)
 
 
 def _sites_to_keep(x: np.ndarray, lm: LinearModel, ix: IndexSets) -> set[str]:
     lp = lambda block, key: x[lm.col(block, key)]  # noqa: E731
     keep = {s for s in ix.sites if lp("open", s) >= KEEP_OPEN_AT} | set(ix.scenario.policies.forced_sites)
-    for j, opts in ix.group("place_by_job").items():
+    for j, opts in ix.place_by_job.items():
         keep.add(max(opts, key=lambda o: lp("place", (j, *o)))[0])
-    for (r, w), sites in ix.group("serve_by_rw").items():
+    for (r, w), sites in ix.serve_by_rw.items():
         if keep.isdisjoint(sites):
             keep.add(max(sites, key=lambda s: lp("share", (r, w, s))))
     return keep

@@ -19,7 +19,7 @@ rows that cannot hold together, by constraint name.
 The elastic model is the formulation's own LinearModel with a slack column added to each
 relaxable row, family by family, as the registry (optimizer.model.families) says: which
 families are relaxed, in which direction, against what magnitude, and in what words. It is
-solved by highspy under the caller's deadline (highs_model.run_until), like every other run:
+solved by highspy under the caller's deadline (optimizer.solvers.lp, under highs_model.run_until), like every other run:
 a diagnosis that runs out of time returns what it found, and never leaves the process's
 output redirected (Pyomo's HiGHS interface captures file descriptors 1 and 2 for the length
 of a solve, which swallowed a caller's output when a diagnosis was left behind).
@@ -31,14 +31,12 @@ import dataclasses
 import math
 import time
 
-import highspy
-import numpy as np
-
 from dcplace.optimizer.model.families import relaxable
 from dcplace.optimizer.model.formulation import OPTIMALITY_ROWS, build_model
 from dcplace.optimizer.model.index import IndexSets
 from dcplace.optimizer.model.linear import LinearModel
-from dcplace.optimizer.solvers.highs_model import HighsAbandoned, run_until, to_highs
+from dcplace.optimizer.solvers.highs_model import HighsAbandoned
+from dcplace.optimizer.solvers.lp import LpSession, iis_available, solve_lp
 
 SLACK_TOL = 1e-7  # on t, the violation relative to the row's own magnitude
 ALONE_TRIES = 3  # when several limits move together, how many are re-solved alone
@@ -118,17 +116,11 @@ def _solve_elastic(ix: IndexSets, deadline: float, only: set | None = None) -> E
     """The elastic model's solution by `deadline` (a time.perf_counter() instant); None if
     no solution was found by then."""
     lm, slacks = elastic_model(ix, only)
-    h = to_highs(lm)
-    h.setOptionValue("mip_rel_gap", 1e-6)
     try:
-        run_until(h, deadline)
-        info = h.getInfo()
-        found = info.primal_solution_status == 2  # kSolutionStatusFeasible
-        x = np.asarray(h.getSolution().col_value) if found else None
-        objective = info.objective_function_value
-        optimal = h.getModelStatus() == highspy.HighsModelStatus.kOptimal
+        result = solve_lp(lm, deadline, relax=False, options={"mip_rel_gap": 1e-6})
+        x, objective = result.x, result.objective
         # an LP (no integer column) or a MIP proved within its gap: the plan's own cost bounds it
-        bound = objective if optimal or not len(lm.integer_columns()) else info.mip_dual_bound
+        bound = objective if result.optimal or not len(lm.integer_columns()) else result.mip_dual_bound
     except HighsAbandoned as left:
         x, objective = (left.best[0], left.best[1]) if left.best is not None else (None, math.inf)
         bound = left.dual_bound
@@ -179,22 +171,19 @@ def elastic_findings(ix: IndexSets, time_limit_s: float, deadline: float | None 
 def highs_iis(lm: LinearModel, deadline: float, limit: int = 12) -> list[str]:
     """Constraint names in HiGHS's infeasible subset of the LP relaxation (empty if none,
     or if the LP relaxation is not solved by `deadline`)."""
-    if not hasattr(highspy.Highs, "getIis"):
+    if not iis_available():
         return []
-    h = to_highs(lm)
-    integer_cols = lm.integer_columns()
-    if len(integer_cols):
-        h.changeColsIntegrality(len(integer_cols), integer_cols, [highspy.HighsVarType.kContinuous] * len(integer_cols))
+    session = LpSession(lm, relax=True)
     try:
-        run_until(h, deadline)
+        result = session.solve(deadline)
     except HighsAbandoned:
         return []
-    if h.getModelStatus() != highspy.HighsModelStatus.kInfeasible:
+    if not result.infeasible:
         return []
-    status, iis = h.getIis()
-    if status == highspy.HighsStatus.kError or not iis.valid_:
+    iis = session.infeasible_rows()
+    if iis is None:
         return []
-    names = sorted({lm.row_name(i) for i in iis.row_index_ if 0 <= i < lm.n_rows})
+    names = sorted({lm.row_name(i) for i in iis if 0 <= i < lm.n_rows})
     shown = ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
     return [f"HiGHS infeasible subset of the LP relaxation ({len(names)} rows): {shown}"] if names else []
 

@@ -209,8 +209,8 @@ FINISH_MIN_S = 5.0  # time left below which a secure round is not continued
 def _site_use(x: np.ndarray, lm: LinearModel, ix: IndexSets, s: str) -> tuple[float, float]:
     """(facility kW, racks) the plan's columns `x` put at site s."""
     kw = racks = 0.0
-    for block, keys, econ in (("racks_inf", ix.group("inf_by_site").get(s, []), ix.inf_econ),
-                              ("racks_trn", ix.group("trn_by_site").get(s, []), ix.trn_econ)):
+    for block, keys, econ in (("racks_inf", ix.inf_by_site.get(s, []), ix.inf_econ),
+                              ("racks_trn", ix.trn_by_site.get(s, []), ix.trn_econ)):
         for key in keys:
             n = round(float(x[lm.col(block, key)]))
             kw += n * econ[key].facility_kw
@@ -224,8 +224,8 @@ def _add_capacity(x: np.ndarray, lm: LinearModel, ix: IndexSets, s: str, w: str,
     if "hosts_inf" in lm.blocks and x[lm.col("hosts_inf", s)] < 0.5 and x[lm.col("open", s)] > 0.5:
         return 0.0  # single_purpose_sites: a training site takes no inference racks here
     site = ix.sites[s]
-    options = ix.group("inf_by_sw").get((s, w), [])
-    built = {c for c in ix.group("zones_by_site").get(s, []) if x[lm.col("zone", (s, c))] > 0.5}
+    options = ix.inf_by_sw.get((s, w), [])
+    built = {c for c in ix.zones_by_site.get(s, []) if x[lm.col("zone", (s, c))] > 0.5}
     order = sorted(options, key=lambda kc: (kc[1] not in built, ix.inf_econ[s, kc[0], kc[1], w].total_usd_per_year / ix.tok_s_per_rack[kc[0], w]))
     added = 0.0
     for k, c in order:
@@ -250,7 +250,7 @@ def _add_capacity(x: np.ndarray, lm: LinearModel, ix: IndexSets, s: str, w: str,
 
 def _unit_cost(ix: IndexSets, s: str, w: str) -> float:
     """The cheapest annual cost per tok/s of class w at site s (inf where no rack serves it)."""
-    return min((ix.inf_econ[s, k, c, w].total_usd_per_year / ix.tok_s_per_rack[k, w] for k, c in ix.group("inf_by_sw").get((s, w), [])),
+    return min((ix.inf_econ[s, k, c, w].total_usd_per_year / ix.tok_s_per_rack[k, w] for k, c in ix.inf_by_sw.get((s, w), [])),
                default=math.inf)
 
 

@@ -44,7 +44,7 @@ def held_index(ix: IndexSets, sites: list[str]) -> IndexSets:
     inside = np.array([s.id in chosen for s in ix.scenario.sites], dtype=bool)
     held.failover = {w: mask & inside[None, :] for w, mask in ix.failover.items()}
     alpha = survivable(ix.scenario)
-    by_sw = ix.group("serve_by_sw")
+    by_sw = ix.serve_by_sw
     held.failover_lost = sorted({(f, r, w) for f in sites for w in alpha for r in by_sw.get((f, w), [])})
     held.failover_cuts = []
     held._groups = dict(ix._groups)  # groups computed for the copy stay with it
@@ -88,7 +88,7 @@ def close_idle(x: np.ndarray, lm: LinearModel, ix: IndexSets) -> np.ndarray:
         if s in busy:
             continue
         y[lm.col("open", s)] = 0.0
-        for c in ix.group("zones_by_site").get(s, []):
+        for c in ix.zones_by_site.get(s, []):
             y[lm.col("zone", (s, c))] = 0.0
         for flag in ("hosts_inf", "hosts_trn"):
             if flag in lm.blocks and s in lm.blocks[flag].pos:

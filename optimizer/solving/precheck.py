@@ -142,7 +142,7 @@ def unplaceable_jobs(ix: IndexSets) -> list[InputProblem]:
     """A job no site, fabric and chip combination can hold, with the first cause the
     evidence shows, in this order: density (no allowed cooling holds the chip's racks),
     fabric tier, cluster size, countries, then floor and power."""
-    placed = set(ix.group("place_by_job"))
+    placed = set(ix.place_by_job)
     out = []
     for i, job in enumerate(ix.scenario.jobs):
         if job.id in placed:
@@ -222,7 +222,7 @@ def capacity_shortfall(ix: IndexSets) -> list[InputProblem]:
     than the best single configuration when both limits bind, so that would not be a bound.
     """
     out = []
-    inf_by_sw = ix.group("inf_by_sw")
+    inf_by_sw = ix.inf_by_sw
     for w, workload in ix.workloads.items():
         demand = sum(r.demand_tok_s.get(w, 0.0) for r in ix.regions.values())
         if demand <= 0:

@@ -403,7 +403,7 @@ def _diagnosis(ix, lm, options: SolveOptions, deadline: float) -> list[str]:
 
 def _against_dispatch(record: dict, plan_objective: float, mip_gap: float) -> dict:
     """With the clock on the model charges served load a lower bound of its busy energy
-    (optimizer.model.clock.clock_costs); the plan's cost uses the merit-order dispatch of the
+    (optimizer.model.clock_families.clock_costs); the plan's cost uses the merit-order dispatch of the
     racks it builds. Its objective, gap and status are restated against the solver's bound,
     which bounds the exact cost of every plan too."""
     bound = record.get("best_bound_usd_per_year")

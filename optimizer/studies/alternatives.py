@@ -30,17 +30,18 @@ against the recommended plan's best bound (a bound for every plan of the scenari
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import highspy
 import numpy as np
 
 from dcplace.models.plan import Plan, SolveRecord, write_plan_folder
 from dcplace.optimizer.check import check_plan_folder
 from dcplace.optimizer.model.formulation import OPTIMALITY_ROWS, build_model
-from dcplace.optimizer.solvers.highs_model import HighsAbandoned, run_until, to_highs
+from dcplace.optimizer.solvers.highs_model import HighsAbandoned
+from dcplace.optimizer.solvers.lp import LpSession
 from dcplace.optimizer.solving.extract import extract
 from dcplace.optimizer.solving.pipeline import PlanCheckFailed
 from dcplace.optimizer.solving.precheck import checked_index
@@ -126,10 +127,10 @@ def near_optimal_alternatives(plan_folder: str | Path, k: int = DEFAULT_K, slack
     x0 = start_columns(plan, lm, ix)
     if x0 is None:
         raise ValueError("the plan uses a decision its scenario's model has no variable for; re-solve the plan first")
-    h = to_highs(lm, threads)
-    version = h.version()
+    h = LpSession(lm, threads)
+    version = h.version
     nz = np.flatnonzero(cost)
-    h.addRow(-highspy.kHighsInf, cap, len(nz), nz.astype(np.int32), cost[nz])
+    h.add_row(-math.inf, cap, nz.astype(np.int32), cost[nz])
     open_block = lm.blocks["open"]
     sites = list(open_block.keys)
     open_cols = np.arange(open_block.start, open_block.stop, dtype=np.int32)
@@ -148,19 +149,14 @@ def near_optimal_alternatives(plan_folder: str | Path, k: int = DEFAULT_K, slack
             for j in place_by_site.get(s, []):
                 weights[j] = sum(s in t for t in trains)
         weights += TIE_WEIGHT * cost / base_cost
-        h.changeColsCost(lm.n_cols, np.arange(lm.n_cols, dtype=np.int32), weights)
+        h.change_costs(weights)
         start = _idle_start(x0, lm, ix, found, cap, cost)
         if start is not None:
-            sol = highspy.HighsSolution()
-            sol.col_value = list(start)
-            sol.value_valid = True
-            h.setSolution(sol)
+            h.set_start(start)
         t = time.perf_counter()
         try:
-            run_until(h, t + time_limit_s)
-            info = h.getInfo()
-            x = np.array(h.getSolution().col_value) if info.primal_solution_status == 2 else None
-            search = str(h.getModelStatus()).split(".")[-1]
+            result = h.solve(t + time_limit_s)
+            x, search = result.x, result.status
         except HighsAbandoned as exc:  # HiGHS did not stop at its deadline: its best plan so far
             x = None if exc.best is None else exc.best[0]
             search = "abandoned at the deadline"
@@ -194,10 +190,10 @@ def near_optimal_alternatives(plan_folder: str | Path, k: int = DEFAULT_K, slack
     return study
 
 
-def _no_good(h, open_cols: np.ndarray, sites: list[str], opened: set[str]) -> None:
+def _no_good(h: LpSession, open_cols: np.ndarray, sites: list[str], opened: set[str]) -> None:
     """sum_{s not in O} open[s] - sum_{s in O} open[s] >= 1 - |O|: the next plan opens another set of sites."""
     coef = np.array([-1.0 if s in opened else 1.0 for s in sites])
-    h.addRow(1.0 - len(opened), highspy.kHighsInf, len(open_cols), open_cols, coef)
+    h.add_row(1.0 - len(opened), math.inf, open_cols, coef)
 
 
 def _idle_start(x0: np.ndarray, lm, ix, found: list[set[str]], cap: float, cost: np.ndarray) -> np.ndarray | None:

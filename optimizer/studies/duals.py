@@ -40,7 +40,6 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import highspy
 import numpy as np
 
 from dcplace.models import Scenario, ScenarioError
@@ -48,7 +47,7 @@ from dcplace.models.plan import Plan
 from dcplace.optimizer.model.formulation import OPTIMALITY_ROWS, build_model
 from dcplace.optimizer.model.index import IndexSets
 from dcplace.optimizer.model.linear import INF, LinearModel
-from dcplace.optimizer.solvers.highs_model import QuietHighs, use_threads
+from dcplace.optimizer.solvers.lp import LpResult, LpSession
 from dcplace.optimizer.solving.precheck import checked_index
 from dcplace.optimizer.studies.explain import analysis_folder, plan_and_scenario, stamp, write_json
 
@@ -107,7 +106,7 @@ class LimitPrices:
 
 
 class PlanLP:
-    """The plan LP of `plan` for `scenario` in a silent highspy instance (see the module docstring)."""
+    """The plan LP of `plan` for `scenario` held by the engine (optimizer.solvers.lp; see the module docstring)."""
 
     def __init__(self, scenario: Scenario, plan: Plan):
         self.ix: IndexSets = checked_index(scenario, EVERY_PAIR)
@@ -128,27 +127,16 @@ class PlanLP:
                 built = x[lm.col("zone", (key[0], key[2]))] > 0.5
                 upper[b.start + i] = INF if built else 0.0
         self.lower, self.upper = lower, upper
-        use_threads(1)
-        h = QuietHighs()
-        h.setOptionValue("threads", 1)
-        lp = highspy.HighsLp()
-        lp.num_col_, lp.num_row_ = lm.n_cols, lm.n_rows
-        lp.col_cost_ = lm.objective()
-        lp.col_lower_, lp.col_upper_ = lower, upper
-        lp.row_lower_, lp.row_upper_ = lm.row_bounds()
-        start, index, value = lm.matrix()
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = start, index, value
-        h.passModel(lp)
-        self.h = h
+        self.session = LpSession(lm, threads=1, relax=True, col_lower=lower, col_upper=upper)
+        self.last: LpResult | None = None  # the last solve's values and duals
         self.row_upper = lm.row_bounds()[1]
 
     def solve(self) -> float | None:
         """The LP's optimum (None when it has none: the fixed decisions cannot meet the limits)."""
-        self.h.run()
-        if self.h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        self.last = self.session.solve()
+        if not self.last.optimal:
             return None
-        return float(self.h.getInfo().objective_function_value)
+        return self.last.objective
 
     def row(self, family: str, key) -> int | None:
         fam = self.lm.families.get(family)
@@ -159,11 +147,11 @@ class PlanLP:
     def with_row_upper(self, row: int, upper: float) -> float | None:
         """The LP's optimum with one row's upper limit moved (restored afterwards)."""
         lower = self.lm.row_bounds()[0][row]
-        self.h.changeRowBounds(row, lower, upper)
+        self.session.change_row_bounds(row, lower, upper)
         try:
             return self.solve()
         finally:
-            self.h.changeRowBounds(row, lower, self.row_upper[row])
+            self.session.change_row_bounds(row, lower, self.row_upper[row])
 
 
 def plan_binaries(plan: Plan, lm: LinearModel) -> np.ndarray | None:
@@ -197,10 +185,9 @@ def limit_prices(scenario: Scenario, plan: Plan, latency: bool = True, fd_checks
     if objective is None:
         raise PlanLPError("the plan LP has no optimum: the plan's sites, zones and job placements cannot meet this "
                           "scenario's limits (was the plan solved for another scenario?)")
-    ix, lm, h = model.ix, model.lm, model.h
-    solution = h.getSolution()
-    row_dual, col_dual = np.asarray(solution.row_dual), np.asarray(solution.col_dual)
-    col_value, row_value = np.asarray(solution.col_value), np.asarray(solution.row_value)
+    ix, lm, solution = model.ix, model.lm, model.last
+    row_dual, col_dual = solution.row_dual, solution.col_dual
+    col_value, row_value = solution.x, solution.row_value
     prices: list[LimitPrice] = []
     opened = {s.id for s in plan.sites if s.open}
 

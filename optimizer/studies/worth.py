@@ -36,14 +36,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-import highspy
 import numpy as np
 
 from dcplace.models import Scenario
 from dcplace.models.plan import HAS_PLAN, Plan, read_plan
 from dcplace.models.sweep import Member, Sweep, member_slug
 from dcplace.optimizer.model.formulation import build_model
-from dcplace.optimizer.solvers.highs_model import to_highs
+from dcplace.optimizer.solvers.lp import solve_lp
 from dcplace.optimizer.solving.precheck import checked_index
 from dcplace.optimizer.studies.batch import Progress, run_batch, start_columns
 from dcplace.optimizer.studies.explain import analysis_folder, plan_and_scenario, stamp, write_json
@@ -123,14 +122,10 @@ def entry_candidates(scenario: Scenario, plan: Plan, n: int = ENTRY_CANDIDATES) 
         return []
     ix = checked_index(scenario)
     lm = build_model(ix)
-    h = to_highs(lm)
-    cols = lm.integer_columns()
-    h.changeColsIntegrality(len(cols), cols, np.full(len(cols), highspy.HighsVarType.kContinuous))
-    h.run()
-    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+    result = solve_lp(lm, relax=True)
+    if not result.optimal:
         return []
-    solution = h.getSolution()
-    x, reduced = np.asarray(solution.col_value), np.asarray(solution.col_dual)
+    x, reduced = result.x, result.col_dual
     opened = {s.id for s in plan.sites if s.open}
     ranked = sorted((s for s in ix.sites if s not in opened),
                     key=lambda s: (-round(x[lm.col("open", s)], 9), round(reduced[lm.col("open", s)], 6), ix.sites[s].fixed_cost_usd_per_year, s))
