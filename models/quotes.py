@@ -47,6 +47,7 @@ QUOTE_FIELDS = {
     "fixed_cost_usd_per_year": ("USD per year", 0, 1e12),
 }
 COLUMNS = ("site", "field", "value", "source", "date")
+KW_PER_RACK_POSITION = 15.0  # the default's floor-space rule (data/README.md "Power limit")
 _DATE = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
 
 
@@ -148,7 +149,21 @@ def write_quote_scenario(quotes_path: str | Path, folder: str | Path, base: str 
     overrides: dict[str, object] = {}
     for q in quotes:
         value = int(q.value) if q.value.is_integer() else q.value
-        overrides[f"sites[{q.site}].{q.field}"] = value
+        if q.field == "power_limit_mw":  # set in kW: it converts a table given in either unit (models/overrides.py)
+            kw = q.value * 1000
+            overrides[f"sites[{q.site}].power_limit_kw"] = int(kw) if kw.is_integer() else kw
+        else:
+            overrides[f"sites[{q.site}].{q.field}"] = value
+    # A quoted power limit carries the floor space the base derived from its own limit (the default's
+    # rule: power / 15 kW per rack position), unless the base gave the site more room than that rule.
+    floor_rule: dict[str, int] = {}
+    sites = {s.id: s for s in scenario.sites}
+    for q in quotes:
+        if q.field == "power_limit_mw":
+            site = sites[q.site]
+            if site.floor_racks == math.floor(site.power_limit_kw / KW_PER_RACK_POSITION):
+                floor_rule[q.site] = math.floor(q.value * 1000 / KW_PER_RACK_POSITION)
+                overrides[f"sites[{q.site}].floor_racks"] = floor_rule[q.site]
     lifted = sorted({q.site for q in quotes if q.field == "power_limit_mw"} & set(scenario.policies.forbidden_sites))
     if lifted:
         overrides["policies.forbidden_sites"] = [s for s in scenario.policies.forbidden_sites if s not in lifted]
@@ -168,6 +183,11 @@ def write_quote_scenario(quotes_path: str | Path, folder: str | Path, base: str 
             for row in csv.DictReader(fh):
                 if (row.get("table"), row.get("id"), row.get("field")) in quoted:
                     continue
+                if row.get("table") == "sites" and row.get("field") == "floor_racks" and row.get("id") in floor_rule:
+                    q = quoted["sites", row["id"], "power_limit_mw"]
+                    row = {**row, "basis": "rule", "low": "", "high": "",
+                           "reference": f"floor space = power / {KW_PER_RACK_POSITION:g} kW per rack position, from the quoted "
+                                        f"power limit ({q.reference(label)})"}
                 rows.append({k: row.get(k, "") for k in ("table", "id", "field", "basis", "reference", "low", "high")})
     for q in quotes:
         rows.append({"table": "sites", "id": q.site, "field": q.field, "basis": "source", "reference": q.reference(label),
@@ -180,12 +200,12 @@ def write_quote_scenario(quotes_path: str | Path, folder: str | Path, base: str 
             writer = csv.DictWriter(fh, fieldnames=["table", "id", "field", "basis", "reference", "low", "high"])
             writer.writeheader()
             writer.writerows(rows)
+        # the written scenario must load before it is put in place (the stage sits beside the folder,
+        # so `extends` resolves the same from both)
+        load_scenario(stage / "scenario.yaml")
         if folder.exists():
             folder.rmdir()  # empty (check_new_folder)
         os.rename(stage, folder)
     finally:
         drop_stage(stage)
-    # the written scenario must load: a quote that breaks it is the user's row, already named above,
-    # so anything else here is a bug, not an input problem
-    load_scenario(folder / "scenario.yaml")
     return folder / "scenario.yaml", quotes

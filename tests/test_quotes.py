@@ -49,7 +49,11 @@ def test_a_quoted_power_limit_lifts_the_ban_on_a_market_without_new_power(tmp_pa
     path, _ = write_quote_scenario(quotes, tmp_path / "q")
     scenario = load_scenario(path)
     assert "montreal" not in scenario.policies.forbidden_sites and "dublin" in scenario.policies.forbidden_sites
-    assert next(s for s in scenario.sites if s.id == "montreal").power_limit_kw == 40_000
+    montreal = next(s for s in scenario.sites if s.id == "montreal")
+    assert montreal.power_limit_kw == 40_000 and montreal.floor_racks == 2666  # the default's 15 kW per rack position
+    prov = input_provenance(scenario)
+    assert prov.get("sites", "montreal", "power_limit_mw")[0] == "source"
+    assert "from the quoted power limit" in prov.get("sites", "montreal", "floor_racks")[1]
 
 
 def test_quotes_round_trip_into_the_plan(tmp_path):
@@ -61,9 +65,11 @@ def test_quotes_round_trip_into_the_plan(tmp_path):
         writer = csv.writer(fh)
         writer.writerow(["table", "id", "field", "basis", "reference", "low", "high"])
         writer.writerow(["sites", "dear", "colocation_usd_per_kw_month", "rule", "a set average", "90", "200"])
-    quotes = write(tmp_path / "quotes.csv", "market,field,value,source,date\ndear,colocation_usd_per_kw_month,50,Broker B,2026\n")
+    quotes = write(tmp_path / "quotes.csv", "market,field,value,source,date\ndear,colocation_usd_per_kw_month,50,Broker B,2026\n"
+                   "dear,power_limit_mw,12,Utility offer U-1,2026-05\n")
     path, _ = write_quote_scenario(quotes, tmp_path / "q", base=base)
     assert yaml.safe_load(path.read_text())["extends"] == "../base/scenario.yaml"
+    assert next(s for s in load_scenario(path).sites if s.id == "dear").power_limit_kw == 12_000  # a table given in kW
     options = SolveOptions(time_limit_s=30)
     plan_before, plan_after = solve(load_scenario(base), options), solve(load_scenario(path), options)
     assert {s.id for s in plan_before.sites if s.open} == {"cheap"}
