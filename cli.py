@@ -1191,6 +1191,25 @@ def data_schema(out: Optional[Path] = typer.Argument(None, help="File to write (
                   f"`# yaml-language-server: $schema={_text(out)}`.", highlight=False)
 
 
+@data_app.command("quotes")
+def data_quotes(
+    quotes: Path = typer.Argument(..., help="CSV of your own figures: site (or market), field, value, source, date."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="A new folder for the scenario (default: <quotes file name>-scenario)."),
+    base: Optional[Path] = typer.Option(None, "--base", help="The scenario the quotes change (default: the embedded default)."),
+) -> None:
+    """Write a scenario that extends the default (or --base) with your quoted figures in place of its own, and a
+    provenance.csv naming each quote."""
+    from dcplace.models.quotes import write_quote_scenario
+
+    folder = out if out is not None else quotes.with_name(f"{quotes.stem}-scenario")
+    try:
+        path, rows = write_quote_scenario(quotes, folder, base)
+    except ScenarioError as exc:
+        _bad_input(exc)
+    console.print(f"{len(rows)} quote(s) from {_text(quotes)} written to [bold]{_text(path)}[/] (provenance.csv beside it "
+                  f"names each); run `dcplace solve {_text(path)}`.")
+
+
 def _friendly(command):
     """Errors every command can meet, as a message and an exit code instead of a traceback."""
 

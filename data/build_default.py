@@ -42,22 +42,32 @@ class Cell:
     value: object
     basis: str  # source | derived | rule | assumption
     reference: str
+    # The range the cell's figure could take (provenance.csv `low`, `high`), from the spread of the
+    # markets or figures that do publish; given for every derived, rule and assumption cell of the
+    # sites table (data/README.md "Ranges"). None: not given (a published figure).
+    low: float | None = None
+    high: float | None = None
 
 
-def S(value, ref):
-    return Cell(value, "source", ref)
+def S(value, ref, low=None, high=None):
+    return Cell(value, "source", ref, low, high)
 
 
-def D(value, ref):
-    return Cell(value, "derived", ref)
+def D(value, ref, low=None, high=None):
+    return Cell(value, "derived", ref, low, high)
 
 
-def A(value, why):
-    return Cell(value, "assumption", why)
+def A(value, why, low=None, high=None):
+    return Cell(value, "assumption", why, low, high)
 
 
-def R(value, rule):
-    return Cell(value, "rule", rule)
+def R(value, rule, low=None, high=None):
+    return Cell(value, "rule", rule, low, high)
+
+
+def _num(x):
+    """A range bound as written to provenance.csv: '' when not given, else the shortest exact text."""
+    return "" if x is None else f"{x:g}" if isinstance(x, float) else str(x)
 
 
 def write_table(path: Path, rows: list[dict], provenance: list[dict], table: str) -> None:
@@ -71,12 +81,13 @@ def write_table(path: Path, rows: list[dict], provenance: list[dict], table: str
             key = row.get("id") or f"{row['chip']}/{row['workload']}"
             for field, v in row.items():
                 if isinstance(v, Cell):
-                    provenance.append({"table": table, "id": key, "field": field, "basis": v.basis, "reference": v.reference})
+                    provenance.append({"table": table, "id": key, "field": field, "basis": v.basis, "reference": v.reference,
+                                       "low": _num(v.low), "high": _num(v.high)})
 
 
 def write_provenance(path: Path, rows: list[dict]) -> None:
     with path.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=["table", "id", "field", "basis", "reference"])
+        writer = csv.DictWriter(fh, fieldnames=["table", "id", "field", "basis", "reference", "low", "high"], restval="")
         writer.writeheader()
         writer.writerows(rows)
 
@@ -410,10 +421,6 @@ MARKETS = [
     ("cairo", "Cairo", 360630, "EG", "", 3, "MEA"),
     ("casablanca", "Casablanca", 2553604, "MA", "", 3, "MEA"),
 ]
-POWER_MW = {1: 200, 2: 100, 3: 50}
-# A market without a published size may carry its own stated limit instead of the tier rule
-# (none at present); a policy cap on new grants (POWER_MW_CAP below) bounds a derived limit.
-POWER_MW_OVERRIDE: dict[str, tuple[int, str]] = {}
 NO_IMMERSION = {"tier1-colo": "retail colocation halls in primary hubs rarely accept immersion tanks"}
 
 # One vintage per figure across markets: power price = 2024 industrial (EIA 2024 for US states,
@@ -463,7 +470,6 @@ MARKET_POWER_ROWS = {
     "hillsboro": ("Portland + Eastern Oregon", "2024-H2", "in operation"),
     "columbus": ("Columbus", "2024-H2", "in operation"),
     "phoenix": ("Phoenix", "2024-H2", "in operation"),
-    "chicago": ("Chicago", "2024-H2", "in operation"),
     "atlanta": ("Atlanta", "2024-H2", "in operation"),
     "secaucus": ("Northern New Jersey + New York", "2024-H2", "in operation"),
     "toronto": ("Toronto", "2024-H2", "in operation"),
@@ -481,6 +487,28 @@ MARKET_POWER_ROWS = {
     "mumbai": ("Mumbai", "2024-H1", "in operation"),
     "auckland": ("Auckland", "2024-H1", "in operation"),
 }
+# Figures of the December 2026 market search (reference/market_search_2026-12.csv, copied from the
+# project's reference collection with the publisher, title, URL and quote of each): site id ->
+# (field, year) of the row used. Same kind of figure as above, the market's capacity in operation
+# (C&W EMEA H1 2023 market pages for Madrid and Oslo, CBRE H1 2024 for Silicon Valley, Colliers India
+# for Chennai and Hyderabad, the Chicago page's 1,159 MW instead of the rounded "1.2GW"). Querétaro's
+# figure is a state ministry's (weak; datacenterHawk's 95 MW of 2023 is the range's low end).
+SEARCH = "market_search_2026-12.csv"
+SEARCH_POWER_ROWS = {
+    "chicago": ("inventory_mw", "2024-H2"),
+    "santa-clara": ("inventory_mw", "2024-H1"),
+    "madrid": ("inventory_mw", "2023-Q2"),
+    "oslo": ("inventory_mw", "2023-Q2"),
+    "chennai": ("inventory_mw", "2024 (report Jan 2025)"),
+    "hyderabad": ("inventory_mw", "2024 (report Jan 2025)"),
+    "queretaro": ("inventory_mw", "2024"),
+}
+# Markets whose only published size is their country's (C&W South Korea 0.65 GW, C&W UAE "more than
+# 250 MW" live, JLL Colombia 48 MW): a tenth of the country is an upper bound on a tenth of the city's
+# market (`derived`); the range's low end is half of it (no city share is published: the city is taken
+# to hold between half and all of its country's capacity).
+SEARCH_COUNTRY_ROWS = {"seoul": ("inventory_mw", "2024-H1"), "dubai": ("inventory_mw", "2025"),
+                       "bogota": ("inventory_mw", "2024/25")}
 # A published cap on what one new grant can obtain bounds the derived limit: Singapore's pilot
 # Data Centre Call-for-Application, which replaced the 2019-2022 moratorium, admits proposals of
 # 10-60 MW critical IT load, below a tenth of Singapore's 985 MW.
@@ -489,6 +517,20 @@ POWER_MW_CAP = {"singapore": ("Singapore", "2022-H2", "DC-CFA max critical IT lo
 # plan's horizon: a 5.9 GW market (Virginia) then offers ~590 MW, in line with the largest
 # single-tenant campus leases reported there, and a 0.6 GW market ~60 MW.
 ENTRANT_SHARE_OF_MARKET = 0.10
+# Moratoria and grid queues (time to power, docs/periods.md). The default is the base year; a market
+# where no new grid power can be had in it is a forbidden site of data/default/scenario.yaml (main()
+# checks the YAML lists exactly these), and years.yaml gives it power from the year it may have some.
+BASE_YEAR = 2026
+# Dublin: EirGrid supplies no new connections until at least 2028 (Bisnow, market search row); from
+# then, under CRU decision CRU/2025236 (reference/energization.csv notes: Arthur Cox 2025-12-16, DLA
+# Piper 2026-01-07), a data centre of 10 MVA or more must bring new dispatchable generation matching its
+# maximum import capacity: a grid-only entrant stays below 10 MVA, taken as 10 MW (power factor 1).
+DUBLIN_CRU_THRESHOLD_MVA = 10
+# Montreal: "Due to government restrictions on new power procurement, no new data center development
+# was started in Quebec in 2024" (CBRE H2 2024); no end date is published, so Montreal has no new
+# power in any period of the default (forbidden throughout); its limit is the fill of its tier, for
+# a user who quotes an allocation of their own (`dcplace data quotes`).
+POWER_BARRED = {"dublin": 2028, "montreal": None}
 CONTINENT_GROUPS = ("NA", "EU", "APAC", "LATAM", "MEA")
 
 
@@ -514,14 +556,15 @@ def power_prices() -> dict[str, Cell]:
         elif _eurostat_2024(row):
             usd = round(float(row["value"]) * 1000 * USD_PER_EUR_2024, 1)
             out[code] = D(usd, f"Eurostat nrg_pc_205 non-household 20-70 GWh/yr excl. taxes, {row['region_name']} mean of 2024-S1/S2 "
-                               f"(as compiled in sfgunkin/flops_export): {row['value']} EUR/kWh x {FX_RULE}")
+                               f"(as compiled in sfgunkin/flops_export): {row['value']} EUR/kWh x {FX_RULE}; one figure (no spread)", usd, usd)
     return out
 
 
 def price_fill(country: str, group: str, by_group: dict[str, list[float]]) -> Cell:
     values = by_group[group]
     return R(round(statistics.median(values), 1),
-             f"no 2024 industrial price for {country}: median of the {len(values)} sourced 2024 prices of its region ({group})")
+             f"no 2024 industrial price for {country}: median of the {len(values)} sourced 2024 prices of its region ({group}); "
+             "range their smallest to largest", min(values), max(values))
 
 
 def grid_carbon() -> dict[str, Cell]:
@@ -546,7 +589,8 @@ def site_carbon(sid: str, country: str, carbon: dict[str, Cell]) -> Cell:
         return zones[0]
     mean = round(sum(z.value for z in zones) / len(zones), 1)
     return D(mean, "mean of the Electricity Maps 2024 zones serving the market: "
-                   + " and ".join(f"{z.value:g} ({z.reference.split('; ')[-1]})" for z in zones))
+                   + " and ".join(f"{z.value:g} ({z.reference.split('; ')[-1]})" for z in zones) + "; range the zones'",
+             min(z.value for z in zones), max(z.value for z in zones))
 
 
 # A market's own colocation figure: site id -> (market, period) row of colocation_prices.csv, and
@@ -619,38 +663,159 @@ def colocation() -> dict[str, Cell]:
             ref += "; weak: " + r["notes"].split("weak: ", 1)[1].split(";")[0]
         if low == high and not fx and not carry:
             return S(round(value, 2), ref)
-        return D(round(value, 2), ref)
+        scale = (usd_per_unit if fx else 1.0) * (us_now / us[carry] if carry else 1.0)
+        return D(round(value, 2), ref + "; range the published low to high, converted alike", round(low * scale, 2), round(high * scale, 2))
 
     cells = {sid: own(*spec) for sid, spec in COLO_MARKET_ROWS.items()}
     tokyo = rows[("Tokyo", "2023 (article undated)")]
     cells["tokyo"] = S(float(tokyo["avg_usd_per_kw_month"]), f"{tokyo['source']}: Tokyo ~200 USD/kW-month ('relatively stable', 2023)")
-    cells["_us"] = R(us_now, f"no market figure: CBRE US primary-market average H2 2024 ({us_avg['source']})")
-    cells["_ca"] = R(float(na["avg_usd_per_kw_month"]), f"no market figure: CBRE North America average Q1 2024 ({na['source']})")
-    cells["_global"] = R(float(glob["avg_usd_per_kw_month"]), f"no market figure: CBRE global average Q1 2025 ({glob['source']})")
+    # A fill's range: the spread of the markets of its set that publish a comparable figure of their own
+    # (each market's own low and high), widened to the set average itself where that lies outside.
+    def spread(value, members):
+        lows = [cells[m].low if cells[m].low is not None else cells[m].value for m in members]
+        highs = [cells[m].high if cells[m].high is not None else cells[m].value for m in members]
+        return min(value, *lows), max(value, *highs)
+
+    us_own = [m for m in cells if m in ("ashburn", "phoenix", "chicago", "santa-clara")]
+    cells["_us"] = R(us_now, f"no market figure: CBRE US primary-market average H2 2024 ({us_avg['source']}); range the "
+                             f"US markets' own figures ({', '.join(us_own)})", *spread(us_now, us_own))
+    ca = float(na["avg_usd_per_kw_month"])
+    cells["_ca"] = R(ca, f"no market figure: CBRE North America average Q1 2024 ({na['source']}); range the North American "
+                         f"markets' own figures ({', '.join(us_own)}) and the average", *spread(ca, us_own))
+    g = float(glob["avg_usd_per_kw_month"])
+    everyone = list(COLO_MARKET_ROWS) + ["tokyo"]
+    cells["_global"] = R(g, f"no market figure: CBRE global average Q1 2025 ({glob['source']}); range the {len(everyone)} markets' "
+                            f"own figures ({', '.join(everyone)})", *spread(g, everyone))
     return cells
 
 
-def power_limits() -> dict[str, Cell]:
-    """New capacity obtainable per market from its published size (market_power.csv)."""
+def _market_power_rows() -> dict[tuple[str, str, str], dict]:
     rows, last_source = {}, ""
     for r in _read("market_power.csv"):
         if r["source"].strip().lower() in ("same as above", "same"):
             r = {**r, "source": last_source}  # the file's shorthand for the row above's source
         last_source = r["source"]
         rows[(r["market"], r["period"], r["metric"])] = r
-    out = {}
+    return rows
+
+
+def search_row(sid: str, field: str, year: str, publisher: str = "") -> dict:
+    """The one row of the market search (reference/market_search_2026-12.csv) for a market, field and
+    year (and publisher, where two publishers give the same field)."""
+    found = [r for r in _read(SEARCH) if r["market_id"] == sid and r["field"] == field and r["year"] == year
+             and publisher in r["publisher"]]
+    assert len(found) == 1, (sid, field, year, len(found))
+    return found[0]
+
+
+def _search_ref(r: dict) -> str:
+    return f"{r['publisher']}, '{r['title']}' ({r['url']}): \"{r['quote']}\" (market_search_2026-12.csv)"
+
+
+def market_operational_mw(sid: str) -> list[float]:
+    """Every operational-capacity figure the market search found for the market itself (not its
+    country, not live + pipeline totals, not what is available to lease): the spread of its size."""
+    return [float(r["value"]) for r in _read(SEARCH) if r["market_id"] == sid and r["field"] == "inventory_mw"
+            and not any(w in r["unit"] for w in ("pipeline", "country", "available"))]
+
+
+def power_limits(tiers: dict[str, int]) -> dict[str, Cell]:
+    """New capacity obtainable per market (MW): a tenth of its published size (market_power.csv or
+    the market search), a tenth of its country's as an upper bound, a published cap or moratorium,
+    else the fill of its tier from the sourced markets (FILL below). Each cell carries its range."""
+    rows = _market_power_rows()
+    out: dict[str, Cell] = {}
+    sized: dict[str, float] = {}  # markets whose limit is a tenth of their own size: the fill's inputs
+    share = ENTRANT_SHARE_OF_MARKET
+
+    def spread(sid, mw):
+        tenths = [round(x * share) for x in (mw, *market_operational_mw(sid))]
+        return min(tenths), max(tenths)
+
     for sid, key in MARKET_POWER_ROWS.items():
         r = rows[key]
         mw = float(r["value"])
-        value = round(mw * ENTRANT_SHARE_OF_MARKET)
-        ref = f"{ENTRANT_SHARE_OF_MARKET:g} x {key[0]} {key[2]} {mw:g} MW ({key[1]}, {r['source']}): a new entrant's share"
+        value = round(mw * share)
+        ref = f"{share:g} x {key[0]} {key[2]} {mw:g} MW ({key[1]}, {r['source']}): a new entrant's share"
+        low, high = spread(sid, mw)
         if sid in POWER_MW_CAP:
             cap_key = POWER_MW_CAP[sid]
             cap = rows[cap_key]
             if float(cap["value"]) < value:
                 value = round(float(cap["value"]))
-                ref = f"min({ref} = {round(mw * ENTRANT_SHARE_OF_MARKET)} MW; {cap_key[2]} {cap['value']} MW ({cap_key[1]}, {cap['source']}))"
-        out[sid] = D(value, ref)
+                ref = f"min({ref} = {round(mw * share)} MW; {cap_key[2]} {cap['value']} MW ({cap_key[1]}, {cap['source']}))"
+                low, high = 10, value  # the DC-CFA admits proposals of 10 to 60 MW
+                out[sid] = D(value, ref + "; range: the DC-CFA's 10-60 MW per proposal", low, high)
+                continue
+        sized[sid] = value
+        out[sid] = D(value, ref + (f"; range {low}-{high} MW: a tenth of each figure published for the market"
+                                   if low != high else "; one figure published (no spread)"), low, high)
+    for sid, (field, year) in SEARCH_POWER_ROWS.items():
+        r = search_row(sid, field, year)
+        mw = float(r["value"])
+        value = round(mw * share)
+        low, high = spread(sid, mw)
+        sized[sid] = value
+        note = (f"; range {low}-{high} MW: a tenth of each figure published for the market" if low != high
+                else "; one figure published (no spread)")
+        if sid == "queretaro":
+            note += "; CBRE Q1 2024: only 0.6 MW available for lease today (market_power.csv)"
+        out[sid] = D(value, f"{share:g} x {r['value']} {r['unit']} ({r['year']}): a new entrant's share; " + _search_ref(r) + note,
+                     low, high)
+    for sid, (field, year) in SEARCH_COUNTRY_ROWS.items():
+        r = search_row(sid, field, year)
+        mw = float(r["value"])
+        value = round(mw * share)
+        out[sid] = D(value, f"upper bound: {share:g} x the country's {r['value']} {r['unit']} ({r['year']}); "
+                            f"{_search_ref(r)}; range: the city holds half to all of its country's capacity (no city share published)",
+                     round(mw * share / 2), value)
+    # Moratorium: no new grid connection before the year; from then a grid-only entrant stays below the CRU threshold.
+    r = search_row("dublin", "moratorium", "2024", "Bisnow")
+    out["dublin"] = D(DUBLIN_CRU_THRESHOLD_MVA,
+                      f"no new grid connection before {POWER_BARRED['dublin']} ({_search_ref(r)}; power_from_year {POWER_BARRED['dublin']}, "
+                      f"a forbidden site of the base-year default); from then CRU/2025236: a data centre of "
+                      f"{DUBLIN_CRU_THRESHOLD_MVA} MVA or more must bring new dispatchable generation matching its import capacity "
+                      f"(reference/energization.csv notes: Arthur Cox 2025-12-16, DLA Piper 2026-01-07), so a grid-only entrant "
+                      f"stays below {DUBLIN_CRU_THRESHOLD_MVA} MVA, taken as {DUBLIN_CRU_THRESHOLD_MVA} MW at power factor 1; "
+                      "range 0 (EirGrid may keep connections closed) to the threshold", 0, DUBLIN_CRU_THRESHOLD_MVA)
+    fills = power_fills(sized, tiers)
+    for sid, tier in tiers.items():
+        if sid in out:
+            continue
+        value, low, high, why = fills[tier]
+        if sid == "montreal":
+            r = search_row("montreal", "moratorium", "2024-H2")
+            why += (f"; Quebec: {_search_ref(r)}: no new power for an entrant, so Montreal is a forbidden site of the "
+                    "default in every period (no end date published); this fill applies only if a user quotes an allocation")
+        out[sid] = R(value, why, low, high)
+    return out
+
+
+def power_fills(sized: dict[str, int], tiers: dict[str, int]) -> dict[int, tuple[int, int, int, str]]:
+    """The fill of a market without a published size, by tier (1 primary hub, 2 secondary, 3 emerging):
+    the median of the tenths of the markets of its tier that publish their own size, capped at the
+    smallest such limit of any higher tier, so that a fill never gives an unsourced market more than
+    a larger (higher-tier) sourced one; range: the smallest of its tier's sourced limits to the largest
+    (under the same cap)."""
+    out = {}
+    cap, cap_from = None, ""
+    for tier in sorted(set(tiers.values())):
+        mine = sorted(v for sid, v in sized.items() if tiers[sid] == tier)
+        median = statistics.median(mine)
+        value = math.floor(median + 0.5)
+        why = (f"no published size: the median of the {len(mine)} tier-{tier} markets' own limits (a tenth of their "
+               f"published capacity in operation: {', '.join(f'{v:g}' for v in mine)} MW) = {median:g}")
+        low, high = min(mine), max(mine)
+        if cap is not None and value > cap:
+            value = cap
+            why += f", capped at {cap} MW ({cap_from})"
+        if cap is not None:
+            high = min(high, cap)
+            low = min(low, value)
+        out[tier] = (value, low, high, why + f"; range {low}-{high} MW")
+        smallest = min(mine)
+        if cap is None or smallest < cap:
+            cap, cap_from = smallest, f"the smallest sourced limit of tier {tier} or higher"
     return out
 
 
@@ -661,60 +826,109 @@ def pue_climate() -> dict[str, Cell]:
 
     def factor(category):
         regional = rows[("region", category, "2020")]
-        return D(round((regional - 1) / (glob - 1), 3), f"Uptime Institute 2020 regional PUE: ({regional} - 1) / (global {glob} - 1)")
+        value = round((regional - 1) / (glob - 1), 3)
+        return D(value, f"Uptime Institute 2020 regional PUE: ({regional} - 1) / (global {glob} - 1); one figure (no spread)", value, value)
 
+    eu, mea = factor("Europe"), factor("Africa and Middle East")
     return {
-        "EU": factor("Europe"),
-        "MEA": factor("Africa and Middle East"),
-        "_other": R(1.0, f"no regional PUE figure: the global average (Uptime 2020, {glob})"),
+        "EU": eu,
+        "MEA": mea,
+        "_other": R(1.0, f"no regional PUE figure: the global average (Uptime 2020, {glob}); range the published regional "
+                         f"factors (Europe {eu.value:g}, Africa and Middle East {mea.value:g})", min(eu.value, mea.value), max(eu.value, mea.value)),
     }
 
 
-# Self-build of training campuses (economics.build_*; data/reference/build_costs.csv). One series per
-# country group: US markets take Cushman & Wakefield's Data Center Development Cost Guide 2025 (its own
-# figure where the text names the market, else its 19-market average); markets outside the US take
-# Turner & Townsend's Data Centre Construction Cost Index 2025-2026 where a figure is published, else
-# the C&W US average as a stated rule (no same-vintage figure for the market).
-BUILD_SERIES = {"US": "cw-2025"}  # everyone else: tt-2025-26 where the market has a figure
-BUILD_MARKET = {"reno": "Reno", "tokyo": "Tokyo", "singapore": "Singapore", "zurich": "Zurich", "london": "London",
-                "frankfurt": "Frankfurt"}
+# Self-build of training campuses (economics.build_*). Per market: Turner & Townsend's Data Centre
+# Construction Cost Index 2025-2026 (52 markets, US$ per watt = US$ M per MW), 45 of the 76 default
+# markets, from the full table as transcribed in GitHub sfgunkin/flops_export (secondary; 12 values,
+# 11 of them default markets, match press quotes of the same edition) via the market search
+# (reference/market_search_2026-12.csv, one `dcci_usd_per_w` row per market with the table's line as
+# its quote). T&T's 2018 edition titles its chart "Indicative US$/W for technical fit out (including
+# equipment)"; the 2025-26 reports do not restate the definition. Sydney's row is inconsistent (rank 26,
+# index 0.88, but 10.96 US$/W, above rank 25's 10.75): its index x London's 12.02 US$/W is used
+# (`derived`), and the transcribed 10.96 is the range's high end. Reno, not in the index, keeps Cushman &
+# Wakefield's Data Center Development Cost Guide 2025 figure ($15.0 M; build_costs.csv), a different
+# series. Every other market: the median of the index's markets of its region (rule), range their
+# smallest to largest. The C&W 19-market US average ($11.7 M) stays economics.build_usd_per_mw.
 BUILD_AVERAGE = "US 19-market average"
+BUILD_CW_MARKET = {"reno": "Reno"}
+TT_PRESS_CONFIRMED = {"tokyo", "singapore", "zurich", "santa-clara", "london", "frankfurt", "osaka", "mumbai", "lagos",
+                      "johannesburg", "nairobi"}
+TT_INCONSISTENT = {"sydney"}
+TT_LONDON_USD_PER_W = "london"  # the index's base (London = 1.00)
 # The economics cells of data/default/scenario.yaml (written to provenance.csv as table 'economics';
 # main() checks the YAML holds these values).
 BUILD_ECONOMICS_WHY = {
     "build_om_share_per_year": A(0.03, "no public figure found: annual operation and maintenance of the shell and its "
                                        "power and cooling plant taken as 3 % of the build cost a year (the C&W build cost "
-                                       "excludes operating costs; energy, staff and site costs are charged elsewhere)"),
+                                       "excludes operating costs; energy, staff and site costs are charged elsewhere); range 2-4 % (assumption)", 0.02, 0.04),
     "build_life_years": A(20, "upper end of the 10-20 year data-centre life expectancy quoted by JLL (Arizona Builder's "
-                              "Exchange, 'Trends in Data Center Design, Construction, and Site Selection'); no vintage given"),
+                              "Exchange, 'Trends in Data Center Design, Construction, and Site Selection'); no vintage given; range JLL's 10-20 years",
+                              10, 20),
     "min_campus_mw": A(20, "no public figure: nobody self-builds a campus for less than 20 MW of IT load; smaller "
                            "training footprints lease (C&W 2025 notes developers buying 224-acre average parcels for "
-                           "multi-building campuses)"),
+                           "multi-building campuses); range 10-60 MW, the band of critical IT load one Singapore "
+                           "DC-CFA proposal may ask for (market_power.csv)", 10, 60),
     "campus_fixed_usd_per_year": A(0, "no public figure: the site's fixed_cost_usd_per_year already carries staff, "
-                                      "security, connectivity and land of an opened site"),
+                                      "security, connectivity and land of an opened site; range up to one more site fixed "
+                                      "cost (2 M USD/yr)", 0, 2_000_000),
 }
 
 
-def build_costs() -> dict[str, Cell]:
-    """site id -> build cost per MW of IT (a Cell), and '_us' -> the C&W US average (also the economics default)."""
+def tt_rows() -> dict[str, dict]:
+    """site id -> the market search's Turner & Townsend DCCI 2025-2026 row."""
+    rows = [r for r in _read(SEARCH) if r["field"] == "dcci_usd_per_w" and r["year"] == "2025" and r["quote"].startswith("rank,market")]
+    assert len({r["market_id"] for r in rows}) == len(rows)
+    return {r["market_id"]: r for r in rows}
+
+
+def tt_index(row: dict) -> tuple[int, str, float, float]:
+    """(rank, T&T market name, index, US$/W) from the transcribed table line in the row's quote."""
+    parts = row["quote"].split(": ", 1)[1].split(" [", 1)[0].split(",")
+    return int(parts[0]), ",".join(parts[1:-2]), float(parts[-2]), float(parts[-1])
+
+
+def build_costs(groups: dict[str, str]) -> dict[str, Cell]:
+    """site id -> build cost per MW of IT (a Cell, every market), and '_us' -> the C&W US average
+    (the economics default)."""
     rows = {r["market"]: r for r in _read("build_costs.csv")}
     avg = rows[BUILD_AVERAGE]
-    avg_cell = S(int(avg["usd_per_mw_it"]), f"{avg['source']}: {BUILD_AVERAGE}, {avg['period']}")
-    out = {"_us": avg_cell}
-    for sid, market in BUILD_MARKET.items():
+    out = {"_us": S(int(avg["usd_per_mw_it"]), f"{avg['source']}: {BUILD_AVERAGE}, {avg['period']}",
+                    int(rows["San Antonio"]["usd_per_mw_it"]), int(rows["Reno"]["usd_per_mw_it"]))}
+    tt = tt_rows()
+    london = tt_index(tt[TT_LONDON_USD_PER_W])[3]
+    by_group: dict[str, list[float]] = {}
+    for sid, r in tt.items():
+        rank, market, index, usd = tt_index(r)
+        assert float(r["value"]) == usd, sid
+        ref = (f"Turner & Townsend, Data Centre Construction Cost Index 2025-2026 (52 markets), {market} (rank {rank}, "
+               f"index {index:g} of London) US${usd:g}/W = US${usd:g} M per MW of IT; as transcribed in {r['url']} "
+               "(secondary: T&T publishes the table as an image)")
+        ref += ("; confirmed by press quotes of the same edition" if sid in TT_PRESS_CONFIRMED
+                else "; not confirmed by a press quote")
+        if sid in TT_INCONSISTENT:
+            value = round(index * london, 2)
+            out[sid] = D(round(value * 1e6), ref + f"; the row is inconsistent (US${usd:g}/W ranks above rank {rank - 1}; "
+                         f"index x London = {index:g} x {london:g} = {value:g}): the index is used, the transcribed US$/W is the "
+                         "range's high end", round(value * 1e6), round(usd * 1e6))
+        else:
+            value = usd
+            out[sid] = S(round(usd * 1e6), ref)
+        by_group.setdefault(groups[sid], []).append(value)
+    for sid, market in BUILD_CW_MARKET.items():
         r = rows[market]
-        out[sid] = S(int(r["usd_per_mw_it"]), f"{r['source']}: {market}, {r['period']}")
+        out[sid] = S(int(r["usd_per_mw_it"]), f"{r['source']}: {market}, {r['period']} (not in the T&T index; C&W's series "
+                                               "excludes owner-furnished equipment and fit-out, so it is not comparable to T&T's)")
+    for sid, group in groups.items():
+        if sid in out:
+            continue
+        values = sorted(by_group[group])
+        median = statistics.median(values)
+        out[sid] = R(round(median * 1e6), f"not in the Turner & Townsend DCCI 2025-2026: the median of the index's "
+                                          f"{len(values)} markets of its region ({group}: {', '.join(f'{v:g}' for v in values)} "
+                                          f"US$/W) = {median:g}; range their smallest to largest",
+                     round(values[0] * 1e6), round(values[-1] * 1e6))
     return out
-
-
-def build_cost_cell(sid: str, country: str, costs: dict[str, Cell]) -> Cell:
-    if sid in costs:
-        return costs[sid]
-    avg = costs["_us"]
-    if country == "US":
-        return R(avg.value, f"{avg.reference}; the market's own figure is not attributable from the guide's text: the 19-market average")
-    return R(avg.value, f"{avg.reference}; no same-vintage figure for the market (Turner & Townsend 2025-2026 publishes "
-                        "Tokyo, Singapore, Zurich, London, Frankfurt in text): the C&W US average")
 
 
 def build_sites() -> list[dict]:
@@ -722,9 +936,9 @@ def build_sites() -> list[dict]:
     prices = power_prices()
     carbon = grid_carbon()
     colo = colocation()
-    limits = power_limits()
+    limits = power_limits({m[0]: m[5] for m in MARKETS})
     climate = pue_climate()
-    costs = build_costs()
+    costs = build_costs({m[0]: m[6] for m in MARKETS})
 
     def own_price(sid, country, state):
         code = f"US-{state}" if country == "US" else country
@@ -751,12 +965,9 @@ def build_sites() -> list[dict]:
             colo_cell = {"US": colo["_us"], "CA": colo["_ca"]}.get(country, colo["_global"])
             if sid in COLO_NOT_COMPARABLE:
                 colo_cell = R(colo_cell.value, f"{colo_cell.reference}; the market's own figure in colocation_prices.csv "
-                                               f"is not comparable: {COLO_NOT_COMPARABLE[sid]}")
-        if sid in limits:
-            limit = limits[sid]
-        else:
-            mw, why = POWER_MW_OVERRIDE.get(sid, (POWER_MW[tier], f"tier-{tier} market: {POWER_MW[tier]} MW of new capacity obtainable"))
-            limit = A(mw, why)
+                                               f"is not comparable: {COLO_NOT_COMPARABLE[sid]}", colo_cell.low, colo_cell.high)
+        limit = limits[sid]
+        racks = lambda mw: math.floor(mw * 1000 / 15)  # noqa: E731
         cooling = "air;rdhx;dlc" if tier == 1 else "air;rdhx;dlc;immersion"
         rows.append({
             "id": sid, "name": name,
@@ -765,12 +976,16 @@ def build_sites() -> list[dict]:
             "power_price_usd_per_mwh": price,
             "grid_carbon_g_per_kwh": site_carbon(sid, country, carbon),
             "power_limit_mw": limit,
-            "floor_racks": R(math.floor(limit.value * 1000 / 15), "floor space = power / 15 kW per rack position"),
-            "fixed_cost_usd_per_year": A(2_000_000, "staff, security, connectivity and land of an opened site"),
+            "floor_racks": R(racks(limit.value), "floor space = power / 15 kW per rack position; range: the power limit's",
+                             racks(limit.low), racks(limit.high)),
+            "fixed_cost_usd_per_year": A(2_000_000, "staff, security, connectivity and land of an opened site; no market publishes "
+                                                    "one: range half to twice the assumption", 1_000_000, 4_000_000),
             "colocation_usd_per_kw_month": colo_cell,
             "cooling_allowed": cooling,
             "pue_climate_factor": climate.get(group, climate["_other"]),
-            "build_usd_per_mw": build_cost_cell(sid, country, costs),
+            "build_usd_per_mw": costs[sid],
+            "power_from_year": (S(POWER_BARRED[sid], f"no new grid connection before {POWER_BARRED[sid]}: see power_limit_mw")
+                                if POWER_BARRED.get(sid) else ""),
         })
     return rows
 
@@ -872,13 +1087,19 @@ def main() -> None:
     sites = build_sites()
     provenance: list[dict] = []
     write_table(HERE / "default" / "sites.csv", sites, provenance, "sites")
-    economics = {**BUILD_ECONOMICS_WHY, "build_usd_per_mw": build_costs()["_us"]}
+    economics = {**BUILD_ECONOMICS_WHY, "build_usd_per_mw": build_costs({m[0]: m[6] for m in MARKETS})["_us"]}
     declared = yaml.safe_load((HERE / "default" / "scenario.yaml").read_text())["economics"]
     for field, cell in economics.items():
         if declared.get(field) != cell.value:
             raise SystemExit(f"data/default/scenario.yaml economics.{field} is {declared.get(field)!r}; "
                              f"the build's figure is {cell.value!r}: set it there")
-        provenance.append({"table": "economics", "id": "default", "field": field, "basis": cell.basis, "reference": cell.reference})
+        provenance.append({"table": "economics", "id": "default", "field": field, "basis": cell.basis, "reference": cell.reference,
+                           "low": _num(cell.low), "high": _num(cell.high)})
+    scenario = yaml.safe_load((HERE / "default" / "scenario.yaml").read_text())
+    barred = sorted(sid for sid, year in POWER_BARRED.items() if year is None or year > BASE_YEAR)
+    if sorted((scenario.get("policies") or {}).get("forbidden_sites") or []) != barred:
+        raise SystemExit(f"data/default/scenario.yaml policies.forbidden_sites must be {barred}: the markets with no new "
+                         f"grid power in {BASE_YEAR} (POWER_BARRED); set it there")
     write_provenance(HERE / "default" / "provenance.csv", provenance)
     regions, left_out = build_regions(sites)
     with (HERE / "default" / "regions.csv").open("w", newline="") as fh:

@@ -68,8 +68,11 @@ def test_training_goes_to_cheap_power_on_a_fast_fabric(default_plan):
     scenario = load_scenario()
     dlc = next(c for c in scenario.catalog.cooling if c.id == "dlc")
     lf = scenario.economics.training_load_factor
+    # among the sites a large job can use: not forbidden (no new grid power in the base year) and
+    # with room for a cluster (the default's tier-3 fills of a few MW cannot hold one)
     delivered = {
         s.id: s.colocation_usd_per_kw_month * 12 + s.power_price_usd_per_mwh * 8.76 * lf * s.pue(dlc) for s in scenario.sites
+        if s.id not in scenario.policies.forbidden_sites and s.power_limit_kw >= 10_000
     }
     cheapest = sorted(delivered, key=delivered.get)[:3]
     big = [j for j in plan["jobs"] if j["gpus_h100_equiv"] >= 4096]
