@@ -574,6 +574,7 @@ def rounded_lp_start(h: highspy.Highs, lm: LinearModel, ix: IndexSets, time_limi
             second = solve_relaxation(h, integer_cols, closed, deadline, lazy)
         second = (second or (first, lp_bound))[0]
     col_value = _with_values(second, round_within_limits(second, lm, ix))
+    rounded_value = col_value
     if col_value is not None and not lm.is_feasible(col_value):
         # The rounding sets the integer columns and only roughly the continuous ones (the clock's
         # hourly serving, rentals; the shares of a site whose racks _trim took away): an LP over
@@ -586,6 +587,8 @@ def rounded_lp_start(h: highspy.Highs, lm: LinearModel, ix: IndexSets, time_limi
             # the fallback when no LP completes the start.
             col_value = _with_values(second, round_within_limits(second, lm, ix, lend_room=True))
             completed = complete_start(h, lm, col_value, deadline) if col_value is not None else None
+        if completed is None and rounded_value is not None:
+            completed = _dive_on_placements(h, lm, ix, rounded_value, closed, deadline, lazy)
         col_value = completed
     start = col_value
     rounded = f"rounded LP relaxation (${float(lm.objective() @ start):,.0f}/yr, {len(keep)} sites kept)" if start is not None else ""
@@ -680,6 +683,35 @@ def _rack_rens(h: highspy.Highs, lm: LinearModel, plan: np.ndarray, deadline: fl
     x = found[0]
     x[integer_cols] = np.round(x[integer_cols])
     return x if lm.is_feasible(x) else complete_start(h, lm, x, complete_by)
+
+
+def _dive_on_placements(h: highspy.Highs, lm: LinearModel, ix: IndexSets, rounded: np.ndarray, closed: list[int],
+                        deadline: float, lazy) -> np.ndarray | None:
+    """The rounded plan with its training placements kept, its inference chosen again: the LP is
+    solved with every job's placement fixed where the rounding put it, and rounded once more.
+
+    Rounding places each job whole at the site the LP gave most of it; where that site's power
+    then held the job but not the inference the LP had also put there, _trim took inference racks
+    away, and no LP over the other sites' rounded racks could serve what they served (the default
+    world with market-sized power limits: Toronto, 32 MW, took the 27 MW frontier job beside 7.5 MW
+    of inference). With the placements fixed the LP moves that inference before it is rounded.
+    None when that plan breaks a limit too, or no LP completes it."""
+    block = lm.blocks.get("place")
+    if block is None or not len(block.keys):
+        return None
+    cols = np.arange(block.start, block.stop, dtype=np.int32)
+    lower, upper = (bounds[cols] for bounds in lm.bounds())
+    fixed = np.clip(np.round(rounded[cols]), lower, upper)
+    h.changeColsBounds(len(cols), cols, fixed, fixed)
+    with _restoring(lambda: h.changeColsBounds(len(cols), cols, lower, upper)):
+        with _headroom(h, lm, ix):
+            third = solve_relaxation(h, lm.integer_columns(), closed, deadline, lazy)
+        if third is None:
+            return None
+        value = _with_values(third[0], round_within_limits(third[0], lm, ix))
+        if value is None:
+            return None
+        return value if lm.is_feasible(value) else complete_start(h, lm, value, deadline)
 
 
 def _with_values(x: np.ndarray, assigned: dict | None) -> np.ndarray | None:
