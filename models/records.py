@@ -527,6 +527,7 @@ class Scenario(Record):
     files: dict[str, str] = {}
     source_path: str = ""
     content_hash: str = ""
+    overrides: dict[str, Any] = {}  # path -> value applied over the scenario's file (models/overrides.py); not hashed
 
     @classmethod
     def from_frames(cls, sites, regions, jobs=None, catalog=None, name: str = "in-memory", economics=None, latency=None,
