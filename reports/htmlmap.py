@@ -30,6 +30,7 @@ from pyproj import Transformer
 from dcplace.optimizer.studies.outages import AT_RISK_TOL_TOK_S
 from dcplace.reports.layers import PlanLayers, line_ends, line_parts, plan_extent, window_outline
 from dcplace.reports.output import check_destination
+from dcplace.reports.summary import status_word, variant_title
 from dcplace.reports.style import (
     CLOSED_COLOUR, DAY_COLOURS, LAND_COLOUR, OCEAN_COLOUR, REGION_COLOUR, ROLE_COLOURS, ROLE_SYMBOLS, class_colours, flow_scale,
     geo_path, money, mw_text, tok_s_text, without_bidi_controls, workload_classes,
@@ -421,14 +422,14 @@ def _layout(fig: go.Figure, layers: PlanLayers) -> None:
     kpis = (f"annual cost {money(plan.objective_usd_per_year)} · {int(k['sites_open'])} sites · "
             f"${k['usd_per_m_tokens']:.3f} per M tokens · mean RTT {k['mean_rtt_ms']:.1f} ms")
     footnote = (f"solved {plan.created_utc[:10]} with {esc(plan.solve.solver)} {esc(plan.solve.solver_version)} "
-                f"({esc(plan.solve.status)}) · scenario {plan.scenario_hash[:12]} · countries: Natural Earth 1:110m")
+                f"({esc(status_word(plan))}) · scenario {plan.scenario_hash[:12]} · countries: Natural Earth 1:110m")
     # Title, KPIs and footnote stack in the top margin, left; the modebar keeps the top right.
     top_lines = [
         {"text": kpis, "yshift": 20, "font": {"size": 12, "color": "#2a3f5f"}, "name": "kpis"},
         {"text": footnote, "yshift": 4, "font": {"size": 10, "color": "#666"}, "name": "footnote"},
     ]
     fig.update_layout(
-        title={"text": f"<b>{esc(plan.scenario)}</b>", "x": 0.0, "xanchor": "left", "xref": "container", "y": 1.0,
+        title={"text": f"<b>{esc(variant_title(plan))}</b>", "x": 0.0, "xanchor": "left", "xref": "container", "y": 1.0,
                "yanchor": "top", "yref": "container", "pad": {"t": 8, "l": 8}, "font": {"size": 16}},
         annotations=[line | {"x": 0.0, "y": 1.0, "xref": "paper", "yref": "paper", "xanchor": "left", "yanchor": "bottom",
                              "showarrow": False, "align": "left"} for line in top_lines],
@@ -516,5 +517,5 @@ def save_maps(layers: PlanLayers, out_dir: str | Path, png: bool = True, pdf: bo
     check_destination(out_dir, "report")  # refuse a bad --out before drawing, not after
     files = static_map_files(layers, png, pdf, extent) if (png or pdf) else {}
     if html:
-        files["map.html"] = offline_html(plan_figure(layers), f"dcplace map — {layers.plan.scenario}").encode("utf-8")
+        files["map.html"] = offline_html(plan_figure(layers), f"dcplace map — {variant_title(layers.plan)}").encode("utf-8")
     return write_files(out_dir, files)

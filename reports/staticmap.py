@@ -413,11 +413,12 @@ def _wrap(text: str, width: int = 22) -> str:
 
 def _title_block(fig: Figure, layers: PlanLayers, result: StaticMap) -> None:
     plan, k = layers.plan, layers.plan.kpis
-    gap = f", gap {plan.solve.gap:.2%}" if plan.solve.gap is not None else ""
-    fig.text(0.01, 0.965, f"dcplace plan — {plan.scenario}", fontsize=15, weight="bold", va="top", parse_math=False)
+    from dcplace.reports.summary import money_at, money_step_usd, status_word, variant_title
+
+    fig.text(0.01, 0.965, f"dcplace plan — {variant_title(plan)}", fontsize=15, weight="bold", va="top", parse_math=False)
     fig.text(
         0.01, 0.925,
-        f"Annual cost {money(plan.objective_usd_per_year)}  ·  {int(k['sites_open'])} sites open  ·  "
+        f"Annual cost {money_at(plan.objective_usd_per_year, money_step_usd(plan))}  ·  {int(k['sites_open'])} sites open  ·  "
         f"IT {mw_text(k['it_mw_inference'])} inference + {mw_text(k['it_mw_training'])} training  ·  "
         f"${k['usd_per_m_tokens']:.3f} per M tokens  ·  mean RTT {k['mean_rtt_ms']:.1f} ms",
         fontsize=10, va="top", parse_math=False,
@@ -426,7 +427,7 @@ def _title_block(fig: Figure, layers: PlanLayers, result: StaticMap) -> None:
     unlabelled = f"  ·  {len(result.unlabelled)} smaller sites unlabelled (no room)" if result.unlabelled else ""
     fig.text(
         0.01, 0.012,
-        f"Solved {plan.created_utc[:10]} with {plan.solve.solver} {plan.solve.solver_version} ({plan.solve.status}{gap})  ·  "
+        f"Solved {plan.created_utc[:10]} with {plan.solve.solver} {plan.solve.solver_version} ({status_word(plan)})  ·  "
         f"scenario {plan.scenario_hash[:12]}  ·  {projection}; countries: Natural Earth 1:110m{unlabelled}",
         fontsize=7, color="#555555", parse_math=False,
     )
