@@ -71,6 +71,7 @@ class StaticMap:
     regions: object = None  # the artists, for tests and callers: the region dots ...
     candidates: object = None  # ... the unopened candidates ...
     sites: dict[str, object] = field(default_factory=dict)  # ... and the open sites by role
+    raised: list[str] = field(default_factory=list)  # site ids drawn again on top: another role's larger symbol overlapped them
     legend: object = None
     legend_entries: tuple = ()  # (handles, the headings among them)
     outages: OutageTable | None = None  # what each open site's loss costs ...
@@ -103,7 +104,11 @@ def shared_scales(all_layers) -> MapScales:
                      max((m.region_tok_s for m in each), default=0.0))
 
 
-def draw_static_map(layers: PlanLayers, extent: str = "auto", width_in: float = 14.0, scales: MapScales | None = None) -> StaticMap:
+A4_LANDSCAPE_IN = (11.69, 8.27)  # map.pdf is drawn at A4 landscape, so its 7 pt labels print at 7 pt
+
+
+def draw_static_map(layers: PlanLayers, extent: str = "auto", width_in: float = A4_LANDSCAPE_IN[0],
+                    scales: MapScales | None = None) -> StaticMap:
     """Draw the plan. `extent`: "auto" (regional when the plan fits one), "world"; `scales`: what
     symbol sizes are relative to (default: this plan's own largest site, flow and region)."""
     layers = layers.for_display()  # names as outputs show them (reports.style.display_name)
@@ -117,7 +122,7 @@ def draw_static_map(layers: PlanLayers, extent: str = "auto", width_in: float = 
         crs = CRS.from_proj4(f"+proj=laea +lat_0={lat0:.4f} +lon_0={lon0:.4f} +datum=WGS84 +units=m +no_defs")
     to_map = Transformer.from_crs("EPSG:4326", crs, always_xy=True)
 
-    height_in = width_in * (0.5 if window is None else 0.75)
+    height_in = width_in * (0.5 if window is None else 0.7)  # 8.18 in at A4 width: the page holds it
     fig, ax = plt.subplots(figsize=(width_in, height_in), dpi=100)
     fig.subplots_adjust(left=0.01, right=0.84, bottom=0.05, top=0.9)  # the legend sits to the right, never on data
     ax.set_axis_off()
@@ -134,6 +139,7 @@ def draw_static_map(layers: PlanLayers, extent: str = "auto", width_in: float = 
 
     _legend(ax, layers, result, scales)
     _fit_legend(ax, result)  # before the labels: they are placed in the map's final display box
+    _raise_covered(ax, layers, site_xy, site_area, result)
     _place_labels(ax, layers, site_xy, site_area, result)
     _title_block(fig, layers, result)
     return result
@@ -227,7 +233,9 @@ def _draw_sites(ax, layers: PlanLayers, to_map: Transformer, result: StaticMap, 
 def _draw_outage_rings(ax, layers: PlanLayers, site_xy: np.ndarray, site_area: np.ndarray, result: StaticMap) -> None:
     """A ring just outside the symbol of every open site whose loss breaks (OutageTable.breaks)."""
     result.outages = table = layers.outages
-    breaking = {o.site for o in table.outages if table.breaks(o)}
+    # a ring says "this loss breaks the stated policy": with no policy nothing is ringed (a ring
+    # on every site says nothing); the legend then names the worst loss as text (issue 49)
+    breaking = {o.site for o in table.outages if table.survive_site_loss and table.breaks(o)}
     ids = layers.sites["id"].to_numpy()
     idx = np.flatnonzero([site in breaking and area > 0 for site, area in zip(ids, site_area)])
     result.ringed = [str(ids[i]) for i in idx]
@@ -237,19 +245,46 @@ def _draw_outage_rings(ax, layers: PlanLayers, site_xy: np.ndarray, site_area: n
                                   edgecolors=RISK_COLOUR, linewidths=RING_WIDTH_PT, zorder=Z_SITES)
 
 
+def _raise_covered(ax, layers: PlanLayers, site_xy: np.ndarray, site_area: np.ndarray, result: StaticMap) -> None:
+    """No symbol hides another: each role's symbols are one layer (smallest on top within it), so
+    a small site of one role beside a large one of a role drawn later (Dubai by Doha, Tel Aviv by
+    Cairo) would lie under it. Such a site is drawn again above every role's layer, as it is."""
+    renderer_scale = ax.figure.dpi / 72.0
+    display = ax.transData.transform(site_xy)
+    roles = layers.sites["role"].to_numpy()
+    order = {role: k for k, role in enumerate(ROLE_MARKERS)}
+    radius = np.sqrt(site_area / math.pi) * renderer_scale
+    open_idx = [i for i in range(len(site_area)) if site_area[i] > 0 and roles[i] in order]
+    covered = []
+    for i in open_idx:
+        for j in open_idx:
+            if (site_area[j] > site_area[i] and order[roles[j]] > order[roles[i]]
+                    and np.hypot(*(display[i] - display[j])) < radius[i] + radius[j]):
+                covered.append(i)
+                break
+    result.raised = [str(layers.sites["id"].iat[i]) for i in covered]
+    for role, marker in ROLE_MARKERS.items():
+        idx = [i for i in covered if roles[i] == role]
+        if idx:
+            idx = sorted(idx, key=lambda i: -site_area[i])
+            ax.scatter(site_xy[idx, 0], site_xy[idx, 1], s=site_area[idx], marker=marker, color=ROLE_COLOURS[role], alpha=0.95,
+                       edgecolors="white", linewidths=0.8, zorder=Z_SITES + 0.5)
+
+
 def _outage_legend_lines(table: OutageTable) -> list[str]:
     """The legend's entries under 'If one of N open sites is lost': the ring's (when any site
     is ringed: every open site whose loss breaks), the worst loss and the training that stalls,
     each on at most two lines."""
-    breaking = [o for o in table.outages if table.breaks(o)]
+    breaking = [o for o in table.outages if table.survive_site_loss and table.breaks(o)]
     if breaking:
-        what = "breaks survive_site_loss" if table.survive_site_loss else "leaves inference short"
-        lines = [f"{len(breaking)} ringed: the loss\n{what}"]
+        lines = [f"{len(breaking)} ringed: the loss\nbreaks survive_site_loss"]
     elif table.survive_site_loss:
         lines = ["none breaks\nsurvive_site_loss"]
     else:
-        lines = ["all inference re-served\nin its failover budget"]
+        lines = ["no N-1 policy set\n(survive_site_loss): no rings"]
     worst = max(breaking, key=lambda o: o.at_risk_total_tok_s) if breaking else table.worst()
+    if not table.survive_site_loss and (worst is None or worst.at_risk_total_tok_s <= 0):
+        lines.append("every loss re-served\nin its failover budget")
     if worst is not None and worst.at_risk_total_tok_s > 0:
         share = worst.at_risk_total_tok_s / max(table.served_tok_s, 1e-9)
         if breaking or not table.survive_site_loss:
