@@ -264,3 +264,19 @@ def test_static_map_fits_a4_and_no_symbol_hides_another(tmp_path):
 
     box = re.search(rb"/MediaBox \[ *0 0 ([\d.]+) ([\d.]+) *\]", static_map_files(layers, png=False)["map.pdf"])
     assert float(box.group(1)) <= 842 and float(box.group(2)) <= 596  # A4 landscape: 841.9 x 595.3 pt
+
+
+def test_html_map_legend_is_whole_words_with_a_size_key_and_the_loss_entry(world):
+    """Issue 49: legend names were cut mid-word ('Small-model chat (7-8B class: L… flows'); there
+    was no size key and nothing on single-site losses. Without a policy: no ring on the map, and
+    the entry says so and names the worst loss."""
+    from dcplace.reports.htmlmap import plan_figure
+
+    fig = plan_figure(world)
+    names = [t.name for t in fig.data if t.showlegend is not False and t.name]
+    assert not any("…" in n for n in names), names
+    keys = [t for t in fig.data if t.meta["layer"] == "size-key"]
+    assert keys and all(t.name.endswith("site (size key)") for t in keys)
+    (losses,) = [t for t in fig.data if t.meta["layer"] == "losses"]
+    assert "no N-1 policy set" in losses.name and "worst loss:" in losses.name.replace("<br>", " ")
+    assert list(losses.lon) == [None]  # no ring drawn without a policy
