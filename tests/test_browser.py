@@ -243,3 +243,29 @@ def test_html_map_makes_no_network_request(outputs):
     assert not re.search(r"""<script[^>]+src=""", page, re.I)  # every script is inline
     assert "cdn.plot.ly" not in page.split("window.PlotlyGeoAssets", 1)[1].split("</script>", 1)[0]
     assert "window.PlotlyGeoAssets" in page
+
+
+_FIGURE_LINES = """<script>
+(function () {
+  var spans = Array.from(document.querySelectorAll('span.fig'));
+  var broken = spans.filter(function (s) { return s.getClientRects().length !== 1; }).map(function (s) { return s.textContent; });
+  var pre = document.createElement('pre'); pre.id = 'dcplace-figures';
+  pre.textContent = JSON.stringify({count: spans.length, broken: broken});
+  document.body.appendChild(pre);
+})();
+</script>"""
+
+
+@pytest.mark.parametrize("width", [1366, 1400])
+def test_report_never_splits_money_from_its_unit(outputs, width):
+    """Issue 49: '$451.90⏎M' at 1,366-1,400 px. Every figure with its unit is one span kept on
+    one line (white-space: nowrap): measured in Chromium (a test copy without the page's CSP,
+    which forbids any script)."""
+    root, _ = outputs
+    page = (root / "out" / "report.html").read_text(encoding="utf-8")
+    page = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", page).replace("</body>", _FIGURE_LINES + "</body>", 1)
+    probe = root / f"figures-{width}.html"
+    probe.write_text(page, encoding="utf-8")
+    dom = headless(probe, root / f"profile-figures-{width}", size=(width, 900))
+    found = json.loads(html.unescape(re.search(r'<pre id="dcplace-figures">(.*?)</pre>', dom).group(1)))
+    assert found["count"] > 20 and found["broken"] == [], found
