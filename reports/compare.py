@@ -349,6 +349,8 @@ def comparison_table(plans: list[NamedPlan], baseline: str, sites: pd.DataFrame 
         mine = sites[sites["plan"] == p.label] if feasible and not row["baseline"] else sites.iloc[0:0]
         moved = [r for r in mine.to_dict(orient="records") if abs(r["it_mw_change"]) >= 0.05 or r["role_baseline"] != r["role_plan"]]
         row["top_movers"] = ", ".join(mover_text(r) for r in moved[:TOP_MOVERS])
+        for key in ("worst_loss_baseline", "worst_loss_plan", "classes_protected", "training_at_risk"):
+            row[key] = ""  # filled only for a plan whose N-1 policy differs (resilience_of)
         row["inputs_changed"] = inputs_changed(base, p) if p.plan is not None and not row["baseline"] else ""
         band = max(_gap_usd(base.plan), _gap_usd(p.plan)) if feasible else np.nan
         row["gap_band_musd"] = band / 1e6
@@ -619,6 +621,34 @@ def _waterfall_figure(base: NamedPlan, p: NamedPlan):
 
 
 GROW_COLOUR, SHRINK_COLOUR, SAME_COLOUR = "#6a3d9a", "#e66101", "#9a9a9a"
+CHANGE_LABEL_OFFSETS = [(6, 4), (6, -10), (-6, 4), (-6, -10), (0, 12), (0, -16), (14, 14), (-14, 14), (14, -20), (-14, -20),
+                        (24, 0), (-24, 0), (0, 26), (0, -30)]
+
+
+def _place_change_labels(ax, labelled: list) -> list:
+    """Label the largest changes `Mumbai +1.3 MW` where no label overlaps another or the legend:
+    the first of several offsets around the circle that is clear, with a leader line when it is
+    not the nearest (labels used to pile up: 'Mumbai +1.3 MW MW'). Returns the labels drawn."""
+    fig = ax.figure
+    renderer = fig.canvas.get_renderer()
+    legend = ax.get_legend()
+    taken = [legend.get_window_extent(renderer)] if legend is not None else []
+    axes_box = ax.get_window_extent(renderer)
+    drawn = []
+    for r, x, y in labelled:
+        for k, (dx, dy) in enumerate(CHANGE_LABEL_OFFSETS):
+            label = ax.annotate(f"{r['site']} {r['it_mw_change']:+,.1f} MW", (x, y), xytext=(dx, dy), textcoords="offset points",
+                                fontsize=7.5, zorder=4, parse_math=False, ha="left" if dx >= 0 else "right",
+                                bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.8},
+                                arrowprops={"arrowstyle": "-", "color": "#555555", "lw": 0.6} if k >= 4 else None)
+            box = label.get_window_extent(renderer)
+            inside = axes_box.x0 <= box.x0 and box.x1 <= axes_box.x1 and axes_box.y0 <= box.y0 and box.y1 <= axes_box.y1
+            if inside and not any(box.overlaps(t) for t in taken):
+                taken.append(box)
+                drawn.append(label)
+                break
+            label.remove()
+    return drawn
 
 
 def difference_map_figure(base: Plan, plan: Plan, title: str, rows: pd.DataFrame):
@@ -653,15 +683,12 @@ def difference_map_figure(base: Plan, plan: Plan, title: str, rows: pd.DataFrame
         size = 20 + 900 * abs(change) / biggest
         ax.scatter([x], [y], s=size, color=colour, alpha=0.75, edgecolor="white", linewidth=0.8, zorder=3)
     labelled = [t for t in sorted(zip(records, lons, lats), key=lambda t: -abs(t[0]["it_mw_change"])) if abs(t[0]["it_mw_change"]) >= 0.05]
-    for r, x, y in labelled[:MAP_MOVERS]:
-        ax.annotate(f"{r['site']} {r['it_mw_change']:+,.1f} MW", (x, y), xytext=(6, 4), textcoords="offset points", fontsize=7.5,
-                    zorder=4, parse_math=False, bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.7})
     from matplotlib.lines import Line2D
 
-    handles = [Line2D([], [], marker="o", linestyle="", color=GROW_COLOUR, label="more IT MW"),
-               Line2D([], [], marker="o", linestyle="", color=SHRINK_COLOUR, label="less IT MW"),
-               Line2D([], [], marker="o", linestyle="", color=SAME_COLOUR, label="unchanged")]
-    ax.legend(handles=handles, fontsize=7.5, loc="lower left", framealpha=0.85)
+    ax.legend(handles=[Line2D([], [], marker="o", linestyle="", color=GROW_COLOUR, label="more IT MW"),
+                       Line2D([], [], marker="o", linestyle="", color=SHRINK_COLOUR, label="less IT MW"),
+                       Line2D([], [], marker="o", linestyle="", color=SAME_COLOUR, label="unchanged")],
+              fontsize=7.5, loc="lower left", framealpha=0.85)
     ax.set_title(title, loc="left", fontsize=11)
     ax.set_xticks([])
     ax.set_yticks([])
@@ -669,6 +696,7 @@ def difference_map_figure(base: Plan, plan: Plan, title: str, rows: pd.DataFrame
     ax.set_ylabel("")
     fig.text(0.99, 0.01, "circle area ∝ |IT MW change|", ha="right", fontsize=7, color="#555555")
     fig.tight_layout()
+    _place_change_labels(ax, labelled[:MAP_MOVERS])  # last: in the axes' final place
     return fig
 
 

@@ -218,3 +218,36 @@ def test_compare_csv_has_no_float_noise(story):
     text = (root / "cmp" / "compare.csv").read_text() + (root / "cmp" / "compare_sites.csv").read_text()
     assert not re.search(r"\d\.\d{9,}", text), re.search(r"[^,]*\d\.\d{9,}[^,]*", text).group(0)
     assert not re.search(r"(^|,)-0\.0(,|$)", text, re.M)
+
+
+def test_difference_map_labels_and_chart_legends_never_overlap(story):
+    """Issue 49: labels piled up on the difference map ('Mumbai +1.3 MW MW') and the cost chart's
+    legend was drawn over a bar. Sites 20 km apart here: their labels must not overlap."""
+    import matplotlib.pyplot as plt
+
+    from dcplace.reports.compare import build_comparison, difference_map_figure, _cost_figure
+
+    root, _ = story
+    comparison = build_comparison(collect_plans([root / "runs"]), "baseline")
+    base = next(p for p in comparison.plans if p.label == "baseline")
+    plan = next(p for p in comparison.plans if p.label == "carbon-100")
+    rows = comparison.sites[comparison.sites["plan"] == "carbon-100"]
+    fig = difference_map_figure(base.plan, plan.plan, "t", rows)
+    try:
+        renderer = fig.canvas.get_renderer()
+        ax = fig.axes[0]
+        labels = [t.get_window_extent(renderer) for t in ax.texts if "MW" in t.get_text()]
+        assert len(labels) == int((rows["it_mw_change"].abs() >= 0.05).sum())
+        legend = ax.get_legend().get_window_extent(renderer)
+        boxes = labels + [legend]
+        assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+    finally:
+        plt.close(fig)
+    fig = _cost_figure(comparison.plans)
+    try:
+        renderer = fig.canvas.get_renderer()
+        ax = fig.axes[0]
+        legend = ax.get_legend().get_window_extent(renderer)
+        assert not any(legend.overlaps(bar.get_window_extent(renderer)) for bar in ax.patches)
+    finally:
+        plt.close(fig)
