@@ -436,7 +436,7 @@ def scenario_hash(scenario: Scenario) -> str:
     customers matrix, are left out of the sorted JSON and appended as pydantic's JSON of the
     records in their fields' order (a quarter of the time; docs/plan-format.md, "Scenario
     hash"): a scenario without them hashes as it always did."""
-    exclude = {"source_path": True, "content_hash": True, "files": True, "overrides": True, "latency": {"backbone"}}
+    exclude = {"source_path": True, "content_hash": True, "files": True, "latency": {"backbone"}}
     if scenario.pair_costs:
         exclude["pair_costs"] = True
     payload = scenario.model_dump(mode="json", exclude=exclude)

@@ -1065,6 +1065,9 @@ def risks(layers: PlanLayers, prov: Provenance, step: float) -> list[str]:
         out.append("Filled-in inputs: " + "; ".join(f"{label} at {n} of {m} open sites are filled by a rule or assumed "
                                                      f"({share:.0%} of cost)" for label, n, m, share in filled)
                    + " (Assumptions has the rules).")
+    worth = worth_line(layers, step)
+    if worth:
+        out.append(worth)
     gap = gap_usd(plan)
     if gap is None:
         out.append("Solver: a feasible plan with no proven bound; how much cheaper a plan may exist is unknown.")
@@ -1074,6 +1077,35 @@ def risks(layers: PlanLayers, prov: Provenance, step: float) -> list[str]:
     else:
         out.append("Solver: proven optimal (gap 0): no cheaper plan exists for these inputs.")
     return out
+
+
+def worth_line(layers: PlanLayers, step: float) -> str:
+    """With `dcplace why worth` run on this plan: which open sites are indispensable, which is
+    worth most (what the plan costs without it), and how many are ties within the gaps."""
+    from dcplace.optimizer.studies.explain import saved_analysis
+    from dcplace.optimizer.studies.worth import WorthStudy
+
+    if layers.folder is None:
+        return ""
+    doc = saved_analysis(layers.folder, "worth", "worth.json", layers.plan)
+    if not doc:
+        return ""
+    items = WorthStudy.from_dict(doc).open_sites()
+    if not items:
+        return ""
+    parts = []
+    must = [w.name for w in items if w.indispensable]
+    if must:
+        parts.append(f"{', '.join(must)} {'is' if len(must) == 1 else 'are'} indispensable (no plan without {'it' if len(must) == 1 else 'each'})")
+    valued = [w for w in items if w.worth_usd_per_year is not None and not w.indispensable]
+    if valued:
+        top = max(valued, key=lambda w: w.worth_usd_per_year)
+        if top.worth_usd_per_year > 0 and not top.tie:
+            parts.append(f"{top.name} is worth most: the plan without it costs {money_at(top.worth_usd_per_year, step)} a year more")
+        ties = sum(w.tie for w in valued)
+        if ties:
+            parts.append(f"{ties} of {len(items)} open sites could be replaced at no proven cost (ties within the solver gaps)")
+    return ("What each site is worth (`dcplace why worth`): " + "; ".join(parts) + ".") if parts else ""
 
 
 def resilience_lines(layers: PlanLayers) -> list[str]:
