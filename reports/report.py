@@ -149,6 +149,17 @@ def _summary_section(plan: Plan, summary: Summary) -> Section:
         blocks.append(Bullets(summary.risks, "risks"))
     if summary.notional:
         blocks.append(Paragraphs([summary.notional], "lead"))
+    # the decision at a glance: where the plan builds and what it pays for (the full map follows)
+    blocks.append(Image("map", "Map of the plan: sites by role and size, demand regions and the lines that serve them",
+                        half=True, max_height=140))
+    blocks.append(Image("cost-by-category", "Annual cost by category", half=True, max_height=140))
+    return Section("summary", "Executive summary", blocks)
+
+
+def _argument_section(plan: Plan, summary: Summary) -> Section:
+    """Page 1's reasons: where training goes and why, how inference is spread, the cost split,
+    $ per M tokens by class, the three assumptions that matter most, small sites."""
+    blocks: list[Block] = []
     blocks.append(Paragraphs(summary.training + summary.inference + summary.clock + summary.cost, "lead"))
     classes = [c for c in summary.classes if c.tokens_per_year > 0]
     if classes:
@@ -169,7 +180,7 @@ def _summary_section(plan: Plan, summary: Summary) -> Section:
     if summary.small_sites:
         blocks.append(Paragraphs([f"{len(summary.small_sites)} open sites are small: fixed costs are at least "
                                   f"{SMALL_SITE_FIXED_SHARE:.0%} of what they cost (see Why these sites)."], "note"))
-    return Section("summary", "Executive summary", blocks)
+    return Section("argument", "Why this plan", blocks)
 
 
 def _full_cost_blocks(layers: PlanLayers) -> list[Block]:
@@ -496,6 +507,7 @@ def report_content(layers: PlanLayers) -> ReportContent:
     summary = executive_summary(layers, prov)
     sections: list[Section | None] = [
         _summary_section(plan, summary),
+        _argument_section(plan, summary),
         Section("map", "Map", [Image("map", "Map of the plan: sites by role and size, demand regions and the lines that serve them")],
                 new_page=True),
         _workload_section(layers, summary),

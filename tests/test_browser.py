@@ -155,7 +155,7 @@ def test_report_renders_offline_with_names_as_text(outputs):
     # The hostile site name is a text cell of the site table, and images are inline data.
     assert "<td>&lt;script&gt;alert(1)&lt;/script&gt;</td>" in dom
     assert dom.count("<tr>") == 1 + int(layers.sites["open"].sum()) + 2  # sites header+rows, jobs header+row
-    assert dom.count('src="data:image/') == 3
+    assert dom.count('src="data:image/') == 5  # the map and the cost chart on page 1 too (issue 49)
 
 
 # A script appended (test only) to the map page: once the page's own fit script has laid the

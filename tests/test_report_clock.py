@@ -127,7 +127,8 @@ def test_executive_summary_and_terminal_say_it_only_when_present(clocked, uncloc
     layers = load_plan_layers(clocked)
     k = layers.plan.kpis
     def lead_of(content) -> str:  # page 1's lead paragraphs (the recommendation and the risks come first: issue 49)
-        return " ".join(t for b in content.section("summary").blocks if getattr(b, "style", "") == "lead" for t in b.texts)
+        return " ".join(t for sec in ("summary", "argument") for b in content.section(sec).blocks
+                        if getattr(b, "style", "") == "lead" for t in b.texts)
 
     lead = lead_of(report_content(layers))
     assert money(k["rental_usd_per_year"]) in lead and "troughs absorb 500" in lead
