@@ -232,7 +232,7 @@ def test_report_states_the_plan_numbers(world_plan, world_report):
     # One table row per open site, plus one job row.
     sites_table = page.split('<table id="sites">', 1)[1].split("</table>", 1)[0]
     assert sites_table.count("<tr>") == 1 + sum(s.open for s in plan.sites)
-    assert page.count("data:image/") == 3  # map, cost by category, cost by site: all inline
+    assert page.count("data:image/") == 5  # map, cost by category (page 1 and later), cost by site: all inline
     assert "http://" not in page and "https://" not in page
 
 
