@@ -582,7 +582,10 @@ def executive_summary(layers: PlanLayers, prov: Provenance | None = None) -> Sum
         policy = ", ".join(f"{short_name(classes.get(w, w))} {a:.0%}" for w, a in sorted(failover["classes"].items()))
         others = sorted({short_name(classes.get(a.workload, a.workload)) for a in plan.assignments if a.workload not in failover["classes"]})
         summary.inference.append(
-            (f"The plan is N-1 secure{' for ' + policy + ' only, not for ' + ', '.join(others) if others else ''}: {policy} of demand is re-served within the failover budgets after the loss of any one of its "
+            ((f"The plan is N-1 secure for {policy} only, not for {', '.join(others)}: those shares of their demand are re-served "
+              "within the failover budgets after the loss of any one of its " if others else
+              f"The plan is N-1 secure: {policy} of demand is re-served within the failover budgets after the loss of any one of its ")
+             + 
              f"{sum(1 for x in plan.sites if x.open)} open sites ({failover.get('scenarios_generated', 0)} losses built into the model; "
              "every loss re-routed after the solve, and again by `dcplace check`); 'What losing a site costs' has each loss."
              if failover.get("secure") else
