@@ -50,6 +50,9 @@ MAX_MARKER_AREA_PT2 = 700.0  # the plan's largest site; area is proportional to 
 MIN_MARKER_AREA_PT2 = 28.0  # a 100 kW site must still be seen and its colour read
 LABEL_FONT_PT = 7
 LABEL_OFFSETS_PT = [(6, 0), (-6, 0), (0, 6), (0, -6), (5, 5), (-5, 5), (5, -5), (-5, -5)]
+# farther out, joined to the symbol by a leader line (issue 49: a crowded site was left unlabelled)
+LEADER_OFFSETS_PT = [(round(d * math.cos(a), 1), round(d * math.sin(a), 1)) for d in (18.0, 30.0, 45.0, 60.0)
+                     for a in (math.radians(x) for x in (30, 150, 210, 330, 90, 270, 0, 180))]
 FLOW_ALPHA = 0.6
 FLOW_MAX_PT, FLOW_MIN_PT = 7.0, 0.3
 RING_GAP_PT, RING_WIDTH_PT = 2.0, 1.2  # the outage ring: its stroke this far outside the site's symbol, this thick
@@ -327,21 +330,28 @@ def _place_labels(ax, layers: PlanLayers, site_xy: np.ndarray, site_area: np.nda
     for rank, i in enumerate(open_idx):
         text = f"{sites['name'].iat[i]}  {mw_text(sites['it_mw'].iat[i])}"
         radius_pt = math.sqrt(site_area[i] / math.pi) + outside_pt[i]
-        for dx, dy in LABEL_OFFSETS_PT:
-            scale = (radius_pt + 2) / max(abs(dx), abs(dy))
+        for k, (dx, dy) in enumerate(LABEL_OFFSETS_PT + LEADER_OFFSETS_PT):
+            leader = k >= len(LABEL_OFFSETS_PT)
+            scale = (radius_pt + 2) / max(abs(dx), abs(dy)) if not leader else 1.0
+            if leader:
+                dx, dy = dx + math.copysign(radius_pt, dx) if dx else 0.0, dy + math.copysign(radius_pt, dy) if dy else 0.0
             label = ax.annotate(
                 text, xy=tuple(site_xy[i]), xytext=(dx * scale, dy * scale), textcoords="offset points",
                 fontsize=LABEL_FONT_PT, ha="left" if dx > 0 else "right" if dx < 0 else "center",
                 va="bottom" if dy > 0 else "top" if dy < 0 else "center", zorder=Z_LABELS,
                 annotation_clip=False, parse_math=False,  # a '$' in a site name is text, not TeX
                 bbox={"boxstyle": "square,pad=0.1", "facecolor": "white", "alpha": 0.7, "linewidth": 0},
+                arrowprops={"arrowstyle": "-", "color": "#444444", "lw": 0.6, "shrinkA": 0, "shrinkB": radius_pt} if leader else None,
             )
-            extent = label.get_window_extent(renderer).expanded(1.02, 1.05)
+            # the text's own box (an Annotation's extent also spans its leader line)
+            label.update_positions(renderer)
+            extent = Text.get_window_extent(label, renderer).expanded(1.02, 1.05)
             clear = (
                 axes_box.contains(extent.x0, extent.y0) and axes_box.contains(extent.x1, extent.y1)
                 and not any(extent.overlaps(b) for b in placed)
                 and not any(extent.overlaps(b) for j, b in marker_boxes if j != i)
-                and nearest_marker(extent, open_centres) == rank
+                # next to its symbol a label must be nearest to it; a far one has its leader line to say whose it is
+                and (leader or nearest_marker(extent, open_centres) == rank)
             )
             if clear:
                 placed.append(extent)
