@@ -32,8 +32,11 @@ def draw_cost_by_category(ax, plan: Plan) -> None:
     values = [v / 1e6 for _, v in items]
     ax.barh([category_label(c) for c, _ in items], values, color=[CATEGORY_COLOURS.get(c, "#888888") for c, _ in items])
     total = plan.objective_usd_per_year or 1.0
+    from dcplace.reports.summary import money_at, money_step_usd  # money as precise as the solver's gap supports (issue 49)
+
+    step = money_step_usd(plan)
     for y, (_, v) in enumerate(items):
-        ax.text(v / 1e6, y, f"  {money(v)}  ({v / total:.0%})", va="center", fontsize=8, parse_math=False)
+        ax.text(v / 1e6, y, f"  {money_at(v, step)}  ({v / total:.0%})", va="center", fontsize=8, parse_math=False)
     ax.set_xlabel("USD M per year")
     ax.set_xlim(0, max(values, default=1) * 1.35)
     ax.set_title("Annual cost by category", loc="left", fontsize=11)
