@@ -776,7 +776,7 @@ def compare(
     # table fits the terminal; numbers never wrap or shrink, so money is never cut.
     columns = [
         ("plan", 1, [_text(r["plan"]) for r in rows], False),
-        ("status", 1, [_text(r["status"]) for r in rows], False),
+        ("status", 1, [_text(r.get("proof") or r["status"]) for r in rows], False),
         ("cost $M/yr", 1, [fmt(r["cost_musd_per_year"], "{:,.2f}") for r in rows], True),
         ("change $M/yr", 1, [signed(r["cost_change_musd_per_year"]) for r in rows], True),
         ("real $M/yr", 2, [signed(r["real_change_musd_per_year"]) for r in rows], True),

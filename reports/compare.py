@@ -53,6 +53,7 @@ KPIS = [  # (plan kpi key, column, scale, format)
 # Column of a table -> (header with units, factor applied when written). Shares are written as %.
 HEADERS: dict[str, tuple[str, float]] = {
     "plan": ("plan", 1), "baseline": ("baseline", 1), "status": ("status", 1), "gap": ("MIP gap, %", 100),
+    "proof": ("what the solver proved", 1),
     "cost_musd_per_year": ("cost, $M/yr", 1), "cost_change_musd_per_year": ("cost change, $M/yr", 1),
     "cost_change_share": ("cost change, %", 100), "real_change_musd_per_year": ("real spend change, $M/yr", 1),
     "notional_change_musd_per_year": ("notional charges change, $M/yr", 1),
@@ -86,7 +87,7 @@ HEADERS: dict[str, tuple[str, float]] = {
     "baseline_musd_per_year": ("baseline, $M/yr", 1), "plan_musd_per_year": ("plan, $M/yr", 1),
     "change_musd_per_year": ("change, $M/yr", 1),
 }
-TABLE_COLUMNS = ["plan", "baseline", "status", "gap", "cost_musd_per_year", "cost_change_musd_per_year", "cost_change_share",
+TABLE_COLUMNS = ["plan", "baseline", "status", "proof", "gap", "cost_musd_per_year", "cost_change_musd_per_year", "cost_change_share",
                  "real_change_musd_per_year", "notional_change_musd_per_year", "notional_musd_per_year", "notional_lines",
                  "usd_per_m_tokens", "mean_rtt_ms", "demand_within_budget", "it_mw_inference", "it_mw_training",
                  "emissions_kt_per_year", "emissions_change_kt_per_year", "emissions_change_share", "sites_open",
@@ -351,6 +352,7 @@ def comparison_table(plans: list[NamedPlan], baseline: str, sites: pd.DataFrame 
         row["top_movers"] = ", ".join(mover_text(r) for r in moved[:TOP_MOVERS])
         for key in ("worst_loss_baseline", "worst_loss_plan", "classes_protected", "training_at_risk"):
             row[key] = ""  # filled only for a plan whose N-1 policy differs (resilience_of)
+        row["proof"] = _proof(p.plan) if feasible else ""
         row["inputs_changed"] = inputs_changed(base, p) if p.plan is not None and not row["baseline"] else ""
         band = max(_gap_usd(base.plan), _gap_usd(p.plan)) if feasible else np.nan
         row["gap_band_musd"] = band / 1e6
@@ -365,6 +367,13 @@ def comparison_table(plans: list[NamedPlan], baseline: str, sites: pd.DataFrame 
         row["folder"] = str(p.folder)
         rows.append(row)
     return pd.DataFrame(rows, columns=TABLE_COLUMNS)
+
+
+def _proof(plan: Plan) -> str:
+    """'proven optimal', 'proven within 0.48 %': what the solver proved, never a bare 'optimal'."""
+    from dcplace.reports.summary import status_word
+
+    return status_word(plan)
 
 
 def _gap_usd(plan: Plan | None) -> float:

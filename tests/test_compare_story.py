@@ -251,3 +251,11 @@ def test_difference_map_labels_and_chart_legends_never_overlap(story):
         assert not any(legend.overlaps(bar.get_window_extent(renderer)) for bar in ax.patches)
     finally:
         plt.close(fig)
+
+
+def test_compare_says_what_the_solver_proved_not_a_bare_optimal(story):
+    root, output = story
+    table = pd.read_csv(root / "cmp" / "compare.csv").set_index("plan")
+    assert table.loc["baseline", "what the solver proved"] == "proven optimal"  # mip_gap 0 in the sweep
+    page = (root / "cmp" / "compare.html").read_text()
+    assert "<td class=\"text\">proven optimal</td>" in page and "<td class=\"text\">optimal</td>" not in page
