@@ -460,7 +460,16 @@ def _title_block(fig: Figure, layers: PlanLayers, result: StaticMap) -> None:
     plan, k = layers.plan, layers.plan.kpis
     from dcplace.reports.summary import money_at, money_step_usd, status_word, variant_title
 
-    fig.text(0.01, 0.965, f"dcplace plan — {variant_title(plan)}", fontsize=15, weight="bold", va="top", parse_math=False)
+    title = fig.text(0.01, 0.965, f"dcplace plan — {variant_title(plan)}", fontsize=15, weight="bold", va="top", parse_math=False)
+    # a variant's title names its changed inputs: it shrinks to fit the page's width (then wraps), never runs off it
+    renderer = fig.canvas.get_renderer()
+    room = fig.bbox.width * 0.98
+    while title.get_window_extent(renderer).width > room and title.get_fontsize() > 9:
+        title.set_fontsize(title.get_fontsize() - 1)
+    if title.get_window_extent(renderer).width > room:
+        chars = int(len(title.get_text()) * room / title.get_window_extent(renderer).width)
+        title.set_text("\n".join(textwrap.wrap(title.get_text(), max(chars, 20))[:2]))
+        title.set_fontsize(8)
     fig.text(
         0.01, 0.925,
         f"Annual cost {money_at(plan.objective_usd_per_year, money_step_usd(plan))}  ·  {int(k['sites_open'])} sites open  ·  "

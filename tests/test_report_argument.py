@@ -292,6 +292,8 @@ def test_a_variant_says_what_it_is_in_plan_json_and_every_title(n1_variant):
 
     fig = draw_static_map(layers).figure
     assert any(t.get_text().startswith(title) for t in fig.texts)
+    renderer = fig.canvas.get_renderer()
+    assert all(t.get_window_extent(renderer).x1 <= fig.bbox.width + 0.5 for t in fig.texts)  # the long title stays on the page
     from dcplace.reports.htmlmap import plan_figure
 
     assert "economics.carbon_price_usd_per_t=100" in plan_figure(layers).layout.title.text
