@@ -423,10 +423,43 @@ def inputs_changed(base: NamedPlan, p: NamedPlan) -> str:
     a, ta = _inputs_of(base.folder)
     b, tb = _inputs_of(p.folder)
     parts = [f"{k} {_value_text(a.get(k))} -> {_value_text(b.get(k))}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
-    parts += [f"{name} differs" for name in sorted(set(ta) | set(tb)) if ta.get(name) != tb.get(name)]
+    for name in sorted(set(ta) | set(tb)):
+        if ta.get(name) != tb.get(name):
+            parts += _table_changes(name, ta.get(name), tb.get(name))
     if not parts and base.plan is not None and p.plan is not None and base.plan.scenario_hash != p.plan.scenario_hash:
         parts.append("the scenarios differ (hash)")
     return "; ".join(parts) or "none"
+
+
+TABLE_CHANGES_SHOWN = 6  # changed cells named per table; the rest are counted
+
+
+def _table_changes(name: str, before: bytes | None, after: bytes | None) -> list[str]:
+    """The cells that differ between two versions of an inputs/ table, by row id:
+    `sites[tokyo].power_price_usd_per_mwh 80 -> 60` (at most TABLE_CHANGES_SHOWN, then a count)."""
+    import io
+
+    if before is None or after is None:
+        return [f"{name} {'added' if before is None else 'removed'}"]
+    try:
+        a = pd.read_csv(io.BytesIO(before), dtype=str, keep_default_na=False)
+        b = pd.read_csv(io.BytesIO(after), dtype=str, keep_default_na=False)
+    except (ValueError, pd.errors.ParserError):
+        return [f"{name} differs"]
+    key = "id" if "id" in a.columns and "id" in b.columns else None
+    if key is None or a[key].duplicated().any() or b[key].duplicated().any():
+        return [f"{name} differs"]
+    table = name.rsplit("/", 1)[-1].removesuffix(".csv")
+    a, b = a.set_index(key), b.set_index(key)
+    changes = [f"{table}[{i}] added" for i in b.index.difference(a.index)] + [f"{table}[{i}] removed" for i in a.index.difference(b.index)]
+    for i in a.index.intersection(b.index):
+        for column in sorted(set(a.columns) | set(b.columns)):
+            x, y = a.at[i, column] if column in a.columns else "", b.at[i, column] if column in b.columns else ""
+            if x != y:
+                changes.append(f"{table}[{i}].{column} {x or 'none'} -> {y or 'none'}")
+    if len(changes) > TABLE_CHANGES_SHOWN:
+        changes = changes[:TABLE_CHANGES_SHOWN] + [f"and {len(changes) - TABLE_CHANGES_SHOWN} more cells of {name}"]
+    return changes or [f"{name} differs (formatting only)"]
 
 
 def training_moves(base: Plan, plan: Plan) -> str:

@@ -259,3 +259,19 @@ def test_compare_says_what_the_solver_proved_not_a_bare_optimal(story):
     assert table.loc["baseline", "what the solver proved"] == "proven optimal"  # mip_gap 0 in the sweep
     page = (root / "cmp" / "compare.html").read_text()
     assert "<td class=\"text\">proven optimal</td>" in page and "<td class=\"text\">optimal</td>" not in page
+
+
+def test_inputs_changed_names_the_table_cells_a_member_changed(tmp_path):
+    """A member whose override changes one site's price: compare names that cell, so the reader
+    sees why that site moved (issue 49)."""
+    from helpers import make_scenario, region, site
+
+    from dcplace.models.scenario_file import load_scenario
+    from dcplace.optimizer.solving.pipeline import solve_to_folder
+    from dcplace.reports.compare import NamedPlan, inputs_changed
+
+    path = make_scenario(tmp_path / "s", [site("a", 40, -74), site("b", 40.2, -74.2)], [region("r", 40.1, -74.1, chat=1600)])
+    solve_to_folder(load_scenario(path), tmp_path / "base")
+    solve_to_folder(load_scenario(path, overrides={"sites[a].power_price_usd_per_mwh": 500}, overrides_origin="--set"), tmp_path / "dear")
+    base, dear = (NamedPlan(n, tmp_path / n, read_plan(tmp_path / n)) for n in ("base", "dear"))
+    assert inputs_changed(base, dear) == "sites[a].power_price_usd_per_mwh 100.0 -> 500.0"
