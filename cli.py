@@ -826,6 +826,11 @@ def compare(
         for r in changed:  # name, then its story and movers wrapped under it, indented
             console.print(f"  [bold]{_text(r['plan'])}[/]", highlight=False)
             console.print(Padding(_text(stories[r["plan"]]), (0, 0, 0, 4)), highlight=False)
+            if r.get("inputs_changed") and r["inputs_changed"] != "none":
+                console.print(Padding(f"inputs: {_text(r['inputs_changed'])}", (0, 0, 0, 4)), highlight=False)
+            if r.get("classes_protected"):
+                console.print(Padding(f"N-1 buys: worst loss {_text(r['worst_loss_baseline'])} -> {_text(r['worst_loss_plan'])}; "
+                                      f"protected: {_text(r['classes_protected'])}", (0, 0, 0, 4)), highlight=False)
             if r["top_movers"]:
                 console.print(Padding(f"sites: {_text(r['top_movers'])}", (0, 0, 0, 4)), highlight=False)
     failed = [r for r in rows if r["cause"]]

@@ -36,7 +36,7 @@ from dcplace.reports.charts import cost_waterfall_figure, figure_data_uri, stack
 from dcplace.reports.layers import NotAPlanFolder
 from dcplace.reports.mpl import plt  # the one place that picks matplotlib's backend
 from dcplace.reports.output import check_destination, render_html, spreadsheet_frame, staged_files
-from dcplace.reports.style import BORDER_COLOUR, CATEGORY_COLOURS, LAND_COLOUR, OCEAN_COLOUR, category_label, countries, money, tok_s_text
+from dcplace.reports.style import BORDER_COLOUR, CATEGORY_COLOURS, LAND_COLOUR, OCEAN_COLOUR, category_label, countries, money, short_name, tok_s_text
 
 KPIS = [  # (plan kpi key, column, scale, format)
     ("total_cost_usd_per_year", "cost_musd_per_year", 1e-6, "{:,.2f}"),
@@ -528,7 +528,7 @@ def resilience_of(base: NamedPlan, p: NamedPlan) -> dict[str, str]:
     wb, db = _worst_text(before)
     wa, da = _worst_text(after)
     names = after.class_names
-    protected = ", ".join(f"{names.get(w, w)} {v:.0%}" for w, v in sorted(b.items())) or "none"
+    protected = ", ".join(f"{short_name(names.get(w, w))} {v:.0%}" for w, v in sorted(b.items())) or "none"
     return {"worst_loss_baseline": wb, "worst_loss_plan": wa, "classes_protected": protected,
             "training_at_risk": f"{db:,.0f} -> {da:,.0f}"}
 

@@ -275,3 +275,11 @@ def test_inputs_changed_names_the_table_cells_a_member_changed(tmp_path):
     solve_to_folder(load_scenario(path, overrides={"sites[a].power_price_usd_per_mwh": 500}, overrides_origin="--set"), tmp_path / "dear")
     base, dear = (NamedPlan(n, tmp_path / n, read_plan(tmp_path / n)) for n in ("base", "dear"))
     assert inputs_changed(base, dear) == "sites[a].power_price_usd_per_mwh 100.0 -> 500.0"
+
+
+def test_the_terminal_says_which_inputs_changed_and_what_n1_buys(n1_pair):
+    result = runner.invoke(app, ["compare", str(n1_pair / "base"), str(n1_pair / "n1"), "--baseline", "base", "--out", str(n1_pair / "cmp2")])
+    assert result.exit_code == 0, result.output
+    flat = " ".join(result.output.split())
+    assert "inputs: policies.survive_site_loss.chat none -> 1" in flat
+    assert "N-1 buys: worst loss" in flat and "protected: Chat 100%" in flat
