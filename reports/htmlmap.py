@@ -223,7 +223,8 @@ def _add_size_key(fig: go.Figure, mw_max: float) -> None:
         px = float(_marker_px([mw], mw_max)[0])
         fig.add_trace(go.Scattergeo(
             lon=[None], lat=[None], mode="markers", marker={"size": px, "color": "#b5b5b5", "line": {"width": 1, "color": "white"}},
-            hoverinfo="skip", name=f"{mw_text(mw)} site (size key)", legendgroup="size-key", legendrank=15,
+            # the legend draws symbols at most 16 px wide: the entry says the size on the map
+            hoverinfo="skip", name=f"size key: {mw_text(mw)} ({px:.0f} px wide)", legendgroup="size-key", legendrank=15,
             meta={"layer": "size-key"},
         ))
 

@@ -276,7 +276,7 @@ def test_html_map_legend_is_whole_words_with_a_size_key_and_the_loss_entry(world
     names = [t.name for t in fig.data if t.showlegend is not False and t.name]
     assert not any("…" in n for n in names), names
     keys = [t for t in fig.data if t.meta["layer"] == "size-key"]
-    assert keys and all(t.name.endswith("site (size key)") for t in keys)
+    assert keys and all(t.name.startswith("size key: ") and t.name.endswith(" px wide)") for t in keys)
     (losses,) = [t for t in fig.data if t.meta["layer"] == "losses"]
     assert "no N-1 policy set" in losses.name and "worst loss:" in losses.name.replace("<br>", " ")
     assert list(losses.lon) == [None]  # no ring drawn without a policy
