@@ -882,7 +882,7 @@ def compare(
     # table fits the terminal; numbers never wrap or shrink, so money is never cut.
     columns = [
         ("plan", 1, [_text(r["plan"]) for r in rows], False),
-        ("status", 1, [_text(r["status"]) for r in rows], False),
+        ("status", 1, [_text(r.get("proof") or r["status"]) for r in rows], False),
         ("cost $M/yr", 1, [fmt(r["cost_musd_per_year"], "{:,.2f}") for r in rows], True),
         ("change $M/yr", 1, [signed(r["cost_change_musd_per_year"]) for r in rows], True),
         ("real $M/yr", 2, [signed(r["real_change_musd_per_year"]) for r in rows], True),
@@ -932,6 +932,11 @@ def compare(
         for r in changed:  # name, then its story and movers wrapped under it, indented
             console.print(f"  [bold]{_text(r['plan'])}[/]", highlight=False)
             console.print(Padding(_text(stories[r["plan"]]), (0, 0, 0, 4)), highlight=False)
+            if r.get("inputs_changed") and r["inputs_changed"] != "none":
+                console.print(Padding(f"inputs: {_text(r['inputs_changed'])}", (0, 0, 0, 4)), highlight=False)
+            if r.get("classes_protected"):
+                console.print(Padding(f"N-1 buys: worst loss {_text(r['worst_loss_baseline'])} -> {_text(r['worst_loss_plan'])}; "
+                                      f"protected: {_text(r['classes_protected'])}", (0, 0, 0, 4)), highlight=False)
             if r["top_movers"]:
                 console.print(Padding(f"sites: {_text(r['top_movers'])}", (0, 0, 0, 4)), highlight=False)
     failed = [r for r in rows if r["cause"]]

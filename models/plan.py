@@ -259,6 +259,10 @@ def write_plan_files(plan: Plan, scenario: Scenario, folder: Path) -> None:
     """The files of a plan folder, less the manifest, into `folder` (which dcplace is staging)."""
     tmp = Path(folder)
     tmp.mkdir(parents=True, exist_ok=True)
+    if scenario.overrides and "overrides" not in plan.provenance:
+        # a variant says what it is: the overrides (--set, a sweep member's, the file's own) that
+        # made it from its scenario file; plan.json and inputs/provenance.json carry the same
+        plan = plan.model_copy(update={"provenance": {**plan.provenance, "overrides": dict(scenario.overrides)}})
     (tmp / "plan.json").write_text(plan.model_dump_json(indent=2))
     # The CSVs are for people (spreadsheets): a name a spreadsheet would run as a formula gets
     # a leading ' (models.csvtext); plan.json and inputs/ keep every value exactly.

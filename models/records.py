@@ -527,6 +527,9 @@ class Scenario(Record):
     files: dict[str, str] = {}
     source_path: str = ""
     content_hash: str = ""
+    # path -> value applied over the scenario's file (models/overrides.py): what makes it a variant,
+    # not content (the hash is of the values they produce), so left out of model_dump and the hash
+    overrides: dict[str, Any] = Field(default_factory=dict, exclude=True)
 
     @classmethod
     def from_frames(cls, sites, regions, jobs=None, catalog=None, name: str = "in-memory", economics=None, latency=None,

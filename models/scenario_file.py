@@ -152,7 +152,11 @@ def load_scenario(path: str | Path | None = None, overrides: dict[str, Any] | No
         folder = (root / spec.catalog) if spec.catalog else default_catalog_dir()
         return load_catalog(folder, log, root if spec.catalog else None)
 
-    return build_scenario(spec, label, log, open_table, catalog_of, str(path.resolve()), origins)
+    scenario = build_scenario(spec, label, log, open_table, catalog_of, str(path.resolve()), origins)
+    applied = {k: v for k, v in (raw.get("overrides") or {}).items() if k not in ("name", "description")}
+    # what makes this scenario a variant of its file (its own overrides, then --set or a sweep's):
+    # not content (the hash is of the values they produce), but a plan's provenance records them
+    return scenario.model_copy(update={"overrides": applied}) if applied else scenario
 
 
 def parse_spec(raw: dict[str, Any], label: str, log: ProblemLog) -> ScenarioFile:

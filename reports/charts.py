@@ -32,8 +32,11 @@ def draw_cost_by_category(ax, plan: Plan) -> None:
     values = [v / 1e6 for _, v in items]
     ax.barh([category_label(c) for c, _ in items], values, color=[CATEGORY_COLOURS.get(c, "#888888") for c, _ in items])
     total = plan.objective_usd_per_year or 1.0
+    from dcplace.reports.summary import money_at, money_step_usd  # money as precise as the solver's gap supports (issue 49)
+
+    step = money_step_usd(plan)
     for y, (_, v) in enumerate(items):
-        ax.text(v / 1e6, y, f"  {money(v)}  ({v / total:.0%})", va="center", fontsize=8, parse_math=False)
+        ax.text(v / 1e6, y, f"  {money_at(v, step)}  ({v / total:.0%})", va="center", fontsize=8, parse_math=False)
     ax.set_xlabel("USD M per year")
     ax.set_xlim(0, max(values, default=1) * 1.35)
     ax.set_title("Annual cost by category", loc="left", fontsize=11)
@@ -57,7 +60,8 @@ def stacked_cost_figure(bars: list[tuple[str, dict[str, float]]], category_order
     top; categories that are zero in every bar are left out."""
     categories = [c for c in category_order if any(abs(costs.get(c, 0.0)) > 0.5 for _, costs in bars)]
     labels = [label for label, _ in bars]
-    fig, ax = plt.subplots(figsize=(7.5, 0.32 * len(labels) + 1.6), dpi=100)
+    rows = -(-len(categories) // legend_columns)
+    fig, ax = plt.subplots(figsize=(7.5, 0.32 * len(labels) + 1.6 + 0.16 * rows), dpi=100)
     left = np.zeros(len(labels))
     for category in categories:
         values = np.array([costs.get(category, 0.0) / 1e6 for _, costs in bars])
@@ -69,7 +73,9 @@ def stacked_cost_figure(bars: list[tuple[str, dict[str, float]]], category_order
     ax.set_xlabel("USD M per year")
     ax.set_title(title, loc="left", fontsize=11)
     ax.spines[["top", "right"]].set_visible(False)
-    ax.legend(fontsize=7, ncols=legend_columns, loc="lower right", frameon=False)
+    # below the axes, never on a bar (it was drawn over the last bar in compare.html: issue 49)
+    ax.legend(fontsize=7, ncols=legend_columns, loc="upper center", bbox_to_anchor=(0.5, -0.22 - 0.5 / max(len(labels), 1)),
+              frameon=False)
     fig.tight_layout()
     return fig
 

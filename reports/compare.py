@@ -36,7 +36,7 @@ from dcplace.reports.charts import cost_waterfall_figure, figure_data_uri, stack
 from dcplace.reports.layers import NotAPlanFolder
 from dcplace.reports.mpl import plt  # the one place that picks matplotlib's backend
 from dcplace.reports.output import check_destination, render_html, spreadsheet_frame, staged_files
-from dcplace.reports.style import BORDER_COLOUR, CATEGORY_COLOURS, LAND_COLOUR, OCEAN_COLOUR, category_label, countries, money
+from dcplace.reports.style import BORDER_COLOUR, CATEGORY_COLOURS, LAND_COLOUR, OCEAN_COLOUR, category_label, countries, money, short_name, tok_s_text
 
 KPIS = [  # (plan kpi key, column, scale, format)
     ("total_cost_usd_per_year", "cost_musd_per_year", 1e-6, "{:,.2f}"),
@@ -53,6 +53,7 @@ KPIS = [  # (plan kpi key, column, scale, format)
 # Column of a table -> (header with units, factor applied when written). Shares are written as %.
 HEADERS: dict[str, tuple[str, float]] = {
     "plan": ("plan", 1), "baseline": ("baseline", 1), "status": ("status", 1), "gap": ("MIP gap, %", 100),
+    "proof": ("what the solver proved", 1),
     "cost_musd_per_year": ("cost, $M/yr", 1), "cost_change_musd_per_year": ("cost change, $M/yr", 1),
     "cost_change_share": ("cost change, %", 100), "real_change_musd_per_year": ("real spend change, $M/yr", 1),
     "notional_change_musd_per_year": ("notional charges change, $M/yr", 1),
@@ -64,6 +65,11 @@ HEADERS: dict[str, tuple[str, float]] = {
     "sites_open": ("sites open", 1), "upfront_capex_musd": ("upfront capex, $M", 1),
     "sites_opened": ("sites opened", 1), "sites_closed": ("sites closed", 1), "top_movers": ("largest site changes", 1),
     "cause": ("cause (diagnosis or error)", 1), "overrides": ("overrides", 1), "scenario_hash": ("scenario hash", 1),
+    "inputs_changed": ("inputs changed against the baseline", 1), "gap_band_musd": ("solver uncertainty, ± $M/yr", 1),
+    "within_gap": ("cost change within the solver's uncertainty", 1), "training_moves": ("training jobs moved", 1),
+    "chip_changes": ("GPUs by chip, change", 1), "worst_loss_baseline": ("worst single-site loss, baseline", 1),
+    "worst_loss_plan": ("worst single-site loss, plan", 1), "classes_protected": ("classes protected against a site loss", 1),
+    "training_at_risk": ("training job-days at risk, worst loss", 1),
     "folder": ("folder", 1),
     # per-site deltas
     "site": ("site", 1), "site_id": ("site id", 1), "country": ("country", 1),
@@ -81,11 +87,13 @@ HEADERS: dict[str, tuple[str, float]] = {
     "baseline_musd_per_year": ("baseline, $M/yr", 1), "plan_musd_per_year": ("plan, $M/yr", 1),
     "change_musd_per_year": ("change, $M/yr", 1),
 }
-TABLE_COLUMNS = ["plan", "baseline", "status", "gap", "cost_musd_per_year", "cost_change_musd_per_year", "cost_change_share",
+TABLE_COLUMNS = ["plan", "baseline", "status", "proof", "gap", "cost_musd_per_year", "cost_change_musd_per_year", "cost_change_share",
                  "real_change_musd_per_year", "notional_change_musd_per_year", "notional_musd_per_year", "notional_lines",
                  "usd_per_m_tokens", "mean_rtt_ms", "demand_within_budget", "it_mw_inference", "it_mw_training",
                  "emissions_kt_per_year", "emissions_change_kt_per_year", "emissions_change_share", "sites_open",
-                 "upfront_capex_musd", "sites_opened", "sites_closed", "top_movers", "cause", "overrides", "scenario_hash", "folder"]
+                 "upfront_capex_musd", "sites_opened", "sites_closed", "top_movers", "inputs_changed", "gap_band_musd", "within_gap",
+                 "training_moves", "chip_changes", "worst_loss_baseline", "worst_loss_plan", "classes_protected", "training_at_risk",
+                 "cause", "overrides", "scenario_hash", "folder"]
 SITE_COLUMNS = ["plan", "site", "site_id", "country", "role_baseline", "role_plan", "it_mw_baseline", "it_mw_plan", "it_mw_change",
                 "facility_mw_baseline", "facility_mw_plan", "facility_mw_change", "racks_baseline", "racks_plan", "racks_change",
                 "cost_musd_baseline", "cost_musd_plan", "cost_musd_change", "emissions_t_baseline", "emissions_t_plan",
@@ -129,6 +137,11 @@ class NamedPlan:
         return self.message or (self.plan.solve.termination if self.plan is not None else "no plan and no message")
 
 
+def _recorded_overrides(plan: Plan) -> dict[str, Any]:
+    found = (plan.provenance or {}).get("overrides") or {}
+    return dict(found) if isinstance(found, dict) else {}
+
+
 def overrides_text(overrides: dict[str, Any]) -> str:
     return "; ".join(f"{k}: {json.dumps(v) if not isinstance(v, str) else v}" for k, v in overrides.items())
 
@@ -162,6 +175,8 @@ def collect_plans(paths: list[str | Path]) -> list[NamedPlan]:
                     plan = read_plan(folder)
                 except ValueError as exc:
                     raise NotAPlanFolder(f"{folder}: plan.json is damaged ({exc}). Fix: re-run the solve.") from exc
+            if plan is not None and not overrides:  # a plan solved with --set records its overrides (issue 49)
+                overrides = _recorded_overrides(plan)
             label = f"{folder.parent.parent.name}@{folder.name}" if (folder.parent.parent / "schedule.json").is_file() else folder.name
             plans.append(NamedPlan(label, folder, plan, status, message, overrides, sweep))
     labels = [p.label for p in plans]
@@ -276,7 +291,7 @@ def mover_text(row: dict[str, Any]) -> str:
         state = ", closed"
     elif row["role_baseline"] != row["role_plan"]:
         state = f", {row['role_baseline']} -> {row['role_plan']}"
-    return f"{row['site']} {_mw(before)} -> {_mw(after)} MW ({change:+,.1f}{state})"
+    return f"{row['site']} {_mw(before)} -> {_mw(after)} MW ({_signed(change, 1)}{state})"
 
 
 def cost_lines(base: NamedPlan, plans: list[NamedPlan]) -> pd.DataFrame:
@@ -335,12 +350,187 @@ def comparison_table(plans: list[NamedPlan], baseline: str, sites: pd.DataFrame 
         mine = sites[sites["plan"] == p.label] if feasible and not row["baseline"] else sites.iloc[0:0]
         moved = [r for r in mine.to_dict(orient="records") if abs(r["it_mw_change"]) >= 0.05 or r["role_baseline"] != r["role_plan"]]
         row["top_movers"] = ", ".join(mover_text(r) for r in moved[:TOP_MOVERS])
+        for key in ("worst_loss_baseline", "worst_loss_plan", "classes_protected", "training_at_risk"):
+            row[key] = ""  # filled only for a plan whose N-1 policy differs (resilience_of)
+        row["proof"] = _proof(p.plan) if feasible else ""
+        row["inputs_changed"] = inputs_changed(base, p) if p.plan is not None and not row["baseline"] else ""
+        band = max(_gap_usd(base.plan), _gap_usd(p.plan)) if feasible else np.nan
+        row["gap_band_musd"] = band / 1e6
+        row["within_gap"] = bool(abs(cost - base_cost) <= band) if feasible and not row["baseline"] else ""
+        row["training_moves"] = training_moves(base.plan, p.plan) if feasible and not row["baseline"] else ""
+        row["chip_changes"] = chip_changes(base.plan, p.plan) if feasible and not row["baseline"] else ""
+        for key, value in resilience_of(base, p).items() if feasible and not row["baseline"] else ():
+            row[key] = value
         row["cause"] = p.cause
         row["overrides"] = overrides_text(p.overrides)
         row["scenario_hash"] = p.plan.scenario_hash if p.plan is not None else ""
         row["folder"] = str(p.folder)
         rows.append(row)
     return pd.DataFrame(rows, columns=TABLE_COLUMNS)
+
+
+def _proof(plan: Plan) -> str:
+    """'proven optimal', 'proven within 0.48 %': what the solver proved, never a bare 'optimal'."""
+    from dcplace.reports.summary import status_word
+
+    return status_word(plan)
+
+
+def _gap_usd(plan: Plan | None) -> float:
+    """The solver's uncertainty on a plan's cost, USD/yr: objective - best bound (0 when proven
+    optimal; the objective itself when no bound was proven)."""
+    if plan is None or plan.objective_usd_per_year is None:
+        return 0.0
+    bound = plan.solve.best_bound_usd_per_year
+    return abs(plan.objective_usd_per_year) if bound is None else max(plan.objective_usd_per_year - bound, 0.0)
+
+
+def _flat(prefix: str, value: Any, out: dict[str, Any]) -> None:
+    if isinstance(value, dict):  # an empty mapping is no value (it shows as 'none' against the other side's keys)
+        for k, v in value.items():
+            _flat(f"{prefix}.{k}" if prefix else str(k), v, out)
+    else:
+        out[prefix] = value
+
+
+def _inputs_of(folder: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """A plan's inputs as it solved them: the scenario's sections flattened to paths, and the
+    bytes of each table file (inputs/, written by dcplace in one canonical form)."""
+    import yaml
+
+    sections: dict[str, Any] = {}
+    tables: dict[str, bytes] = {}
+    try:
+        spec = yaml.safe_load((folder / "inputs" / "scenario.yaml").read_text(encoding="utf-8")) or {}
+        for key in ("economics", "latency", "policies", "clock"):
+            _flat(key, spec.get(key) or {}, sections)
+        for path in sorted((folder / "inputs").rglob("*.csv")):
+            tables[str(path.relative_to(folder / "inputs"))] = path.read_bytes()
+    except (OSError, ValueError, AttributeError):
+        pass
+    return sections, tables
+
+
+def _value_text(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:g}"
+    return "none" if value is None or value == {} or value == [] else str(value)
+
+
+def inputs_changed(base: NamedPlan, p: NamedPlan) -> str:
+    """What differs in the inputs the two plans were solved on: each scenario value
+    (`economics.carbon_price_usd_per_t 0 -> 100`) and each table file that differs."""
+    a, ta = _inputs_of(base.folder)
+    b, tb = _inputs_of(p.folder)
+    parts = [f"{k} {_value_text(a.get(k))} -> {_value_text(b.get(k))}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+    for name in sorted(set(ta) | set(tb)):
+        if ta.get(name) != tb.get(name):
+            parts += _table_changes(name, ta.get(name), tb.get(name))
+    if not parts and base.plan is not None and p.plan is not None and base.plan.scenario_hash != p.plan.scenario_hash:
+        parts.append("the scenarios differ (hash)")
+    return "; ".join(parts) or "none"
+
+
+TABLE_CHANGES_SHOWN = 6  # changed cells named per table; the rest are counted
+
+
+def _table_changes(name: str, before: bytes | None, after: bytes | None) -> list[str]:
+    """The cells that differ between two versions of an inputs/ table, by row id:
+    `sites[tokyo].power_price_usd_per_mwh 80 -> 60` (at most TABLE_CHANGES_SHOWN, then a count)."""
+    import io
+
+    if before is None or after is None:
+        return [f"{name} {'added' if before is None else 'removed'}"]
+    try:
+        a = pd.read_csv(io.BytesIO(before), dtype=str, keep_default_na=False)
+        b = pd.read_csv(io.BytesIO(after), dtype=str, keep_default_na=False)
+    except (ValueError, pd.errors.ParserError):
+        return [f"{name} differs"]
+    key = "id" if "id" in a.columns and "id" in b.columns else None
+    if key is None or a[key].duplicated().any() or b[key].duplicated().any():
+        return [f"{name} differs"]
+    table = name.rsplit("/", 1)[-1].removesuffix(".csv")
+    a, b = a.set_index(key), b.set_index(key)
+    changes = [f"{table}[{i}] added" for i in b.index.difference(a.index)] + [f"{table}[{i}] removed" for i in a.index.difference(b.index)]
+    for i in a.index.intersection(b.index):
+        for column in sorted(set(a.columns) | set(b.columns)):
+            x, y = a.at[i, column] if column in a.columns else "", b.at[i, column] if column in b.columns else ""
+            if x != y:
+                changes.append(f"{table}[{i}].{column} {x or 'none'} -> {y or 'none'}")
+    if len(changes) > TABLE_CHANGES_SHOWN:
+        changes = changes[:TABLE_CHANGES_SHOWN] + [f"and {len(changes) - TABLE_CHANGES_SHOWN} more cells of {name}"]
+    return changes or [f"{name} differs (formatting only)"]
+
+
+def training_moves(base: Plan, plan: Plan) -> str:
+    """Each training job whose site, chip or fabric changed: `Frontier: Montreal -> Cairo (b200 -> h100)`."""
+    names = {s.id: s.name for s in [*base.sites, *plan.sites]}
+    before = {j.job: j for j in base.jobs}
+    out = []
+    for j in plan.jobs:
+        b = before.get(j.job)
+        if b is None:
+            out.append(f"{j.name}: new at {names.get(j.site, j.site)}")
+            continue
+        bits = []
+        if b.site != j.site:
+            bits.append(f"{names.get(b.site, b.site)} -> {names.get(j.site, j.site)}")
+        if b.chip != j.chip:
+            bits.append(f"{b.chip} -> {j.chip}")
+        if b.fabric != j.fabric:
+            bits.append(f"{b.fabric} -> {j.fabric}")
+        if bits:
+            out.append(f"{j.name}: " + ", ".join(bits))
+    out += [f"{b.name}: dropped" for jid, b in before.items() if jid not in {j.job for j in plan.jobs}]
+    return "; ".join(out) or "none"
+
+
+def _gpus_by_chip(plan: Plan) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for s in plan.sites:
+        for ln in s.racks:
+            out[ln.chip] = out.get(ln.chip, 0) + ln.gpus
+    return out
+
+
+def chip_changes(base: Plan, plan: Plan) -> str:
+    """Physical GPUs by chip, the change: `b200 +1,024; h100 -512` ('none' when the same)."""
+    a, b = _gpus_by_chip(base), _gpus_by_chip(plan)
+    parts = [f"{c} {b.get(c, 0) - a.get(c, 0):+,}" for c in sorted(set(a) | set(b)) if b.get(c, 0) != a.get(c, 0)]
+    return "; ".join(parts) or "none"
+
+
+def _worst_text(table) -> tuple[str, float]:
+    worst = table.worst()
+    peak = table.served_tok_s
+    days = max((o.training_days_at_risk for o in table.outages), default=0.0)
+    if worst is None or worst.at_risk_total_tok_s <= 1.0:
+        return "no single-site loss leaves demand unserved", days
+    share = f" ({worst.at_risk_total_tok_s / peak:.1%} of peak)" if peak else ""
+    return f"{worst.name}: {tok_s_text(worst.at_risk_total_tok_s)}{share} unserved", days
+
+
+def resilience_of(base: NamedPlan, p: NamedPlan) -> dict[str, str]:
+    """What an N-1 policy buys, for a plan whose policy (policies.survive_site_loss) differs
+    from the baseline's: the worst single-site loss before and after, the classes protected and
+    the training job-days the worst loss of training puts at risk (the outage table's LP per
+    open site, docs/resilience.md). Empty when neither plan names a class to survive."""
+    a = (base.plan.solve.failover or {}).get("classes") or {}
+    b = (p.plan.solve.failover or {}).get("classes") or {}
+    if not a and not b:
+        return {}
+    from dcplace.reports.layers import load_plan_layers
+
+    try:
+        before, after = load_plan_layers(base.folder).outages, load_plan_layers(p.folder).outages
+    except Exception:  # noqa: BLE001 - a folder whose inputs cannot be re-read: the columns stay empty
+        return {}
+    wb, db = _worst_text(before)
+    wa, da = _worst_text(after)
+    names = after.class_names
+    protected = ", ".join(f"{short_name(names.get(w, w))} {v:.0%}" for w, v in sorted(b.items())) or "none"
+    return {"worst_loss_baseline": wb, "worst_loss_plan": wa, "classes_protected": protected,
+            "training_at_risk": f"{db:,.0f} -> {da:,.0f}"}
 
 
 def _baseline(plans: list[NamedPlan], baseline: str) -> NamedPlan:
@@ -360,14 +550,32 @@ def story(row: dict[str, Any]) -> str:
     if pd.isna(row["cost_change_musd_per_year"]):
         return f"no plan ({row['status']}): {row['cause']}"
     change, real, fake = (row[c] * 1e6 for c in ("cost_change_musd_per_year", "real_change_musd_per_year", "notional_change_musd_per_year"))
-    text = f"{signed_money(change)}/yr ({row['cost_change_share']:+.1%})"
+    text = f"{signed_money(change)}/yr ({_signed_pct(row['cost_change_share'])})"
     if abs(fake) >= 5e3:
         text += f" = {signed_money(real)} real spend {'+' if fake >= 0 else '-'} {money(abs(fake))} notional ({row['notional_lines'] or 'carbon'})"
     else:
         text += " (all real spend)"
+    if row.get("within_gap") is True:
+        text += f", within the solver's uncertainty (± {money(row['gap_band_musd'] * 1e6)}: the larger of the two plans' gaps)"
     if not pd.isna(row["emissions_change_share"]):
-        text += f"; emissions {row['emissions_change_share']:+.1%} ({row['emissions_change_kt_per_year']:+,.1f} kt CO2/yr)"
+        text += f"; emissions {_signed_pct(row['emissions_change_share'])} ({_signed(row['emissions_change_kt_per_year'], 1)} kt CO2/yr)"
     return text
+
+
+def _signed(value: float, decimals: int) -> str:
+    """`+1.3`, `-0.4`, `0.0` (never `-0.0` nor `+0.0`)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    rounded = round(float(value), decimals)
+    if rounded == 0:
+        return f"{0.0:,.{decimals}f}"
+    return f"{rounded:+,.{decimals}f}"
+
+
+def _signed_pct(share: float, decimals: int = 1) -> str:
+    if share is None or (isinstance(share, float) and math.isnan(share)):
+        return "—"
+    return _signed(share * 100, decimals) + " %"
 
 
 @dataclass
@@ -396,6 +604,17 @@ def build_comparison(plans: list[NamedPlan], baseline: str | None = None) -> Com
     return Comparison(baseline, plans, comparison_table(plans, baseline, sites), sites, cost_lines(base, plans))
 
 
+def _csv_digits(header: str) -> int | None:
+    """Decimals a CSV column is written to, by its unit: what the figure means, not float noise
+    (99.99999999999993 % is 100.0 %): $M to the cent, MW to 0.1 kW, % to 0.0001, ms to 1 µs; fine
+    enough for a small test world, with no float noise."""
+    for unit, digits in (("$M", 8), ("cost per M tokens, $", 6), ("MW", 4), ("%", 4), ("ms", 3), ("kt CO2", 4),
+                         ("t CO2", 2), ("racks", 0)):
+        if unit in header:
+            return digits
+    return None
+
+
 def human_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """The frame as written: shares as %, headers in words with units, text spreadsheet-safe."""
     out = frame.copy()
@@ -403,6 +622,9 @@ def human_frame(frame: pd.DataFrame) -> pd.DataFrame:
         header, factor = HEADERS.get(column, (column.replace("_", " "), 1))
         if factor != 1:
             out[column] = out[column] * factor
+        digits = _csv_digits(header)
+        if digits is not None and pd.api.types.is_float_dtype(out[column]):
+            out[column] = out[column].round(digits) + 0.0  # + 0.0: no -0.0
     out.columns = [HEADERS.get(c, (c.replace("_", " "), 1))[0] for c in out.columns]
     return spreadsheet_frame(out)
 
@@ -441,6 +663,34 @@ def _waterfall_figure(base: NamedPlan, p: NamedPlan):
 
 
 GROW_COLOUR, SHRINK_COLOUR, SAME_COLOUR = "#6a3d9a", "#e66101", "#9a9a9a"
+CHANGE_LABEL_OFFSETS = [(6, 4), (6, -10), (-6, 4), (-6, -10), (0, 12), (0, -16), (14, 14), (-14, 14), (14, -20), (-14, -20),
+                        (24, 0), (-24, 0), (0, 26), (0, -30)]
+
+
+def _place_change_labels(ax, labelled: list) -> list:
+    """Label the largest changes `Mumbai +1.3 MW` where no label overlaps another or the legend:
+    the first of several offsets around the circle that is clear, with a leader line when it is
+    not the nearest (labels used to pile up: 'Mumbai +1.3 MW MW'). Returns the labels drawn."""
+    fig = ax.figure
+    renderer = fig.canvas.get_renderer()
+    legend = ax.get_legend()
+    taken = [legend.get_window_extent(renderer)] if legend is not None else []
+    axes_box = ax.get_window_extent(renderer)
+    drawn = []
+    for r, x, y in labelled:
+        for k, (dx, dy) in enumerate(CHANGE_LABEL_OFFSETS):
+            label = ax.annotate(f"{r['site']} {r['it_mw_change']:+,.1f} MW", (x, y), xytext=(dx, dy), textcoords="offset points",
+                                fontsize=7.5, zorder=4, parse_math=False, ha="left" if dx >= 0 else "right",
+                                bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.8},
+                                arrowprops={"arrowstyle": "-", "color": "#555555", "lw": 0.6} if k >= 4 else None)
+            box = label.get_window_extent(renderer)
+            inside = axes_box.x0 <= box.x0 and box.x1 <= axes_box.x1 and axes_box.y0 <= box.y0 and box.y1 <= axes_box.y1
+            if inside and not any(box.overlaps(t) for t in taken):
+                taken.append(box)
+                drawn.append(label)
+                break
+            label.remove()
+    return drawn
 
 
 def difference_map_figure(base: Plan, plan: Plan, title: str, rows: pd.DataFrame):
@@ -475,15 +725,12 @@ def difference_map_figure(base: Plan, plan: Plan, title: str, rows: pd.DataFrame
         size = 20 + 900 * abs(change) / biggest
         ax.scatter([x], [y], s=size, color=colour, alpha=0.75, edgecolor="white", linewidth=0.8, zorder=3)
     labelled = [t for t in sorted(zip(records, lons, lats), key=lambda t: -abs(t[0]["it_mw_change"])) if abs(t[0]["it_mw_change"]) >= 0.05]
-    for r, x, y in labelled[:MAP_MOVERS]:
-        ax.annotate(f"{r['site']} {r['it_mw_change']:+,.1f} MW", (x, y), xytext=(6, 4), textcoords="offset points", fontsize=7.5,
-                    zorder=4, parse_math=False, bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.7})
     from matplotlib.lines import Line2D
 
-    handles = [Line2D([], [], marker="o", linestyle="", color=GROW_COLOUR, label="more IT MW"),
-               Line2D([], [], marker="o", linestyle="", color=SHRINK_COLOUR, label="less IT MW"),
-               Line2D([], [], marker="o", linestyle="", color=SAME_COLOUR, label="unchanged")]
-    ax.legend(handles=handles, fontsize=7.5, loc="lower left", framealpha=0.85)
+    ax.legend(handles=[Line2D([], [], marker="o", linestyle="", color=GROW_COLOUR, label="more IT MW"),
+                       Line2D([], [], marker="o", linestyle="", color=SHRINK_COLOUR, label="less IT MW"),
+                       Line2D([], [], marker="o", linestyle="", color=SAME_COLOUR, label="unchanged")],
+              fontsize=7.5, loc="lower left", framealpha=0.85)
     ax.set_title(title, loc="left", fontsize=11)
     ax.set_xticks([])
     ax.set_yticks([])
@@ -491,6 +738,7 @@ def difference_map_figure(base: Plan, plan: Plan, title: str, rows: pd.DataFrame
     ax.set_ylabel("")
     fig.text(0.99, 0.01, "circle area ∝ |IT MW change|", ha="right", fontsize=7, color="#555555")
     fig.tight_layout()
+    _place_change_labels(ax, labelled[:MAP_MOVERS])  # last: in the axes' final place
     return fig
 
 
@@ -531,10 +779,12 @@ def write_comparison(comparison: Comparison, out_dir: str | Path) -> list[Path]:
     for row in table.to_dict(orient="records"):
         cells = {column: _cell(row[column], fmt) for _, column, _, fmt in KPIS}
         change = row["cost_change_musd_per_year"]
-        cells["change"] = "—" if pd.isna(change) else f"{change:+,.2f} ({row['cost_change_share']:+.1%})"
-        cells["real"] = _cell(row["real_change_musd_per_year"], "{:+,.2f}")
-        cells["notional"] = _cell(row["notional_change_musd_per_year"], "{:+,.2f}")
-        cells["emissions_change"] = _cell(row["emissions_change_share"], "{:+.1%}")
+        cells["change"] = "—" if pd.isna(change) else f"{_signed(change, 2)} ({_signed_pct(row['cost_change_share'])})"
+        if row.get("within_gap") is True:
+            cells["change"] += " ≈ 0 within the gap"
+        cells["real"] = _signed(row["real_change_musd_per_year"], 2)
+        cells["notional"] = _signed(row["notional_change_musd_per_year"], 2)
+        cells["emissions_change"] = _signed_pct(row["emissions_change_share"])
         shown.append({**row, "cells": cells, "story": stories[row["plan"]]})
     failed = [r for r in shown if r["cause"]]
     page = render_html("compare.html.j2", rows=shown, baseline=comparison.baseline, kpis=KPIS, images=images,
@@ -549,17 +799,17 @@ def write_comparison(comparison: Comparison, out_dir: str | Path) -> list[Path]:
 
 def _site_cells(r: dict[str, Any]) -> dict[str, Any]:
     return {**r, "cells": {
-        "it_mw_baseline": f"{r['it_mw_baseline']:,.1f}", "it_mw_plan": f"{r['it_mw_plan']:,.1f}", "it_mw_change": f"{r['it_mw_change']:+,.1f}",
+        "it_mw_baseline": f"{r['it_mw_baseline']:,.1f}", "it_mw_plan": f"{r['it_mw_plan']:,.1f}", "it_mw_change": _signed(r['it_mw_change'], 1),
         "facility_mw_baseline": f"{r['facility_mw_baseline']:,.1f}", "facility_mw_plan": f"{r['facility_mw_plan']:,.1f}",
-        "facility_mw_change": f"{r['facility_mw_change']:+,.1f}", "racks_baseline": f"{r['racks_baseline']:,.0f}",
-        "racks_plan": f"{r['racks_plan']:,.0f}", "racks_change": f"{r['racks_change']:+,.0f}",
+        "facility_mw_change": _signed(r['facility_mw_change'], 1), "racks_baseline": f"{r['racks_baseline']:,.0f}",
+        "racks_plan": f"{r['racks_plan']:,.0f}", "racks_change": _signed(r['racks_change'], 0),
         "cost_musd_baseline": f"{r['cost_musd_baseline']:,.2f}", "cost_musd_plan": f"{r['cost_musd_plan']:,.2f}",
-        "cost_musd_change": f"{r['cost_musd_change']:+,.2f}", "emissions_t_change": f"{r['emissions_t_change']:+,.0f}"}}
+        "cost_musd_change": _signed(r['cost_musd_change'], 2), "emissions_t_change": _signed(r['emissions_t_change'], 0)}}
 
 
 def _cost_cells(r: dict[str, Any]) -> dict[str, Any]:
     label = category_label(r["category"]) + (" (notional)" if r["notional"] else "")
-    return {**r, "label": label, "cells": {k: f"{r[k]:{'+' if k.startswith('change') else ''},.2f}"
+    return {**r, "label": label, "cells": {k: _signed(r[k], 2) if k.startswith("change") else f"{r[k]:,.2f}"
                                            for k in ("baseline_musd_per_year", "plan_musd_per_year", "change_musd_per_year")}}
 
 

@@ -212,6 +212,8 @@ def write_gpkg_extras(gpkg: Path, layers: PlanLayers) -> None:
 
 def metadata_rows(layers: PlanLayers, exported_utc: str) -> list[tuple[str, str]]:
     """The plan an export came from, as (key, value) text rows."""
+    from dcplace.reports.summary import overrides_label, variant_overrides
+
     plan = layers.plan
     solve = plan.solve
     number = lambda v: "" if v is None else repr(float(v))  # noqa: E731
@@ -224,6 +226,7 @@ def metadata_rows(layers: PlanLayers, exported_utc: str) -> list[tuple[str, str]
         "dcplace_version": package_versions(("dcplace",))["dcplace"],
         "crs": CRS, "input_provenance": layers.provenance.origin or "as given: no provenance recorded for these inputs",
         "rerun": str(plan.provenance.get("rerun", "")),
+        "overrides": overrides_label(variant_overrides(plan)),  # what makes it a variant (--set), '' for none
         "layers": "sites;regions;assignments",
     }
     return list(rows.items())

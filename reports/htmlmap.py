@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import html
 import json
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -30,7 +31,9 @@ from pyproj import Transformer
 from dcplace.optimizer.studies.outages import AT_RISK_TOL_TOK_S
 from dcplace.reports.layers import PlanLayers, line_ends, line_parts, plan_extent, window_outline
 from dcplace.reports.output import check_destination
+from dcplace.reports.summary import money_at, money_step_usd, status_word, variant_title
 from dcplace.reports.style import (
+    RISK_COLOUR, short_name,
     CLOSED_COLOUR, DAY_COLOURS, LAND_COLOUR, OCEAN_COLOUR, REGION_COLOUR, ROLE_COLOURS, ROLE_SYMBOLS, class_colours, flow_scale,
     geo_path, money, mw_text, tok_s_text, without_bidi_controls, workload_classes,
 )
@@ -77,6 +80,8 @@ def plan_figure(layers: PlanLayers) -> go.Figure:
     losses = outage_hover(layers)
     for role in SITE_ROLES:
         _add_sites(fig, layers, role, mw_max, labels, losses)
+    _add_size_key(fig, mw_max)
+    _add_loss_rings(fig, layers, mw_max)
     slider = _add_day(fig, layers, mw_max)
     _layout(fig, layers)
     if slider is not None:  # the slider and the colour bar get a band of their own under the map, off the land
@@ -190,9 +195,68 @@ def _add_flows(fig: go.Figure, layers: PlanLayers, cls: str, name: str, colour: 
             lats += [lat1, lat2, None]
         fig.add_trace(go.Scattergeo(
             lon=lons, lat=lats, mode="lines", line={"width": float(width), "color": colour}, opacity=FLOW_OPACITY,
-            hoverinfo="skip", name=f"{esc(_short(name))} flows", legendgroup=f"flows-{cls}", showlegend=k == 0,
+            hoverinfo="skip", name=esc(_legend_name(f"{short_name(name)} flows")), legendgroup=f"flows-{cls}", showlegend=k == 0,
             legendrank=100, meta={"layer": "assignments", "workload": cls, "width_px": float(width)},
         ))
+
+
+LEGEND_LINE_CHARS = 30  # a legend entry's line: the legend column (LEGEND_COLUMN_PX) holds it whole
+
+
+def _legend_name(text: str) -> str:
+    """A legend entry on lines of whole words (never cut mid-word: issue 49); escaped by the caller
+    line by line, joined with <br>."""
+    import re
+
+    # a figure and its unit stay on one line: their spaces are no-break spaces while wrapping
+    text = re.sub(r"\d[\d,.]* (?:M tok/s|k tok/s|tok/s|MW|kW|M|k)\b", lambda m: m.group(0).replace(" ", "\u00a0"), text)
+    return "\n".join(textwrap.wrap(text, LEGEND_LINE_CHARS)) or text
+
+
+def _add_size_key(fig: go.Figure, mw_max: float) -> None:
+    """Legend-only symbols of two or three round IT MW sizes on the map's own scale."""
+    from dcplace.reports.style import nice_floor  # round reference sizes, as the static map's legend
+
+    for mw in sorted({nice_floor(mw_max), nice_floor(mw_max / 4), nice_floor(mw_max / 20)}, reverse=True):
+        if _marker_px([mw], mw_max)[0] <= 6.0:
+            continue  # below the smallest symbol every site has the same size
+        px = float(_marker_px([mw], mw_max)[0])
+        fig.add_trace(go.Scattergeo(
+            lon=[None], lat=[None], mode="markers", marker={"size": px, "color": "#b5b5b5", "line": {"width": 1, "color": "white"}},
+            # the legend draws symbols at most 16 px wide: the entry says the size on the map
+            hoverinfo="skip", name=f"size key: {mw_text(mw)} ({px:.0f} px wide)", legendgroup="size-key", legendrank=15,
+            meta={"layer": "size-key"},
+        ))
+
+
+def _add_loss_rings(fig: go.Figure, layers: PlanLayers, mw_max: float) -> None:
+    """Red rings around the open sites whose loss breaks the stated N-1 policy (none without a
+    policy), and a legend entry that says what a single-site loss costs: the policy's verdict,
+    or that no policy is set, and the worst loss (the outage table, as the static map's)."""
+    table = layers.outages
+    if not table.outages:
+        return
+    policy = bool(table.survive_site_loss)
+    breaking = [o for o in table.outages if policy and table.breaks(o)]
+    worst = max(breaking, key=lambda o: o.at_risk_total_tok_s) if breaking else table.worst()
+    peak = table.served_tok_s or 1.0
+    worst_text = (f"worst loss: {worst.name}, {tok_s_text(worst.at_risk_total_tok_s)} short ({worst.at_risk_total_tok_s / peak:.0%})"
+                  if worst is not None and worst.at_risk_total_tok_s > AT_RISK_TOL_TOK_S else "every loss re-served in its budget")
+    if breaking:
+        head = f"{len(breaking)} ringed: the loss breaks survive_site_loss"
+    elif policy:
+        head = "N-1: no single-site loss breaks survive_site_loss"
+    else:
+        head = "no N-1 policy set (survive_site_loss): no rings"
+    sites = layers.sites.set_index("id")
+    ids = [o.site for o in breaking if o.site in sites.index]
+    sizes = [float(_marker_px([sites.at[i, "it_mw"]], mw_max)[0]) + 8 for i in ids]
+    fig.add_trace(go.Scattergeo(
+        lon=[sites.at[i, "geometry"].x for i in ids] or [None], lat=[sites.at[i, "geometry"].y for i in ids] or [None],
+        mode="markers", marker={"size": sizes or 12, "symbol": "circle-open", "color": RISK_COLOUR, "line": {"width": 2}},
+        hoverinfo="skip", name="<br>".join(esc(line) for line in _legend_name(f"{head}; {worst_text}").splitlines()),
+        legendgroup="losses", legendrank=45, meta={"layer": "losses"},
+    ))
 
 
 def _short(text: str, limit: int = 32) -> str:
@@ -418,17 +482,17 @@ def _layout(fig: go.Figure, layers: PlanLayers) -> None:
         ("Sites and regions", [layer not in ("assignments", "flow-hover", "width-reference") for layer in traces]),
         ("Open sites only", [layer == "sites" for layer in traces]),
     ]
-    kpis = (f"annual cost {money(plan.objective_usd_per_year)} · {int(k['sites_open'])} sites · "
+    kpis = (f"annual cost {money_at(plan.objective_usd_per_year, money_step_usd(plan))} · {int(k['sites_open'])} sites · "
             f"${k['usd_per_m_tokens']:.3f} per M tokens · mean RTT {k['mean_rtt_ms']:.1f} ms")
     footnote = (f"solved {plan.created_utc[:10]} with {esc(plan.solve.solver)} {esc(plan.solve.solver_version)} "
-                f"({esc(plan.solve.status)}) · scenario {plan.scenario_hash[:12]} · countries: Natural Earth 1:110m")
+                f"({esc(status_word(plan))}) · scenario {plan.scenario_hash[:12]} · countries: Natural Earth 1:110m")
     # Title, KPIs and footnote stack in the top margin, left; the modebar keeps the top right.
     top_lines = [
         {"text": kpis, "yshift": 20, "font": {"size": 12, "color": "#2a3f5f"}, "name": "kpis"},
         {"text": footnote, "yshift": 4, "font": {"size": 10, "color": "#666"}, "name": "footnote"},
     ]
     fig.update_layout(
-        title={"text": f"<b>{esc(plan.scenario)}</b>", "x": 0.0, "xanchor": "left", "xref": "container", "y": 1.0,
+        title={"text": f"<b>{esc(variant_title(plan))}</b>", "x": 0.0, "xanchor": "left", "xref": "container", "y": 1.0,
                "yanchor": "top", "yref": "container", "pad": {"t": 8, "l": 8}, "font": {"size": 16}},
         annotations=[line | {"x": 0.0, "y": 1.0, "xref": "paper", "yref": "paper", "xanchor": "left", "yanchor": "bottom",
                              "showarrow": False, "align": "left"} for line in top_lines],
@@ -516,5 +580,5 @@ def save_maps(layers: PlanLayers, out_dir: str | Path, png: bool = True, pdf: bo
     check_destination(out_dir, "report")  # refuse a bad --out before drawing, not after
     files = static_map_files(layers, png, pdf, extent) if (png or pdf) else {}
     if html:
-        files["map.html"] = offline_html(plan_figure(layers), f"dcplace map — {layers.plan.scenario}").encode("utf-8")
+        files["map.html"] = offline_html(plan_figure(layers), f"dcplace map — {variant_title(layers.plan)}").encode("utf-8")
     return write_files(out_dir, files)

@@ -44,7 +44,7 @@ from dcplace.reports.staticmap import draw_static_map
 from dcplace.reports.style import ROLE_COLOURS, money, mw_number, mw_text, short_name, tok_s_text
 from dcplace.reports.summary import (
     FULL_COST_RULE, SMALL_SITE_FIXED_SHARE, TRAINING_HOUR_RULE, Provenance, Summary, class_tokens_per_year, executive_summary, latency_reason,
-    provenance_text, site_tokens_share, small_site, status_text, vintages, workload_costs,
+    money_at, provenance_text, site_tokens_share, small_site, status_text, variant_title, vintages, workload_costs,
 )
 
 A4_LANDSCAPE_IN = (11.69, 8.27)
@@ -137,27 +137,50 @@ def _num(x: float, digits: int = 0) -> str:
 
 
 def _summary_section(plan: Plan, summary: Summary) -> Section:
-    blocks: list[Block] = [Headline([Kpi(label, value, note) for label, value, note in summary.headline])]
+    blocks: list[Block] = []
+    if summary.recommendation:
+        blocks.append(Paragraphs([summary.recommendation], "decision"))
+    blocks.append(Headline([Kpi(label, value, note) for label, value, note in summary.headline]))
+    if summary.resilience:
+        blocks.append(Paragraphs(["N-1 policy: what survives the loss of one site"], "boxhead"))
+        blocks.append(Bullets(summary.resilience, "risks"))
+    if summary.risks:
+        blocks.append(Paragraphs(["Risks of this plan"], "boxhead"))
+        blocks.append(Bullets(summary.risks, "risks"))
+    if summary.notional:
+        blocks.append(Paragraphs([summary.notional], "lead"))
+    # the decision at a glance: where the plan builds and what it pays for (the full map follows)
+    blocks.append(Image("map", "Map of the plan: sites by role and size, demand regions and the lines that serve them",
+                        half=True, max_height=140))
+    blocks.append(Image("cost-by-category", "Annual cost by category", half=True, max_height=140))
+    return Section("summary", "Executive summary", blocks)
+
+
+def _argument_section(plan: Plan, summary: Summary) -> Section:
+    """Page 1's reasons: where training goes and why, how inference is spread, the cost split,
+    $ per M tokens by class, the three assumptions that matter most, small sites."""
+    blocks: list[Block] = []
     blocks.append(Paragraphs(summary.training + summary.inference + summary.clock + summary.cost, "lead"))
     classes = [c for c in summary.classes if c.tokens_per_year > 0]
     if classes:
         blocks.append(Bullets([
-            f"{c.name}: ${c.usd_per_m_tokens:,.3f} per M tokens ({money(c.cost_usd_per_year)} a year for "
+            f"{c.name}: ${c.usd_per_m_tokens:,.3f} per M tokens ({money_at(c.cost_usd_per_year, summary.money_step_usd)} a year for "
             f"{c.tokens_per_year / 1e12:,.1f} trillion tokens)" for c in classes
         ]))
         blocks.append(Paragraphs([summary.class_rule], "note"))
     if summary.assumptions:
         blocks.append(Paragraphs(["The three assumptions that matter most:"], "body"))
         blocks.append(Bullets([
-            f"{a.label[0].upper()}{a.label[1:]}: {a.value_text}. The {a.category.replace('_', ' ')} line is {money(a.line_usd_per_year)} "
-            f"a year ({a.share:.0%} of cost): ±10 % moves it ±{money(a.swing_usd_per_year)}. Source: {a.source_text}."
+            f"{a.label[0].upper()}{a.label[1:]}: {a.value_text}. The {a.category.replace('_', ' ')} line is "
+            f"{money_at(a.line_usd_per_year, summary.money_step_usd)} a year ({a.share:.0%} of cost): ±10 % moves it "
+            f"±{money_at(a.swing_usd_per_year, summary.money_step_usd)}. Source: {a.source_text}."
             for a in summary.assumptions
         ]))
         blocks.append(Paragraphs([summary.assumption_rule], "note"))
     if summary.small_sites:
         blocks.append(Paragraphs([f"{len(summary.small_sites)} open sites are small: fixed costs are at least "
                                   f"{SMALL_SITE_FIXED_SHARE:.0%} of what they cost (see Why these sites)."], "note"))
-    return Section("summary", "Executive summary", blocks)
+    return Section("argument", "Why this plan", blocks)
 
 
 def _full_cost_blocks(layers: PlanLayers) -> list[Block]:
@@ -484,6 +507,7 @@ def report_content(layers: PlanLayers) -> ReportContent:
     summary = executive_summary(layers, prov)
     sections: list[Section | None] = [
         _summary_section(plan, summary),
+        _argument_section(plan, summary),
         Section("map", "Map", [Image("map", "Map of the plan: sites by role and size, demand regions and the lines that serve them")],
                 new_page=True),
         _workload_section(layers, summary),
@@ -499,7 +523,7 @@ def report_content(layers: PlanLayers) -> ReportContent:
         _solver_section(layers),
     ]
     return ReportContent(
-        title=f"dcplace plan — {plan.scenario}",
+        title=f"dcplace plan — {variant_title(plan)}",
         subtitle=f"Solved {plan.created_utc[:10]} · {status_text(plan)} · {len(plan.assignments):,} region assignments",
         sections=[x for x in sections if x is not None],
     )
@@ -515,6 +539,7 @@ PAGE_W, PAGE_H = A4_LANDSCAPE_IN[0] * 72, A4_LANDSCAPE_IN[1] * 72  # points
 MARGIN_L, MARGIN_R, MARGIN_T, MARGIN_B = 36.0, 36.0, 34.0, 40.0
 CONTENT_W = PAGE_W - MARGIN_L - MARGIN_R
 TABLE_PT, BODY_PT, LEAD_PT, NOTE_PT, HEADING_PT, FOOTER_PT = 8.5, 9.0, 9.5, 8.0, 14.0, 8.0
+DECISION_PT = 11.0  # page 1's recommendation
 MIN_PT = 8.0  # nothing in the PDF is smaller
 MIN_GLYPH_EM = 0.2  # narrower than any DejaVu Sans glyph a name uses (its space is 0.32 em): bounds a line's characters
 _MEASURE = TextToPath()
@@ -619,7 +644,7 @@ class PdfLayout:
 
     @staticmethod
     def _size(style: str) -> float:
-        return {"lead": LEAD_PT, "note": NOTE_PT}.get(style, BODY_PT)
+        return {"lead": LEAD_PT, "note": NOTE_PT, "decision": DECISION_PT, "boxhead": BODY_PT}.get(style, BODY_PT)
 
     def ensure(self, height: float) -> None:
         if height > self.room:
@@ -650,11 +675,12 @@ class PdfLayout:
 
     def paragraphs(self, block: Paragraphs) -> None:
         size = self._size(block.style)
-        colour = "#4a5560" if block.style == "note" else "#1d2630"
+        colour = "#4a5560" if block.style == "note" else "#8a1c1c" if block.style == "boxhead" else "#1d2630"
+        bold = block.style in ("decision", "boxhead")
         for text in block.texts:
-            for line in wrap(text, CONTENT_W, size):
+            for line in wrap(text, CONTENT_W, size, bold):
                 self.ensure(size * 1.35)
-                self.text(MARGIN_L, self.y, line, size, colour=colour)
+                self.text(MARGIN_L, self.y, line, size, bold=bold, colour=colour)
                 self.y += size * 1.35
             self.y += size * 0.45
 
@@ -663,6 +689,8 @@ class PdfLayout:
         for item in block.items:
             lines = wrap(item, CONTENT_W - 14, size)
             self.ensure(min(2, len(lines)) * size * 1.35)
+            if block.style == "risks":  # the risks box: a tinted band beside each item
+                self.rect(MARGIN_L - 4, self.y - 1, 2.5, len(lines) * size * 1.35, "#c0392b")
             self.text(MARGIN_L + 3, self.y, "•", size)
             for line in lines:
                 self.ensure(size * 1.35)
@@ -860,8 +888,11 @@ def _headline_height(block: Headline) -> float:
 def write_pdf(path: Path, content: ReportContent, images: dict[str, bytes]) -> int:
     """Lay the sections out and write the PDF; returns the number of pages."""
     layout = PdfLayout(content.title)
-    layout.text(MARGIN_L, layout.y, content.title, 18, bold=True)
-    layout.y += 25
+    title_pt = 18.0 if text_width(content.title, 18.0, True) <= CONTENT_W else 14.0  # a variant's title names its changed inputs
+    for line in wrap(content.title, CONTENT_W, title_pt, True):
+        layout.text(MARGIN_L, layout.y, line, title_pt, bold=True)
+        layout.y += title_pt * 1.35
+    layout.y += 25 - title_pt * 1.35
     for line in wrap(content.subtitle, CONTENT_W, 9.5):
         layout.text(MARGIN_L, layout.y, line, 9.5, colour="#4a5560")
         layout.y += 14

@@ -50,6 +50,9 @@ MAX_MARKER_AREA_PT2 = 700.0  # the plan's largest site; area is proportional to 
 MIN_MARKER_AREA_PT2 = 28.0  # a 100 kW site must still be seen and its colour read
 LABEL_FONT_PT = 7
 LABEL_OFFSETS_PT = [(6, 0), (-6, 0), (0, 6), (0, -6), (5, 5), (-5, 5), (5, -5), (-5, -5)]
+# farther out, joined to the symbol by a leader line (issue 49: a crowded site was left unlabelled)
+LEADER_OFFSETS_PT = [(round(d * math.cos(a), 1), round(d * math.sin(a), 1)) for d in (18.0, 30.0, 45.0, 60.0)
+                     for a in (math.radians(x) for x in (30, 150, 210, 330, 90, 270, 0, 180))]
 FLOW_ALPHA = 0.6
 FLOW_MAX_PT, FLOW_MIN_PT = 7.0, 0.3
 RING_GAP_PT, RING_WIDTH_PT = 2.0, 1.2  # the outage ring: its stroke this far outside the site's symbol, this thick
@@ -71,6 +74,7 @@ class StaticMap:
     regions: object = None  # the artists, for tests and callers: the region dots ...
     candidates: object = None  # ... the unopened candidates ...
     sites: dict[str, object] = field(default_factory=dict)  # ... and the open sites by role
+    raised: list[str] = field(default_factory=list)  # site ids drawn again on top: another role's larger symbol overlapped them
     legend: object = None
     legend_entries: tuple = ()  # (handles, the headings among them)
     outages: OutageTable | None = None  # what each open site's loss costs ...
@@ -103,7 +107,11 @@ def shared_scales(all_layers) -> MapScales:
                      max((m.region_tok_s for m in each), default=0.0))
 
 
-def draw_static_map(layers: PlanLayers, extent: str = "auto", width_in: float = 14.0, scales: MapScales | None = None) -> StaticMap:
+A4_LANDSCAPE_IN = (11.69, 8.27)  # map.pdf is drawn at A4 landscape, so its 7 pt labels print at 7 pt
+
+
+def draw_static_map(layers: PlanLayers, extent: str = "auto", width_in: float = A4_LANDSCAPE_IN[0],
+                    scales: MapScales | None = None) -> StaticMap:
     """Draw the plan. `extent`: "auto" (regional when the plan fits one), "world"; `scales`: what
     symbol sizes are relative to (default: this plan's own largest site, flow and region)."""
     layers = layers.for_display()  # names as outputs show them (reports.style.display_name)
@@ -117,7 +125,7 @@ def draw_static_map(layers: PlanLayers, extent: str = "auto", width_in: float = 
         crs = CRS.from_proj4(f"+proj=laea +lat_0={lat0:.4f} +lon_0={lon0:.4f} +datum=WGS84 +units=m +no_defs")
     to_map = Transformer.from_crs("EPSG:4326", crs, always_xy=True)
 
-    height_in = width_in * (0.5 if window is None else 0.75)
+    height_in = width_in * (0.5 if window is None else 0.7)  # 8.18 in at A4 width: the page holds it
     fig, ax = plt.subplots(figsize=(width_in, height_in), dpi=100)
     fig.subplots_adjust(left=0.01, right=0.84, bottom=0.05, top=0.9)  # the legend sits to the right, never on data
     ax.set_axis_off()
@@ -134,6 +142,7 @@ def draw_static_map(layers: PlanLayers, extent: str = "auto", width_in: float = 
 
     _legend(ax, layers, result, scales)
     _fit_legend(ax, result)  # before the labels: they are placed in the map's final display box
+    _raise_covered(ax, layers, site_xy, site_area, result)
     _place_labels(ax, layers, site_xy, site_area, result)
     _title_block(fig, layers, result)
     return result
@@ -227,7 +236,9 @@ def _draw_sites(ax, layers: PlanLayers, to_map: Transformer, result: StaticMap, 
 def _draw_outage_rings(ax, layers: PlanLayers, site_xy: np.ndarray, site_area: np.ndarray, result: StaticMap) -> None:
     """A ring just outside the symbol of every open site whose loss breaks (OutageTable.breaks)."""
     result.outages = table = layers.outages
-    breaking = {o.site for o in table.outages if table.breaks(o)}
+    # a ring says "this loss breaks the stated policy": with no policy nothing is ringed (a ring
+    # on every site says nothing); the legend then names the worst loss as text (issue 49)
+    breaking = {o.site for o in table.outages if table.survive_site_loss and table.breaks(o)}
     ids = layers.sites["id"].to_numpy()
     idx = np.flatnonzero([site in breaking and area > 0 for site, area in zip(ids, site_area)])
     result.ringed = [str(ids[i]) for i in idx]
@@ -237,19 +248,46 @@ def _draw_outage_rings(ax, layers: PlanLayers, site_xy: np.ndarray, site_area: n
                                   edgecolors=RISK_COLOUR, linewidths=RING_WIDTH_PT, zorder=Z_SITES)
 
 
+def _raise_covered(ax, layers: PlanLayers, site_xy: np.ndarray, site_area: np.ndarray, result: StaticMap) -> None:
+    """No symbol hides another: each role's symbols are one layer (smallest on top within it), so
+    a small site of one role beside a large one of a role drawn later (Dubai by Doha, Tel Aviv by
+    Cairo) would lie under it. Such a site is drawn again above every role's layer, as it is."""
+    renderer_scale = ax.figure.dpi / 72.0
+    display = ax.transData.transform(site_xy)
+    roles = layers.sites["role"].to_numpy()
+    order = {role: k for k, role in enumerate(ROLE_MARKERS)}
+    radius = np.sqrt(site_area / math.pi) * renderer_scale
+    open_idx = [i for i in range(len(site_area)) if site_area[i] > 0 and roles[i] in order]
+    covered = []
+    for i in open_idx:
+        for j in open_idx:
+            if (site_area[j] > site_area[i] and order[roles[j]] > order[roles[i]]
+                    and np.hypot(*(display[i] - display[j])) < radius[i] + radius[j]):
+                covered.append(i)
+                break
+    result.raised = [str(layers.sites["id"].iat[i]) for i in covered]
+    for role, marker in ROLE_MARKERS.items():
+        idx = [i for i in covered if roles[i] == role]
+        if idx:
+            idx = sorted(idx, key=lambda i: -site_area[i])
+            ax.scatter(site_xy[idx, 0], site_xy[idx, 1], s=site_area[idx], marker=marker, color=ROLE_COLOURS[role], alpha=0.95,
+                       edgecolors="white", linewidths=0.8, zorder=Z_SITES + 0.5)
+
+
 def _outage_legend_lines(table: OutageTable) -> list[str]:
     """The legend's entries under 'If one of N open sites is lost': the ring's (when any site
     is ringed: every open site whose loss breaks), the worst loss and the training that stalls,
     each on at most two lines."""
-    breaking = [o for o in table.outages if table.breaks(o)]
+    breaking = [o for o in table.outages if table.survive_site_loss and table.breaks(o)]
     if breaking:
-        what = "breaks survive_site_loss" if table.survive_site_loss else "leaves inference short"
-        lines = [f"{len(breaking)} ringed: the loss\n{what}"]
+        lines = [f"{len(breaking)} ringed: the loss\nbreaks survive_site_loss"]
     elif table.survive_site_loss:
         lines = ["none breaks\nsurvive_site_loss"]
     else:
-        lines = ["all inference re-served\nin its failover budget"]
+        lines = ["no N-1 policy set\n(survive_site_loss): no rings"]
     worst = max(breaking, key=lambda o: o.at_risk_total_tok_s) if breaking else table.worst()
+    if not table.survive_site_loss and (worst is None or worst.at_risk_total_tok_s <= 0):
+        lines.append("every loss re-served\nin its failover budget")
     if worst is not None and worst.at_risk_total_tok_s > 0:
         share = worst.at_risk_total_tok_s / max(table.served_tok_s, 1e-9)
         if breaking or not table.survive_site_loss:
@@ -292,21 +330,28 @@ def _place_labels(ax, layers: PlanLayers, site_xy: np.ndarray, site_area: np.nda
     for rank, i in enumerate(open_idx):
         text = f"{sites['name'].iat[i]}  {mw_text(sites['it_mw'].iat[i])}"
         radius_pt = math.sqrt(site_area[i] / math.pi) + outside_pt[i]
-        for dx, dy in LABEL_OFFSETS_PT:
-            scale = (radius_pt + 2) / max(abs(dx), abs(dy))
+        for k, (dx, dy) in enumerate(LABEL_OFFSETS_PT + LEADER_OFFSETS_PT):
+            leader = k >= len(LABEL_OFFSETS_PT)
+            scale = (radius_pt + 2) / max(abs(dx), abs(dy)) if not leader else 1.0
+            if leader:
+                dx, dy = dx + math.copysign(radius_pt, dx) if dx else 0.0, dy + math.copysign(radius_pt, dy) if dy else 0.0
             label = ax.annotate(
                 text, xy=tuple(site_xy[i]), xytext=(dx * scale, dy * scale), textcoords="offset points",
                 fontsize=LABEL_FONT_PT, ha="left" if dx > 0 else "right" if dx < 0 else "center",
                 va="bottom" if dy > 0 else "top" if dy < 0 else "center", zorder=Z_LABELS,
                 annotation_clip=False, parse_math=False,  # a '$' in a site name is text, not TeX
                 bbox={"boxstyle": "square,pad=0.1", "facecolor": "white", "alpha": 0.7, "linewidth": 0},
+                arrowprops={"arrowstyle": "-", "color": "#444444", "lw": 0.6, "shrinkA": 0, "shrinkB": radius_pt} if leader else None,
             )
-            extent = label.get_window_extent(renderer).expanded(1.02, 1.05)
+            # the text's own box (an Annotation's extent also spans its leader line)
+            label.update_positions(renderer)
+            extent = Text.get_window_extent(label, renderer).expanded(1.02, 1.05)
             clear = (
                 axes_box.contains(extent.x0, extent.y0) and axes_box.contains(extent.x1, extent.y1)
                 and not any(extent.overlaps(b) for b in placed)
                 and not any(extent.overlaps(b) for j, b in marker_boxes if j != i)
-                and nearest_marker(extent, open_centres) == rank
+                # next to its symbol a label must be nearest to it; a far one has its leader line to say whose it is
+                and (leader or nearest_marker(extent, open_centres) == rank)
             )
             if clear:
                 placed.append(extent)
@@ -413,11 +458,21 @@ def _wrap(text: str, width: int = 22) -> str:
 
 def _title_block(fig: Figure, layers: PlanLayers, result: StaticMap) -> None:
     plan, k = layers.plan, layers.plan.kpis
-    gap = f", gap {plan.solve.gap:.2%}" if plan.solve.gap is not None else ""
-    fig.text(0.01, 0.965, f"dcplace plan — {plan.scenario}", fontsize=15, weight="bold", va="top", parse_math=False)
+    from dcplace.reports.summary import money_at, money_step_usd, status_word, variant_title
+
+    title = fig.text(0.01, 0.965, f"dcplace plan — {variant_title(plan)}", fontsize=15, weight="bold", va="top", parse_math=False)
+    # a variant's title names its changed inputs: it shrinks to fit the page's width (then wraps), never runs off it
+    renderer = fig.canvas.get_renderer()
+    room = fig.bbox.width * 0.98
+    while title.get_window_extent(renderer).width > room and title.get_fontsize() > 9:
+        title.set_fontsize(title.get_fontsize() - 1)
+    if title.get_window_extent(renderer).width > room:
+        chars = int(len(title.get_text()) * room / title.get_window_extent(renderer).width)
+        title.set_text("\n".join(textwrap.wrap(title.get_text(), max(chars, 20))[:2]))
+        title.set_fontsize(8)
     fig.text(
         0.01, 0.925,
-        f"Annual cost {money(plan.objective_usd_per_year)}  ·  {int(k['sites_open'])} sites open  ·  "
+        f"Annual cost {money_at(plan.objective_usd_per_year, money_step_usd(plan))}  ·  {int(k['sites_open'])} sites open  ·  "
         f"IT {mw_text(k['it_mw_inference'])} inference + {mw_text(k['it_mw_training'])} training  ·  "
         f"${k['usd_per_m_tokens']:.3f} per M tokens  ·  mean RTT {k['mean_rtt_ms']:.1f} ms",
         fontsize=10, va="top", parse_math=False,
@@ -426,7 +481,7 @@ def _title_block(fig: Figure, layers: PlanLayers, result: StaticMap) -> None:
     unlabelled = f"  ·  {len(result.unlabelled)} smaller sites unlabelled (no room)" if result.unlabelled else ""
     fig.text(
         0.01, 0.012,
-        f"Solved {plan.created_utc[:10]} with {plan.solve.solver} {plan.solve.solver_version} ({plan.solve.status}{gap})  ·  "
+        f"Solved {plan.created_utc[:10]} with {plan.solve.solver} {plan.solve.solver_version} ({status_word(plan)})  ·  "
         f"scenario {plan.scenario_hash[:12]}  ·  {projection}; countries: Natural Earth 1:110m{unlabelled}",
         fontsize=7, color="#555555", parse_math=False,
     )

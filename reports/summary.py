@@ -498,6 +498,11 @@ class Summary:
     small_sites: list[str] = field(default_factory=list)
     training_case: TrainingCase | None = None
     clock: list[str] = field(default_factory=list)  # the clock's sentences (clock_sentences); empty without it
+    recommendation: str = ""  # the decision in one sentence (issue 49)
+    risks: list[str] = field(default_factory=list)  # the plan's own risks, from its numbers
+    resilience: list[str] = field(default_factory=list)  # with an N-1 policy: classes protected, unprotected, training
+    notional: str = ""  # the carbon price's notional charge, apart from real spend
+    money_step_usd: float = 1e4  # what the solver's gap supports: page 1's rounding
 
 
 def _per_h100(x: float) -> str:
@@ -510,9 +515,15 @@ def executive_summary(layers: PlanLayers, prov: Provenance | None = None) -> Sum
     prov = prov if prov is not None else layers.provenance
     names = {s.id: s.name for s in plan.sites}
     total = plan.objective_usd_per_year or 0.0
+    step = money_step_usd(plan)
+    carbon = carbon_charge_usd(plan) if scenario.economics.carbon_price_usd_per_t else 0.0
+    gap = gap_usd(plan)
+    bound = f"± {money_at(gap, step)} (solver gap); " if gap and plan.solve.gap and plan.solve.gap > PROVEN_OPTIMAL_GAP else ""
     summary = Summary(headline=[
-        ("Annual cost", money(total), "annualized capex plus operating cost, per year"),
-        ("Upfront capex", money(k["upfront_capex_usd"]), "chips, cooling and fabric, paid once"),
+        ("Annual cost", money_at(total, step),
+         bound + (f"incl. {money_at(carbon, step)} notional carbon charge at ${scenario.economics.carbon_price_usd_per_t:,.0f}/t CO₂"
+                  if carbon > 0 else "annualized capex plus operating cost, per year")),
+        ("Upfront capex", money_at(k["upfront_capex_usd"], step), "chips, cooling and fabric, paid once"),
         ("Inference", f"${k['usd_per_m_tokens']:.3f} per M tokens", f"{k['demand_within_budget_share']:.1%} of demand within its latency budget"),
         ("Sites open", f"{int(k['sites_open'])} of {len(plan.sites)}", f"{mw_text(k['facility_mw'])} facility power"),
     ])
@@ -538,6 +549,9 @@ def executive_summary(layers: PlanLayers, prov: Provenance | None = None) -> Sum
         else:
             s2 = (f"Delivered training costs {_per_h100(ta)} per effective H100-year there, against {_per_h100(tb)} at the median "
                   f"eligible site ({names.get(med, med)}): {abs(diff):.0%} {'less' if diff >= 0 else 'more'}; "
+                  f"${ta / scenario.economics.hours_per_year:,.2f} against ${tb / scenario.economics.hours_per_year:,.2f} per effective "
+                  "H100-hour (this rack alone over every hour of the year; Per-workload economics gives the fully loaded figure, over the "
+                  "hours at the training load factor and with a share of fixed costs); "
                   f"rank {rank} of {len(case.eligible)} eligible sites (site fixed cost left out).")
         s3 = (f"The difference is the site: energy {_per_h100(a.get('energy', 0))} against {_per_h100(b.get('energy', 0))} "
               f"(${ia['price']:,.0f}/MWh at PUE {ia['pue']:.2f} against ${ib['price']:,.0f}/MWh at PUE {ib['pue']:.2f}), "
@@ -566,8 +580,12 @@ def executive_summary(layers: PlanLayers, prov: Provenance | None = None) -> Sum
     if failover.get("classes") and summary.inference:
         classes = {w.id: w.name for w in scenario.catalog.workloads}
         policy = ", ".join(f"{short_name(classes.get(w, w))} {a:.0%}" for w, a in sorted(failover["classes"].items()))
+        others = sorted({short_name(classes.get(a.workload, a.workload)) for a in plan.assignments if a.workload not in failover["classes"]})
         summary.inference.append(
-            (f"The plan is N-1 secure: {policy} of demand is re-served within the failover budgets after the loss of any one of its "
+            ((f"The plan is N-1 secure for {policy} only, not for {', '.join(others)}: those shares of their demand are re-served "
+              "within the failover budgets after the loss of any one of its " if others else
+              f"The plan is N-1 secure: {policy} of demand is re-served within the failover budgets after the loss of any one of its ")
+             + 
              f"{sum(1 for x in plan.sites if x.open)} open sites ({failover.get('scenarios_generated', 0)} losses built into the model; "
              "every loss re-routed after the solve, and again by `dcplace check`); 'What losing a site costs' has each loss."
              if failover.get("secure") else
@@ -577,10 +595,15 @@ def executive_summary(layers: PlanLayers, prov: Provenance | None = None) -> Sum
     summary.clock = [t for t in summary.clock if t]
     # Cost
     summary.cost = [
-        f"The plan costs {money(total)} a year: {money(k['inference_cost_usd_per_year'])} inference, "
-        f"{money(k['training_cost_usd_per_year'])} training and {money(k['shared_cost_usd_per_year'])} shared site and cooling-zone "
-        f"fixed costs; it needs {money(k['upfront_capex_usd'])} of upfront capex.",
+        f"The plan costs {money_at(total, step)} a year: {money_at(k['inference_cost_usd_per_year'], step)} inference, "
+        f"{money_at(k['training_cost_usd_per_year'], step)} training and {money_at(k['shared_cost_usd_per_year'], step)} shared site "
+        f"and cooling-zone fixed costs; it needs {money_at(k['upfront_capex_usd'], step)} of upfront capex.",
     ]
+    summary.money_step_usd = step
+    summary.notional = notional_sentence(plan, scenario, step)
+    summary.recommendation = recommendation(layers, step)
+    summary.risks = risks(layers, prov, step)
+    summary.resilience = resilience_lines(layers)
     summary.classes = class_economics(plan, scenario)
     summary.class_rule = ("Rule: each inference rack's annual cost goes to the class it serves and transport to the class of its "
                           "flow; site and cooling-zone fixed costs are shared and left out, so the classes add up to the headline "
@@ -843,3 +866,283 @@ def place_days(plan: Plan, scenario: Scenario) -> list[PlaceDay]:
         offset = standard_offset_h(lat, lon)[0]
         out.append(PlaceDay(place, name, kind, lon, a["load"], a["cap"], a["serving"], a["lent"], installed, offset))
     return sorted(out, key=lambda d: (-d.gpus, d.kind, d.id))
+
+
+# ----------------------------------------------------------------------------- the decision memo (issue 49)
+
+
+def status_word(plan: Plan) -> str:
+    """A few words for a footnote: 'proven optimal', 'proven within 0.48 %' (never a bare
+    'optimal' for a plan proven only to within the asked gap), 'feasible, no bound'."""
+    s = plan.solve
+    if s.objective_usd_per_year is None:
+        return s.status
+    if s.gap is None or s.best_bound_usd_per_year is None:
+        return "feasible, no bound proven"
+    return "proven optimal" if s.gap <= PROVEN_OPTIMAL_GAP else f"proven within {s.gap:.2%}"
+
+
+def variant_overrides(plan: Plan) -> dict:
+    """The inputs that made this plan a variant of its scenario file: the overrides (`--set`, a
+    sweep member's, the file's own) its provenance records; {} for a plan of the file as it is."""
+    found = (plan.provenance or {}).get("overrides") or {}
+    return dict(found) if isinstance(found, dict) else {}
+
+
+def _override_value(value) -> str:
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_override_value(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_override_value(v) for v in value) + "]"
+    if isinstance(value, float) and value.is_integer():
+        return f"{value:.0f}"
+    return str(value)
+
+
+def overrides_label(overrides: dict) -> str:
+    """'economics.carbon_price_usd_per_t=100; policies.survive_site_loss={chat: 1}' ('' for none)."""
+    return "; ".join(f"{k}={_override_value(v)}" for k, v in overrides.items())
+
+
+def variant_title(plan: Plan, name: str | None = None) -> str:
+    """The scenario's name and, for a variant, its changed inputs: every title (report, maps)."""
+    label = overrides_label(variant_overrides(plan))
+    name = plan.scenario if name is None else name
+    return f"{name} · {label}" if label else name
+
+
+def money_step_usd(plan: Plan) -> float:
+    """What the solver's proof supports: the power of ten at or below the gap in dollars a year
+    (objective - best bound), never finer than $10 k (the report's two decimals of $ M)."""
+    s = plan.solve
+    if s.objective_usd_per_year is None or s.best_bound_usd_per_year is None:
+        return 1e4
+    slack = max(s.objective_usd_per_year - s.best_bound_usd_per_year, 0.0)
+    if slack < 1e4:
+        return 1e4
+    return float(10 ** np.floor(np.log10(slack)))
+
+
+def money_at(usd: float, step_usd: float) -> str:
+    """Money in $ M rounded to `step_usd` (money_step_usd): `$452 M` on a plan proven to ±$8.5 M."""
+    step_m = step_usd / 1e6
+    millions = round(usd / 1e6 / step_m) * step_m
+    decimals = int(max(0, min(2, -np.floor(np.log10(step_m))))) if step_m < 1 else 0
+    sign = "-" if round(millions, decimals) < 0 else ""
+    return f"{sign}${abs(millions):,.{decimals}f} M"
+
+
+def step_text(step_usd: float) -> str:
+    return f"${step_usd / 1e6:,.0f} M" if step_usd >= 1e6 else f"${step_usd / 1e3:,.0f} k"
+
+
+def gap_usd(plan: Plan) -> float | None:
+    s = plan.solve
+    if s.objective_usd_per_year is None or s.best_bound_usd_per_year is None:
+        return None
+    return max(s.objective_usd_per_year - s.best_bound_usd_per_year, 0.0)
+
+
+def carbon_charge_usd(plan: Plan) -> float:
+    """The notional carbon charge inside the objective (economics.carbon_price_usd_per_t x t CO2):
+    a price on emissions the plan is steered by, not money it spends."""
+    return float((plan.cost_breakdown_usd_per_year or {}).get("carbon", 0.0))
+
+
+def notional_sentence(plan: Plan, scenario: Scenario, step: float) -> str:
+    """'' without a carbon price; else the real spend and the notional charge, apart."""
+    price = scenario.economics.carbon_price_usd_per_t
+    carbon = carbon_charge_usd(plan)
+    if not price or carbon <= 0:
+        return ""
+    total = plan.objective_usd_per_year or 0.0
+    return (f"Carbon is priced at ${price:,.0f} per t CO₂ (economics.carbon_price_usd_per_t): the {money_at(total, step)} a year "
+            f"that the plan minimizes includes {money_at(carbon, step)} of notional carbon charge "
+            f"({plan.kpis.get('emissions_t_per_year', 0):,.0f} t CO₂ a year), which steers the choice but is not spent; "
+            f"real spend is {money_at(total - carbon, step)} a year.")
+
+
+def _open_with_names(plan: Plan) -> list[SitePlan]:
+    return [s for s in plan.sites if s.open]
+
+
+def recommendation(layers: PlanLayers, step: float) -> str:
+    """One sentence that decides: what to build, where, for how much, and what it delivers."""
+    plan, scenario = layers.plan, layers.scenario
+    k = plan.kpis
+    open_sites = sorted(_open_with_names(plan), key=lambda s: -s.it_kw)
+    if not open_sites:
+        return "Build nothing: the plan opens no site."
+    mw = (k.get("it_mw_inference", 0.0) + k.get("it_mw_training", 0.0))
+    gpus = int(k.get("gpus_inference", 0) + k.get("gpus_training", 0))
+    named = [s.name for s in open_sites[:3]]
+    rest = len(open_sites) - len(named)
+    where = ", ".join(named) + (f" and {rest} more site{'s' if rest > 1 else ''}" if rest else "")
+    total = plan.objective_usd_per_year or 0.0
+    carbon = carbon_charge_usd(plan) if scenario.economics.carbon_price_usd_per_t else 0.0
+    cost = (f"{money_at(total - carbon, step)} a year of real spend (plus {money_at(carbon, step)} notional carbon charge)"
+            if carbon > 0 else f"{money_at(total, step)} a year")
+    parts = [f"Build {mw_text(mw)} of IT ({gpus:,} GPUs) at {where} for {cost} and {money_at(k.get('upfront_capex_usd', 0.0), step)} "
+             "upfront"]
+    by_site: dict[str, float] = defaultdict(float)
+    for j in plan.jobs:
+        by_site[j.site] += j.gpus_h100_equiv
+    names = {s.id: s.name for s in plan.sites}
+    if by_site:
+        main = max(by_site, key=by_site.get)
+        parts.append(f"train at {names.get(main, main)} ({by_site[main] / sum(by_site.values()):.0%} of training GPUs)")
+    if k.get("tokens_per_s_served_peak"):
+        parts.append(f"serve {tok_s_text(k['tokens_per_s_served_peak'])} at peak at ${k['usd_per_m_tokens']:.3f} per M tokens, "
+                     f"{k['demand_within_budget_share']:.0%} of demand within its latency budget")
+    return ": ".join(parts[:1]) + ("; " + "; ".join(parts[1:]) if len(parts) > 1 else "") + "."
+
+
+NEAR_LIMIT = 0.95  # a site above this share of its power limit or floor is "near its limit"
+FILLED_FIELDS = {"colocation": ("colocation prices", "colocation_usd_per_kw_month"),
+                 "energy": ("power prices", "power_price_usd_per_mwh"),
+                 "site_fixed": ("site fixed costs", "fixed_cost_usd_per_year")}
+
+
+def filled_cost_shares(plan: Plan, prov: Provenance) -> list[tuple[str, int, int, float]]:
+    """(label, open sites where the input is filled by a rule or assumed, open sites, share of the
+    plan's cost in the cost line it drives at those sites), largest share first."""
+    total = plan.objective_usd_per_year or 0.0
+    open_sites = _open_with_names(plan)
+    out = []
+    for category, (label, fld) in FILLED_FIELDS.items():
+        filled = [s for s in open_sites if (p := prov.get("sites", s.id, fld)) and p[0] in IMPUTED_BASES]
+        if filled and total > 0:
+            out.append((label, len(filled), len(open_sites), sum(s.cost_usd_per_year.get(category, 0.0) for s in filled) / total))
+    return sorted(out, key=lambda r: -r[3])
+
+
+def _class_share_of_tokens(plan: Plan) -> dict[str, float]:
+    served: dict[str, float] = defaultdict(float)
+    for a in plan.assignments:
+        served[a.workload] += a.served_tok_s
+    total = sum(served.values()) or 1.0
+    return {w: v / total for w, v in served.items()}
+
+
+def risks(layers: PlanLayers, prov: Provenance, step: float) -> list[str]:
+    """The plan's own risks, from its numbers: training concentration, the worst site loss, sites
+    near a limit, cost resting on filled-in inputs, and what the solver proved."""
+    plan, scenario = layers.plan, layers.scenario
+    names = {s.id: s.name for s in plan.sites}
+    out: list[str] = []
+    table = layers.outages
+    by_site: dict[str, float] = defaultdict(float)
+    for j in plan.jobs:
+        by_site[j.site] += j.gpus_h100_equiv
+    if by_site:
+        main = max(by_site, key=by_site.get)
+        share = by_site[main] / sum(by_site.values())
+        n_jobs = sum(1 for j in plan.jobs if j.site == main)
+        loss = next((o for o in table.outages if o.site == main), None)
+        stalls = (f"; losing it stalls {len(loss.jobs)} training job{'s' if len(loss.jobs) != 1 else ''} "
+                  f"({loss.training_days_at_risk:,.0f} job-days)" if loss is not None and loss.jobs else "")
+        out.append(f"Concentration: {share:.0%} of training (H100-equivalent GPUs; {n_jobs} of {len(plan.jobs)} jobs) is at "
+                   f"{names.get(main, main)}{stalls}.")
+    peak = table.served_tok_s
+    if table.outages and peak > 0:
+        biggest = max(table.outages, key=lambda o: o.lost_total_tok_s)
+        worst = table.worst()
+        text = f"Single-site loss: {biggest.name} carries {biggest.lost_total_tok_s / peak:.0%} of peak inference"
+        if worst is not None and worst.at_risk_total_tok_s > 0:
+            text += (f"; losing {'it' if worst.site == biggest.site else worst.name} leaves {tok_s_text(worst.at_risk_total_tok_s)} "
+                     f"({worst.at_risk_total_tok_s / peak:.1%} of peak) unserved within the failover budgets, the worst single loss")
+        else:
+            text += "; every single-site loss is re-served within the failover budgets"
+        out.append(text + ("" if scenario.policies.survive_site_loss else " (no N-1 policy is set: policies.survive_site_loss)") + ".")
+    floors = {s.id: s.floor_racks for s in scenario.sites}
+    near = []
+    for s in _open_with_names(plan):
+        power = s.facility_kw / s.power_limit_kw if s.power_limit_kw else 0.0
+        floor = s.racks_total / floors[s.id] if floors.get(s.id) else 0.0
+        if max(power, floor) > NEAR_LIMIT:
+            near.append(f"{s.name} at {power:.1%} of its power limit" if power >= floor else f"{s.name} at {floor:.1%} of its floor")
+    if near:
+        out.append(f"Near a limit (over {NEAR_LIMIT:.0%}): " + ", ".join(near) + "; a small change of load or input moves load elsewhere.")
+    filled = [f for f in filled_cost_shares(plan, prov) if f[3] >= 0.01]
+    if filled:
+        out.append("Filled-in inputs: " + "; ".join(f"{label} at {n} of {m} open sites are filled by a rule or assumed "
+                                                     f"({share:.0%} of cost)" for label, n, m, share in filled)
+                   + " (Assumptions has the rules).")
+    worth = worth_line(layers, step)
+    if worth:
+        out.append(worth)
+    gap = gap_usd(plan)
+    if gap is None:
+        out.append("Solver: a feasible plan with no proven bound; how much cheaper a plan may exist is unknown.")
+    elif plan.solve.gap is not None and plan.solve.gap > PROVEN_OPTIMAL_GAP:
+        out.append(f"Solver: proven within {plan.solve.gap:.2%} of the best possible plan, ± {money_at(gap, step)} a year; "
+                   f"money on this page is rounded to {step_text(step)}.")
+    else:
+        out.append("Solver: proven optimal (gap 0): no cheaper plan exists for these inputs.")
+    return out
+
+
+def worth_line(layers: PlanLayers, step: float) -> str:
+    """With `dcplace why worth` run on this plan: which open sites are indispensable, which is
+    worth most (what the plan costs without it), and how many are ties within the gaps."""
+    from dcplace.optimizer.studies.explain import saved_analysis
+    from dcplace.optimizer.studies.worth import WorthStudy
+
+    if layers.folder is None:
+        return ""
+    doc = saved_analysis(layers.folder, "worth", "worth.json", layers.plan)
+    if not doc:
+        return ""
+    items = WorthStudy.from_dict(doc).open_sites()
+    if not items:
+        return ""
+    parts = []
+    must = [w.name for w in items if w.indispensable]
+    if must:
+        parts.append(f"{', '.join(must)} {'is' if len(must) == 1 else 'are'} indispensable (no plan without {'it' if len(must) == 1 else 'each'})")
+    valued = [w for w in items if w.worth_usd_per_year is not None and not w.indispensable]
+    if valued:
+        top = max(valued, key=lambda w: w.worth_usd_per_year)
+        if top.worth_usd_per_year > 0 and not top.tie:
+            parts.append(f"{top.name} is worth most: the plan without it costs {money_at(top.worth_usd_per_year, step)} a year more")
+        ties = sum(w.tie for w in valued)
+        if ties:
+            parts.append(f"{ties} of {len(items)} open sites could be replaced at no proven cost (ties within the solver gaps)")
+    return ("What each site is worth (`dcplace why worth`): " + "; ".join(parts) + ".") if parts else ""
+
+
+def resilience_lines(layers: PlanLayers) -> list[str]:
+    """With an N-1 policy (policies.survive_site_loss): every protected class, every class it
+    leaves unprotected with its worst loss, and the training a loss stalls."""
+    plan, scenario = layers.plan, layers.scenario
+    policy = {w: a for w, a in (scenario.policies.survive_site_loss or {}).items() if a > 0}
+    if not policy:
+        return []
+    table = layers.outages
+    peak = table.served_tok_s or 1.0
+    shares = _class_share_of_tokens(plan)
+    names = {w.id: short_name(w.name) for w in scenario.catalog.workloads}
+    protected, broken = [], []
+    for w, a in sorted(policy.items()):
+        worst = max(table.outages, key=lambda o: o.at_risk_tok_s.get(w, 0.0), default=None)
+        keeps = all(o.at_risk_tok_s.get(w, 0.0) <= (1 - a) * o.lost_tok_s.get(w, 0.0) + 1.0 for o in table.outages)
+        (protected if keeps else broken).append((w, a, worst))
+    out = []
+    if protected:
+        out.append("Protected against the loss of any one open site: " + ", ".join(
+            f"{names.get(w, w)} ({a:.0%} of its demand, {shares.get(w, 0.0):.0%} of tokens)" for w, a, _ in protected) + ".")
+    for w, a, worst in broken:
+        out.append(f"The policy asks {names.get(w, w)} to survive ({a:.0%}) but losing {worst.name} leaves "
+                   f"{tok_s_text(worst.at_risk_tok_s.get(w, 0.0))} of it unserved.")
+    served = [w for w in shares if shares[w] > 0 and w not in policy]
+    for w in sorted(served, key=lambda w: -shares[w]):
+        worst = max(table.outages, key=lambda o: o.at_risk_tok_s.get(w, 0.0), default=None)
+        lost = worst.at_risk_tok_s.get(w, 0.0) if worst is not None else 0.0
+        out.append(f"NOT protected: {names.get(w, w)} ({shares[w]:.0%} of tokens)" + (
+            f": losing {worst.name} leaves {tok_s_text(lost)} ({lost / peak:.1%} of peak) unserved." if lost > 1.0 else
+            ": no single-site loss leaves it short today, but the policy does not hold it."))
+    stall = max(table.outages, key=lambda o: (o.training_days_at_risk, len(o.jobs)), default=None)
+    if stall is not None and stall.jobs:
+        out.append(f"Training is not covered by the policy: losing {stall.name} stalls {len(stall.jobs)} job"
+                   f"{'s' if len(stall.jobs) != 1 else ''} ({stall.training_days_at_risk:,.0f} job-days at risk).")
+    return out

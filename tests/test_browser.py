@@ -124,7 +124,8 @@ def test_html_map_has_every_marker_and_runs_no_hostile_script(outputs):
     counter = _TraceCounter()
     counter.feed(dom)
     figure = plan_figure(layers)
-    expected = [0 if trace.mode == "lines" else len(trace.lon) for trace in figure.data]
+    # legend-only traces (the size key, the loss entry with no ring) hold one None point: nothing drawn
+    expected = [0 if trace.mode == "lines" else sum(x is not None for x in trace.lon) for trace in figure.data]
     assert counter.counts == expected
     site_markers = sum(n for n, trace in zip(counter.counts, figure.data) if trace.meta["layer"] == "sites")
     assert site_markers == int(layers.sites["open"].sum()) == 3
@@ -154,7 +155,7 @@ def test_report_renders_offline_with_names_as_text(outputs):
     # The hostile site name is a text cell of the site table, and images are inline data.
     assert "<td>&lt;script&gt;alert(1)&lt;/script&gt;</td>" in dom
     assert dom.count("<tr>") == 1 + int(layers.sites["open"].sum()) + 2  # sites header+rows, jobs header+row
-    assert dom.count('src="data:image/') == 3
+    assert dom.count('src="data:image/') == 5  # the map and the cost chart on page 1 too (issue 49)
 
 
 # A script appended (test only) to the map page: once the page's own fit script has laid the
@@ -242,3 +243,29 @@ def test_html_map_makes_no_network_request(outputs):
     assert not re.search(r"""<script[^>]+src=""", page, re.I)  # every script is inline
     assert "cdn.plot.ly" not in page.split("window.PlotlyGeoAssets", 1)[1].split("</script>", 1)[0]
     assert "window.PlotlyGeoAssets" in page
+
+
+_FIGURE_LINES = """<script>
+(function () {
+  var spans = Array.from(document.querySelectorAll('span.fig'));
+  var broken = spans.filter(function (s) { return s.getClientRects().length !== 1; }).map(function (s) { return s.textContent; });
+  var pre = document.createElement('pre'); pre.id = 'dcplace-figures';
+  pre.textContent = JSON.stringify({count: spans.length, broken: broken});
+  document.body.appendChild(pre);
+})();
+</script>"""
+
+
+@pytest.mark.parametrize("width", [1366, 1400])
+def test_report_never_splits_money_from_its_unit(outputs, width):
+    """Issue 49: '$451.90⏎M' at 1,366-1,400 px. Every figure with its unit is one span kept on
+    one line (white-space: nowrap): measured in Chromium (a test copy without the page's CSP,
+    which forbids any script)."""
+    root, _ = outputs
+    page = (root / "out" / "report.html").read_text(encoding="utf-8")
+    page = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", page).replace("</body>", _FIGURE_LINES + "</body>", 1)
+    probe = root / f"figures-{width}.html"
+    probe.write_text(page, encoding="utf-8")
+    dom = headless(probe, root / f"profile-figures-{width}", size=(width, 900))
+    found = json.loads(html.unescape(re.search(r'<pre id="dcplace-figures">(.*?)</pre>', dom).group(1)))
+    assert found["count"] > 20 and found["broken"] == [], found

@@ -253,6 +253,7 @@ def test_geopackage_records_the_plan_it_came_from(pacific_plan, pacific_gpkg):
     assert record["solver"].startswith(plan.solve.solver)
     assert float(record["objective_usd_per_year"]) == plan.objective_usd_per_year
     assert record["dcplace_version"] and record["exported_utc"].endswith("Z")
+    assert record["overrides"] in ("", None)  # a plan of its scenario as the file has it (a --set run names its overrides)
     with sqlite3.connect(pacific_gpkg) as db:
         assert db.execute("SELECT value FROM dcplace_metadata WHERE key = 'scenario_hash'").fetchone()[0] == plan.scenario_hash
         contents = dict(db.execute("SELECT table_name, data_type FROM gpkg_contents"))

@@ -148,10 +148,10 @@ def _legend_texts(drawn) -> list[str]:
     return [text.get_text() for text in drawn.legend.get_texts()]
 
 
-def test_static_map_rings_the_sites_whose_loss_leaves_demand_short(world):
-    """Issue 16: the printed map shows which single-site losses leave inference short (the
-    outage table's own rows), names the worst with its share of peak, and keeps its legend
-    inside the figure."""
+def test_static_map_without_a_policy_rings_nothing_and_names_the_worst_loss(world):
+    """Issue 49 (reversing issue 16's rings on every short site): with no N-1 policy a ring would
+    mark nearly every site and say nothing, so none is drawn; the legend says no policy is set
+    and names the worst loss with its share of peak, inside the figure."""
     from dcplace.optimizer.studies.outages import outages_of
 
     table = outages_of(world.plan, world.scenario)
@@ -159,18 +159,11 @@ def test_static_map_rings_the_sites_whose_loss_leaves_demand_short(world):
     drawn = draw_static_map(world)
     try:
         assert short, "the hostile world's plan has no N-1 policy: some loss must leave demand short"
-        assert set(drawn.ringed) == short
-        assert len(drawn.rings.get_offsets()) == len(short)
-        # each ring lies outside its site's symbol: its diameter is the symbol's plus twice the gap
-        symbols = {sid: size for role in drawn.sites.values() for sid, size in zip(
-            world.sites.loc[world.sites["open"], "id"], role.get_sizes())} if len(drawn.sites) == 1 else None
-        if symbols:
-            for sid, ring in zip(drawn.ringed, drawn.rings.get_sizes()):
-                assert np.sqrt(ring) == pytest.approx(np.sqrt(symbols[sid] * 4 / np.pi) + 2 * RING_GAP_PT)
+        assert drawn.ringed == [] and drawn.rings is None
         texts = _legend_texts(drawn)
         assert f"If one of {len(table.outages)} open\nsites is lost" in texts
-        assert f"{len(short)} ringed: the loss\nleaves inference short" in texts
-        worst = max((o for o in table.outages if o.site in short), key=lambda o: o.at_risk_total_tok_s)
+        assert "no N-1 policy set\n(survive_site_loss): no rings" in texts
+        worst = max(table.outages, key=lambda o: (o.at_risk_total_tok_s, o.gpu_days_at_risk))
         share = worst.at_risk_total_tok_s / sum(o.lost_total_tok_s for o in table.outages)
         assert any(t.startswith(f"worst: {worst.name[:8]}") and t.endswith(f"short ({share:.0%})") for t in texts)
         assert all(not text.get_parse_math() for text in drawn.legend.get_texts())  # '$1$' in a name stays text
@@ -215,7 +208,7 @@ def test_static_map_of_an_n1_secure_plan_rings_nothing_and_says_so(tmp_path):
         assert "none breaks\nsurvive_site_loss" in _legend_texts(secure)
         assert secure.outages.secure is True
         open_today = [o.site for o in today.outages.outages]
-        assert today.ringed == open_today and len(open_today) == 1  # one site holds the town: losing it loses all
+        assert today.ringed == [] and len(open_today) == 1  # no policy, no ring (issue 49): the legend says what a loss costs
         assert "worst: " + today.outages.outages[0].name[:8] in " ".join(_legend_texts(today))
         assert any(t.endswith("short (100%)") for t in _legend_texts(today))
     finally:
@@ -241,3 +234,49 @@ def test_the_maps_and_the_report_section_share_one_outage_table(world, monkeypat
         plt.close(drawn.figure)
     assert len(calls) == 1
     assert drawn.outages is layers.outages and section is not None
+
+
+def test_static_map_fits_a4_and_no_symbol_hides_another(tmp_path):
+    """Issue 49: map.pdf is A4 landscape wide with labels at 7 pt or more (it was 14 x 7 in,
+    labels at about 5.3 pt when printed on A4); a small site beside a larger one of a role drawn
+    later is drawn again on top (Dubai was hidden in Doha's symbol, Tel Aviv in Cairo's)."""
+    from helpers import job, make_scenario, region, site
+
+    from dcplace.reports.staticmap import A4_LANDSCAPE_IN, LABEL_FONT_PT, static_map_files
+
+    sites = [site("hub", 30.0, 50.0, name="Hub", cooling_allowed="air", power_price_usd_per_mwh=20, power_limit_kw=60000, floor_racks=5000),
+             site("lab", 30.0, 50.4, name="Lab", power_price_usd_per_mwh=400, power_limit_kw=60000),
+             site("far", 0.0, 0.0, name="Far", cooling_allowed="air", power_price_usd_per_mwh=400)]
+    regions = [region("metro", 30.0, 50.1, chat=400_000, budget=3), region("edge", 0.1, 0.1, chat=800, budget=50)]
+    solve_to_folder(make_scenario(tmp_path / "s", sites, regions, jobs=[job("tiny", 8)]), tmp_path / "plan")
+    layers = load_plan_layers(tmp_path / "plan")
+    roles = dict(zip(layers.sites["id"], layers.sites["role"]))
+    drawn = draw_static_map(layers)
+    try:
+        w, h = drawn.figure.get_size_inches()
+        assert w <= A4_LANDSCAPE_IN[0] + 1e-6 and h <= A4_LANDSCAPE_IN[1] + 1e-6
+        assert LABEL_FONT_PT >= 7 and all(t.get_fontsize() >= 7 for t in drawn.figure.texts)
+        assert (roles["hub"], roles["lab"]) == ("inference", "training"), roles
+        assert drawn.raised == ["lab"]  # the lab's small square lies under the hub's big circle: drawn again on top
+    finally:
+        plt.close(drawn.figure)
+    import re
+
+    box = re.search(rb"/MediaBox \[ *0 0 ([\d.]+) ([\d.]+) *\]", static_map_files(layers, png=False)["map.pdf"])
+    assert float(box.group(1)) <= 842 and float(box.group(2)) <= 596  # A4 landscape: 841.9 x 595.3 pt
+
+
+def test_html_map_legend_is_whole_words_with_a_size_key_and_the_loss_entry(world):
+    """Issue 49: legend names were cut mid-word ('Small-model chat (7-8B class: L… flows'); there
+    was no size key and nothing on single-site losses. Without a policy: no ring on the map, and
+    the entry says so and names the worst loss."""
+    from dcplace.reports.htmlmap import plan_figure
+
+    fig = plan_figure(world)
+    names = [t.name for t in fig.data if t.showlegend is not False and t.name]
+    assert not any("…" in n for n in names), names
+    keys = [t for t in fig.data if t.meta["layer"] == "size-key"]
+    assert keys and all(t.name.startswith("size key: ") and t.name.endswith(" px wide)") for t in keys)
+    (losses,) = [t for t in fig.data if t.meta["layer"] == "losses"]
+    assert "no N-1 policy set" in losses.name and "worst loss:" in losses.name.replace("<br>", " ")
+    assert list(losses.lon) == [None]  # no ring drawn without a policy

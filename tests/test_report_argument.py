@@ -139,15 +139,21 @@ def test_summary_is_on_page_1_with_the_training_site_and_total_cost(default_repo
     plan = json.loads((root / "plan" / "plan.json").read_text())
     text = page_text(root / "report" / "report.pdf", 1)
     assert "Executive summary" in text
+    memo, text = text, page_text(root / "report" / "report.pdf", 1, 2)  # page 1 decides; the argument follows it
     by_site = defaultdict(float)
     for j in plan["jobs"]:
         by_site[j["site"]] += j["gpus_h100_equiv"]
     main = max(by_site, key=by_site.get)
     main_name = next(s["name"] for s in plan["sites"] if s["id"] == main)
     assert f"Training goes to {main_name}" in text
-    assert money(plan["objective_usd_per_year"]) in text
-    assert money(plan["kpis"]["upfront_capex_usd"]) in text
+    # money on page 1 is rounded to what the solver's gap supports (issue 49)
+    from dcplace.reports.summary import money_at, money_step_usd
+
+    step = money_step_usd(layers.plan)
+    assert money_at(plan["objective_usd_per_year"], step) in memo
+    assert money_at(plan["kpis"]["upfront_capex_usd"], step) in memo
     assert "per effective H100-year" in text and "median eligible site" in text
+    # page 1 is the decision memo (recommendation, risks); the three assumptions follow it
     assert "three assumptions that matter most" in text
 
 
@@ -168,7 +174,7 @@ def test_class_cost_per_million_tokens_matches_a_recomputation(default_report):
                 cost[line["workload"]] += sum(line["cost_usd_per_year"].values())
     for a in plan["assignments"]:
         tokens[a["workload"]] += a["served_tok_s"] * workloads[a["workload"]][1] * 8760 * 3600
-    text = page_text(root / "report" / "report.pdf", 1)
+    text = page_text(root / "report" / "report.pdf", 1, 2)  # the argument right after page 1's memo (issue 49)
     html = (root / "report" / "report.html").read_text()
     assert set(tokens) == set(workloads)  # every class of the default is served
     for w, t in tokens.items():
@@ -210,3 +216,127 @@ def test_headings_are_never_alone_at_a_page_foot(default_report):
         assert body, number
         y, last = body[-1]
         assert not (last in titles and y > 0.5 * height), (number, last)  # (a heading above a figure is the last text)
+
+
+# ----------------------------------------------------------------------------- page 1 decides (issue 49)
+
+
+def _two_class_catalog():
+    import copy
+
+    from helpers import TINY_CATALOG
+
+    cat = copy.deepcopy(TINY_CATALOG)
+    cat["workloads"].append({"id": "bulk", "name": "Bulk batch", "load_factor": 0.5})
+    cat["throughput"] += [{"chip": "server", "workload": "bulk", "tok_s_per_gpu": 50},
+                          {"chip": "trainer", "workload": "bulk", "tok_s_per_gpu": 100}]
+    return cat
+
+
+@pytest.fixture(scope="module")
+def n1_variant(tmp_path_factory):
+    """Three sites around one town: chat must survive a site loss (the policy, given as --set
+    would), bulk need not; a training job; a carbon price. Solved through load_scenario's
+    overrides, as `dcplace solve --set` does."""
+    from dcplace.models.scenario_file import load_scenario
+
+    root = tmp_path_factory.mktemp("n1variant")
+    sites = [site("a", 0, 0, name="Alpha"), site("b", 0, 0.2, name="Bravo"), site("c", 0.2, 0, name="Charlie")]
+    regions = [region("town", 0.1, 0.1, chat=4800, budget=50, demand_bulk_tok_s=3200, rtt_budget_bulk_ms=50)]
+    path = make_scenario(root / "s", sites, regions, jobs=[job("big", 96)], catalog=_two_class_catalog(), name="three-towns")
+    overrides = {"policies.survive_site_loss": {"chat": 1}, "economics.carbon_price_usd_per_t": 100}
+    scenario = load_scenario(path, overrides=overrides, overrides_origin="--set")
+    solve_to_folder(scenario, root / "plan")
+    layers = load_plan_layers(root / "plan")
+    save_report(layers, root / "report")
+    return root, layers
+
+
+def test_page_1_opens_with_a_recommendation_and_a_risks_box(n1_variant):
+    root, layers = n1_variant
+    content = report_content(layers)
+    first = content.section("summary").blocks[0]
+    assert first.style == "decision" and first.texts[0].startswith("Build "), first
+    opened = [s.name for s in layers.plan.sites if s.open]
+    assert any(name in first.texts[0] for name in opened)
+    text = page_text(root / "report" / "report.pdf", 1)
+    assert "Risks of this plan" in text
+    assert "Concentration: 100% of training" in text  # one job, one site
+    assert "Single-site loss:" in text and "Solver:" in text
+
+
+def test_page_1_names_protected_and_unprotected_classes_with_the_worst_loss(n1_variant):
+    root, layers = n1_variant
+    text = " ".join(page_text(root / "report" / "report.pdf", 1).split())
+    assert "Protected against the loss of any one open site: Chat (100% of its demand" in text, text
+    assert "NOT protected: Bulk batch" in text, text
+    table = layers.outages
+    if any(o.at_risk_tok_s.get("bulk", 0) > 1 for o in table.outages):
+        assert "unserved" in text.split("NOT protected: Bulk batch")[1][:200]
+    if any(o.jobs for o in table.outages):
+        assert "Training is not covered by the policy: losing" in text and "job-days at risk" in text
+    argument = " ".join(page_text(root / "report" / "report.pdf", 1, 2).split())
+    assert "N-1 secure for Chat 100% only, not for Bulk batch" in argument or not layers.plan.solve.failover.get("secure")
+
+
+def test_a_variant_says_what_it_is_in_plan_json_and_every_title(n1_variant):
+    root, layers = n1_variant
+    plan = json.loads((root / "plan" / "plan.json").read_text())
+    assert plan["provenance"]["overrides"] == {"policies.survive_site_loss": {"chat": 1}, "economics.carbon_price_usd_per_t": 100}
+    stored = json.loads((root / "plan" / "inputs" / "provenance.json").read_text())
+    assert stored["overrides"] == plan["provenance"]["overrides"]
+    title = report_content(layers).title
+    assert title == "dcplace plan — three-towns · policies.survive_site_loss={chat: 1}; economics.carbon_price_usd_per_t=100", title
+    assert page_text(root / "report" / "report.pdf", 1).startswith(title)
+    from dcplace.reports.staticmap import draw_static_map
+
+    fig = draw_static_map(layers).figure
+    assert any(t.get_text().startswith(title) for t in fig.texts)
+    renderer = fig.canvas.get_renderer()
+    assert all(t.get_window_extent(renderer).x1 <= fig.bbox.width + 0.5 for t in fig.texts)  # the long title stays on the page
+    from dcplace.reports.htmlmap import plan_figure
+
+    assert "economics.carbon_price_usd_per_t=100" in plan_figure(layers).layout.title.text
+    from dcplace.reports.export import metadata_rows
+
+    assert dict(metadata_rows(layers, "2026-01-01T00:00:00Z"))["overrides"] == title.split(" · ", 1)[1]  # the GeoPackage's record
+    from dcplace.optimizer.check import check_plan_folder
+
+    assert check_plan_folder(root / "plan").ok  # the provenance record stays consistent for the checker
+
+
+def test_the_carbon_charge_is_apart_from_real_spend_on_page_1(n1_variant):
+    root, layers = n1_variant
+    plan = layers.plan
+    carbon = plan.cost_breakdown_usd_per_year["carbon"]
+    assert carbon > 0
+    text = " ".join(page_text(root / "report" / "report.pdf", 1).split())
+    assert "Carbon is priced at $100 per t CO₂" in text and "notional carbon charge" in text
+    from dcplace.reports.summary import money_at, money_step_usd
+
+    step = money_step_usd(plan)
+    assert f"real spend is {money_at(plan.objective_usd_per_year - carbon, step)} a year" in text
+
+
+def test_money_on_page_1_is_rounded_to_what_the_gap_supports():
+    from types import SimpleNamespace
+
+    from dcplace.reports.summary import money_at, money_step_usd
+
+    def plan(objective, bound):
+        return SimpleNamespace(solve=SimpleNamespace(objective_usd_per_year=objective, best_bound_usd_per_year=bound))
+
+    assert money_step_usd(plan(451.9e6, 451.9e6 - 8.54e6)) == 1e6
+    assert money_at(451_904_321.0, 1e6) == "$452 M"
+    assert money_at(1_825_502_002.0, 1e7) == "$1,830 M"
+    assert money_step_usd(plan(451.9e6, 451.9e6)) == 1e4
+    assert money_at(451_904_321.0, 1e4) == "$451.90 M"
+    assert money_at(451_904_321.0, 1e5) == "$451.9 M"
+
+
+def test_html_keeps_money_with_its_unit(n1_variant):
+    root, _ = n1_variant
+    html = (root / "report" / "report.html").read_text()
+    assert ".fig { white-space: nowrap; }" in html
+    assert re.search(r'<span class="fig">\$[\d,.]+ (M|k)</span>', html)
+    assert not re.search(r"[^>]\$[\d,.]+ M\b", re.sub(r'<span class="fig">[^<]*</span>', "", html.split("<main>")[1]))

@@ -242,6 +242,9 @@ def test_report_shows_each_analysis_only_for_its_plan(tmp_path):
     worth = content.section("worth")
     table = next(b for b in worth.blocks if getattr(b, "id", "") == "worth")
     assert any(row[3] == "indispensable" for row in table.rows)  # 'c' is the only site within 10 ms of 'east'
+    # page 1 says it too (issue 49: after `dcplace why worth`, page 1 was unchanged)
+    risks = " ".join(content.section("summary").blocks[3].items)
+    assert "What each site is worth (`dcplace why worth`):" in risks and "indispensable" in risks, risks
     paths = save_report(load_plan_layers(tmp_path / "plan"), tmp_path / "plan" / "report")
     html = (tmp_path / "plan" / "report" / "report.html").read_text()
     assert "What each site is worth" in html and "Near-optimal alternatives" in html and "data:image/png;base64," in html
