@@ -1928,40 +1928,34 @@ class PlanChecker:
             if not _is_number(kpis[key]) or not _close(float(kpis[key]), value, abs_=abs_):
                 self.fail("kpis", f"KPI {key}: plan.json says {kpis[key]!r}, recomputed {value!r}.")
 
+    def _assignment_rows(self, rows: list, label: str, places: dict, place: str):
+        """Each of `rows` named once, with a known region, class and `place`, its region_name and
+        rtt_budget_ms as in inputs/regions.csv; yields (row, its description) for the rows that name
+        known ones."""
+        seen = set()
+        for i, a in enumerate(rows):
+            key = (a["region"], a["workload"], a["site"])
+            where = f"{label} {i} ({a['region']} '{a['workload']}' from {a['site']})"
+            if key in seen:
+                self.fail("assignments", f"{where} appears more than once.")
+            seen.add(key)
+            if a["region"] not in self.inp.regions or a["site"] not in places or a["workload"] not in self.inp.workloads:
+                self.fail("assignments", f"{where}: region, class or {place} is not in inputs/.")
+                continue
+            region = self.inp.regions[a["region"]]
+            if str(a["region_name"]) != str(region["name"]):
+                self.fail("assignments", f"{where}: region_name is {a['region_name']!r}, inputs/regions.csv says {region['name']!r}.")
+            self._compare("assignments", where, "rtt_budget_ms", a["rtt_budget_ms"], float(region[f"rtt_budget_{a['workload']}_ms"]),
+                          source="inputs/regions.csv says")
+            yield a, where
+
     def check_assignments(self) -> None:
         """Each assignment names a known region, class and site once; its fields mirror the inputs. Each rent
         assignment names a known region, class and cloud region once, its region_name and rtt_budget_ms as in
         inputs/regions.csv (check_clock recomputes its rtt_ms and served tok/s)."""
-        seen_rented = set()
-        for i, a in enumerate(self.plan.get("rent_assignments", [])):
-            key = (a["region"], a["workload"], a["site"])
-            where = f"rent assignment {i} ({a['region']} '{a['workload']}' from {a['site']})"
-            if key in seen_rented:
-                self.fail("assignments", f"{where} appears more than once.")
-            seen_rented.add(key)
-            if a["region"] not in self.inp.regions or a["site"] not in self.inp.clouds or a["workload"] not in self.inp.workloads:
-                self.fail("assignments", f"{where}: region, class or cloud region is not in inputs/.")
-                continue
-            region = self.inp.regions[a["region"]]
-            if str(a["region_name"]) != str(region["name"]):
-                self.fail("assignments", f"{where}: region_name is {a['region_name']!r}, inputs/regions.csv says {region['name']!r}.")
-            self._compare("assignments", where, "rtt_budget_ms", a["rtt_budget_ms"], float(region[f"rtt_budget_{a['workload']}_ms"]),
-                          source="inputs/regions.csv says")
-        seen = set()
-        for i, a in enumerate(self.plan["assignments"]):
-            key = (a["region"], a["workload"], a["site"])
-            where = f"assignment {i} ({a['region']} '{a['workload']}' from {a['site']})"
-            if key in seen:
-                self.fail("assignments", f"{where} appears more than once.")
-            seen.add(key)
-            if a["region"] not in self.inp.regions or a["site"] not in self.inp.sites or a["workload"] not in self.inp.workloads:
-                self.fail("assignments", f"{where}: region, class or site is not in inputs/.")
-                continue
-            region = self.inp.regions[a["region"]]
-            if str(a["region_name"]) != str(region["name"]):
-                self.fail("assignments", f"{where}: region_name is {a['region_name']!r}, inputs/regions.csv says {region['name']!r}.")
-            self._compare("assignments", where, "rtt_budget_ms", a["rtt_budget_ms"], float(region[f"rtt_budget_{a['workload']}_ms"]),
-                          source="inputs/regions.csv says")
+        for _ in self._assignment_rows(self.plan.get("rent_assignments", []), "rent assignment", self.inp.clouds, "cloud region"):
+            pass  # check_clock recomputes a rent assignment's rtt_ms and served tok/s
+        for a, where in self._assignment_rows(self.plan["assignments"], "assignment", self.inp.sites, "site"):
             self._compare("assignments", where, "served_tok_s", a["served_tok_s"], self._served(a), abs_=1e-3)
             self._compare("assignments", where, "rtt_ms", a["rtt_ms"], self._rtt_ms(a["region"], a["site"]))
 

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dcplace.models.outputs import process_alive
 from dcplace.optimizer.model.linear import LinearModel
 
 # SCIP checks its clock between steps: on capa_14000 (100,300 columns) a 30 s limit ended after 32.0 s, in its
@@ -134,18 +135,8 @@ def _remove_orphans() -> None:
     """Remove racer folders left by a solve that was killed outright (its child died with it)."""
     for folder in Path(tempfile.gettempdir()).glob(f"{FOLDER_PREFIX}*-*"):
         pid = folder.name[len(FOLDER_PREFIX):].split("-", 1)[0]
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not process_alive(int(pid)):
             shutil.rmtree(folder, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def stop_all() -> None:
