@@ -1312,15 +1312,34 @@ def _print_version(value: bool) -> None:
         raise typer.Exit()
 
 
+class _CurrentStderr(logging.StreamHandler):
+    """A handler writing to whatever sys.stderr is when a line is logged: a command run in-process
+    (a notebook, CliRunner) swaps sys.stderr and closes its own, which a handler bound at --verbose
+    would then write to ("I/O operation on closed file" on every later log line)."""
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value) -> None:
+        pass
+
+
 def _verbose(value: bool) -> None:
+    logger = logging.getLogger("dcplace")
     if value:
-        show_engine_log(sys.stderr)
+        show_engine_log(None)
+        return
+    for old in [h for h in logger.handlers if h.get_name() == "dcplace-verbose"]:  # an earlier --verbose run in this process
+        logger.removeHandler(old)
 
 
 def show_engine_log(stream, level: int = logging.INFO) -> logging.Handler:
     """Send the engine's log lines (the `dcplace` logger: pricing rounds, lazy rows, periods, …)
-    to `stream`, one line each with its time and module; returns the handler (remove it to stop)."""
-    handler = logging.StreamHandler(stream)
+    to `stream` (None: sys.stderr as it is at each line), one line each with its time and module;
+    returns the handler (remove it to stop)."""
+    handler = _CurrentStderr() if stream is None else logging.StreamHandler(stream)
     handler.setFormatter(logging.Formatter("%(asctime)s %(name)s: %(message)s", "%H:%M:%S"))
     handler.setLevel(level)
     handler.set_name("dcplace-verbose")
