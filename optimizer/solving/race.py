@@ -64,7 +64,7 @@ class Race:
     infeasibility), which stops every HiGHS instance made under highs_model.stopped_by(it)."""
 
     def __init__(self, lm: LinearModel, budget: Budget, mip_gap: float, seed: int):
-        self.lm, self.budget, self.mip_gap = lm, budget, mip_gap
+        self.lm, self.mip_gap = lm, mip_gap
         self.stop_event = threading.Event()
         self.racer = ScipRacer(lm, budget.deadline, mip_gap, seed).start()
         self.answer: ScipAnswer | None = None
