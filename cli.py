@@ -73,6 +73,7 @@ class ExitCode(enum.IntEnum):
     BATCH_INCOMPLETE = 5
     INTERNAL_ERROR = 6
     RESOURCE_LIMIT = 7
+    MISSING_LIBRARY = 8
     INTERRUPTED = 130
 
 
@@ -86,6 +87,8 @@ EXIT_CODE_MEANINGS = {
     ExitCode.INTERNAL_ERROR: "an internal error (a bug: one line names it and the file its traceback was saved to; please report "
                              "it with `dcplace --version`)",
     ExitCode.RESOURCE_LIMIT: "a resource limit: the machine ran out of memory (not a bug; the message says what to cut)",
+    ExitCode.MISSING_LIBRARY: "a system library is missing: report.pdf needs Pango (one line names it and the apt-get command; "
+                              "report.html is written all the same)",
     ExitCode.INTERRUPTED: "stopped by Ctrl-C (SIGTERM ends the process by the signal)",
 }
 
@@ -688,17 +691,20 @@ def report(
     """Executive report (HTML and PDF): KPIs, map, cost by category and site, sites, solver, provenance
     (of a multi-period schedule folder: NPV, builds per period, cost per period, a map per period)."""
     from dcplace.reports import save_report
+    from dcplace.reports.pdf import PdfEngineMissing
 
-    if (folder / "schedule.json").is_file():
-        from dcplace.reports.schedule import save_schedule_report
+    try:
+        if (folder / "schedule.json").is_file():
+            from dcplace.reports.schedule import save_schedule_report
 
-        paths = save_schedule_report(folder, out or folder / "report")
+            paths = save_schedule_report(folder, out or folder / "report")
+        else:
+            paths = save_report(_plan_layers(folder), out or folder / "report")
+    except PdfEngineMissing as exc:  # report.html is written; report.pdf needs the system's Pango
         console.print("Report written:")
-        _written(paths)
-        return
-
-    layers = _plan_layers(folder)
-    paths = save_report(layers, out or folder / "report")
+        _written(exc.written)
+        err.print(_clean(exc), markup=False, highlight=False)
+        raise typer.Exit(ExitCode.MISSING_LIBRARY)
     console.print("Report written:")  # only once it is written
     _written(paths)
 

@@ -33,7 +33,7 @@ class PdfEngineMissing(RuntimeError):
 
     def __init__(self, missing: str, fix: str, written: list[Path] | None = None):
         self.missing, self.fix, self.written = missing, fix, list(written or [])
-        super().__init__(f"no PDF: {missing}. Fix: {fix}")
+        super().__init__(f"PDF not written: {missing}. Fix: {fix}")
 
     def with_written(self, written: list[Path]) -> "PdfEngineMissing":
         return PdfEngineMissing(self.missing, self.fix, written)
@@ -50,7 +50,7 @@ def pdf_engine() -> ModuleType:
     except OSError as exc:  # cffi's dlopen: "cannot load library 'libpango-1.0-0': ..."
         found = re.search(r"cannot load library '([^']+)'", str(exc))
         library = found[1] if found else str(exc).splitlines()[0]
-        raise PdfEngineMissing(f"the system library {library} that WeasyPrint draws text with is missing", APT_INSTALL) from exc
+        raise PdfEngineMissing(f"the system library {library} (WeasyPrint draws its text with it) is missing", APT_INSTALL) from exc
 
 
 def write_pdf(path: str | Path, html: str) -> int:
