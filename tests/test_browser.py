@@ -245,7 +245,7 @@ def test_html_map_makes_no_network_request(outputs):
     assert "window.PlotlyGeoAssets" in page
 
 
-_FIGURE_LINES = """<script>
+_FIGURE_LINES = r"""<script>
 (function () {
   var spans = Array.from(document.querySelectorAll('span.fig'));
   var broken = spans.filter(function (s) { return s.getClientRects().length !== 1; }).map(function (s) { return s.textContent; });

@@ -17,6 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from helpers import make_scenario, region, site
 from PIL import Image
@@ -111,11 +112,9 @@ def test_a_long_table_repeats_its_header_row_on_every_page(default_report):
 
 def _ink_depth(png: Path, footer_px: int) -> float:
     """How far down the page the lowest non-white pixel row is, above the footer band, as a share of the page."""
-    image = Image.open(png).convert("L")
-    width, height = image.size
-    body = image.crop((0, 0, width, height - footer_px))
-    rows = [y for y in range(body.height) if min(body.crop((0, y, width, y + 1)).getdata()) < 200]
-    return (max(rows) + 1) / height if rows else 0.0
+    pixels = np.asarray(Image.open(png).convert("L"))
+    inked = np.flatnonzero(pixels[: pixels.shape[0] - footer_px].min(axis=1) < 200)
+    return (inked[-1] + 1) / pixels.shape[0] if inked.size else 0.0
 
 
 def test_no_page_but_the_last_is_nearly_blank(default_report, tmp_path):
