@@ -114,18 +114,7 @@ def test_small_plan_pdf_numbers_every_page_and_keeps_text_at_8pt(small_site_plan
     assert not small, small[:10]
 
 
-# ----------------------------------------------------------------------------- the default plan
-
-
-@pytest.fixture(scope="module")
-def default_report(tmp_path_factory, default_plan_folder):
-    import shutil
-
-    root = tmp_path_factory.mktemp("default")
-    shutil.copytree(default_plan_folder[0], root / "plan")  # the session's default plan (tests/conftest.py)
-    layers = load_plan_layers(root / "plan")
-    save_report(layers, root / "report")
-    return root, layers
+# ----------------------------------------------------------------------------- the default plan (conftest: default_report)
 
 
 def test_summary_is_on_page_1_with_the_training_site_and_total_cost(default_report):

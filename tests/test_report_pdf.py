@@ -57,18 +57,16 @@ def pdf_lines(pdf: Path) -> list[list[str]]:
 
 
 @pytest.fixture(scope="module")
-def default_report(tmp_path_factory, default_plan_folder):
-    root = tmp_path_factory.mktemp("default-pdf")
-    shutil.copytree(default_plan_folder[0], root / "plan")  # the session's default plan (tests/conftest.py)
-    layers = load_plan_layers(root / "plan")
-    save_report(layers, root / "report")
+def printed(default_report):
+    """The default plan's report folder (tests/conftest.py writes it once a session) and its content."""
+    root, layers = default_report
     return root / "report", report_content(layers)
 
 
-def test_the_pdf_bookmarks_are_the_section_headings_in_order(default_report):
+def test_the_pdf_bookmarks_are_the_section_headings_in_order(printed):
     """Issue 49: 'The PDF has no bookmarks'. Its outline is the sections' titles, each pointing at
     the page where that heading is printed."""
-    out, content = default_report
+    out, content = printed
     xml = subprocess.run(["pdftohtml", "-xml", "-i", "-stdout", "-q", str(out / "report.pdf")], capture_output=True, text=True,
                          check=True).stdout
     outline = [(int(page), html.unescape(title)) for page, title in re.findall(r'<item page="(\d+)">([^<]*)</item>', xml)]
@@ -79,8 +77,8 @@ def test_the_pdf_bookmarks_are_the_section_headings_in_order(default_report):
     assert [page for page, _ in outline] == sorted(page for page, _ in outline)
 
 
-def test_every_table_has_its_caption_in_the_html_and_the_pdf(default_report):
-    out, content = default_report
+def test_every_table_has_its_caption_in_the_html_and_the_pdf(printed):
+    out, content = printed
     page = (out / "report.html").read_text(encoding="utf-8")
     tables = re.findall(r'<table id="([^"]+)">\s*<caption>(.*?)</caption>\s*<thead>', page, re.S)
     expected = [b for s in content.sections for b in s.blocks if type(b).__name__ == "Table"]
@@ -98,9 +96,9 @@ def layout_lines(pdf: Path) -> list[list[str]]:
     return [[" ".join(line.split()) for line in page.splitlines() if line.strip()] for page in text.split("\f")[:-1]]
 
 
-def test_a_long_table_repeats_its_header_row_on_every_page(default_report):
+def test_a_long_table_repeats_its_header_row_on_every_page(printed):
     """The appendix lists every candidate site over several pages; each of them shows the header row."""
-    out, content = default_report
+    out, content = printed
     appendix = next(b for b in content.section("appendix").blocks if type(b).__name__ == "Table")
     pages = layout_lines(out / "report.pdf")
     rows = [" ".join(row[:4]) for row in appendix.rows]  # site, country, role, power price: this table's rows only
@@ -117,10 +115,10 @@ def _ink_depth(png: Path, footer_px: int) -> float:
     return (inked[-1] + 1) / pixels.shape[0] if inked.size else 0.0
 
 
-def test_no_page_but_the_last_is_nearly_blank(default_report, tmp_path):
+def test_no_page_but_the_last_is_nearly_blank(printed, tmp_path):
     """Issue 49: 'page 16 is nearly blank'. Every page but the last carries ink at least 40 % of the
     way down (measured on pixels, so a page of map or chart counts as full)."""
-    out, _ = default_report
+    out, _ = printed
     subprocess.run(["pdftoppm", "-r", "20", "-gray", "-png", str(out / "report.pdf"), str(tmp_path / "p")], check=True)
     pngs = sorted(tmp_path.glob("p-*.png"))
     footer_px = round(14 / 25.4 * 20)  # the bottom margin (14 mm) holds the running title and page number
@@ -131,9 +129,9 @@ def test_no_page_but_the_last_is_nearly_blank(default_report, tmp_path):
     assert depths[-1] > 0.1
 
 
-def test_no_figure_is_split_from_its_unit_in_the_pdf(default_report):
+def test_no_figure_is_split_from_its_unit_in_the_pdf(printed):
     """'$451.90⏎M': no line ends in a number whose unit starts the next line."""
-    out, _ = default_report
+    out, _ = printed
     split = []
     for number, lines in enumerate(pdf_lines(out / "report.pdf"), start=1):
         for this, following in zip(lines, lines[1:]):
@@ -144,8 +142,8 @@ def test_no_figure_is_split_from_its_unit_in_the_pdf(default_report):
     assert len(money) > 50  # the check read the report's money
 
 
-def test_the_pdf_is_a4_landscape_with_the_title_and_page_numbers_on_every_page(default_report):
-    out, content = default_report
+def test_the_pdf_is_a4_landscape_with_the_title_and_page_numbers_on_every_page(printed):
+    out, content = printed
     info = subprocess.run(["pdfinfo", str(out / "report.pdf")], capture_output=True, text=True, check=True).stdout
     assert re.search(r"Page size:\s+841\.\d+ x 595\.\d+ pts \(A4\)", info), info
     pages = pdf_lines(out / "report.pdf")
@@ -154,8 +152,8 @@ def test_the_pdf_is_a4_landscape_with_the_title_and_page_numbers_on_every_page(d
         assert content.title in foot and f"page {number} of {len(pages)}" in foot, (number, lines[-2:])
 
 
-def test_images_are_embedded_in_both_outputs(default_report):
-    out, _ = default_report
+def test_images_are_embedded_in_both_outputs(printed):
+    out, _ = printed
     page = (out / "report.html").read_text(encoding="utf-8")
     assert page.count('src="data:image/png;base64,') >= 2 and page.count('src="data:image/svg+xml;base64,') >= 2
     listed = subprocess.run(["pdfimages", "-list", str(out / "report.pdf")], capture_output=True, text=True, check=True).stdout \
