@@ -24,6 +24,13 @@ plan near it. Rounding the LP gives one in the time of two LP solves:
    even that breaks it, inference racks are taken away there until it fits, and the LP that
    completes the start (complete_start) moves the load they served to sites with room,
    before step 5 starts from the plan;
+   plan-wide limits (a family of one row: the carbon cap, the capex budget, max_sites) are not
+   rounded around: where the rounded plan goes over one, that row is lowered by 1.25 x the excess
+   for the rounding's LPs, the sites to keep are chosen again by the LP so lowered, and steps 0-4
+   run again (at most BUDGET_ROUNDS times; `_over_budgets`, `_budgets_lowered`). Single-purpose
+   sites hold, in those LPs, the one role the LP gives each site more of (`_roles_held`). The
+   default world with a carbon cap at 60 % of its emissions had no plan in 60 s while the
+   rounding gave up on caps; with this, a start of $1,844.54 M in 16 s on a loaded machine;
 5. polish: when the kept sites are few (at most a quarter of the candidates) and the plan is
    not already within the asked gap of the LP bound, the MIP
    restricted to them (every other site closed) is solved from the rounded plan for a
