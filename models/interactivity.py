@@ -21,6 +21,7 @@ the plan's recorded throughput.csv and workloads.csv on its own.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -34,6 +35,12 @@ logger = logging.getLogger(__name__)
 # How a chip's figure for a class was read: the row as given, interpolated between two
 # points, on a point, clamped to the loosest point, or not offered (beyond the strictest).
 FIXED, ON_POINT, INTERPOLATED, CLAMPED, BEYOND = "fixed", "on a point", "interpolated", "clamped", "beyond"
+
+
+def throughput_id(chip: str, workload: str, tok_s_per_user: float | None) -> str:
+    """A throughput row's id in provenance.csv: chip/workload, then @ tok/s per user for a curve's point."""
+    fixed = tok_s_per_user is None or math.isnan(tok_s_per_user)
+    return f"{chip}/{workload}" + ("" if fixed else f"@{tok_s_per_user:g}")
 
 
 @dataclass(frozen=True)
