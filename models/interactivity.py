@@ -13,6 +13,9 @@ read there:
   published says how far below that point its throughput falls, and an extrapolated figure
   would choose hardware on a number no one measured.
 
+Both ends are said as warnings (`interactivity_warnings`, in `dcplace validate` and before a
+solve); a class whose target is stricter than every chip's curve is refused, naming its row.
+
 One home: the optimizer, the clock, the report and the loader's checks all read
 `tok_s_at_target`; the independent checker (optimizer/check.py) recomputes the same from
 the plan's recorded throughput.csv and workloads.csv on its own.
@@ -20,17 +23,15 @@ the plan's recorded throughput.csv and workloads.csv on its own.
 
 from __future__ import annotations
 
-import logging
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from types import MappingProxyType
 
-from dcplace.models.errors import ProblemLog
+from dcplace.models.errors import InputProblem, ProblemLog
 from dcplace.models.records import Catalog, Throughput, Workload
 
-logger = logging.getLogger(__name__)
 
 # How a chip's figure for a class was read: the row as given, interpolated between two
 # points, on a point, clamped to the loosest point, or not offered (beyond the strictest).
@@ -104,8 +105,8 @@ def tok_s_at_target(catalog: Catalog) -> Mapping[tuple[str, str], float]:
 
 def check_curves(throughput: list[tuple[int, Throughput]], workloads: list[tuple[int, Workload]], labels: dict[str, str],
                  log: ProblemLog) -> None:
-    """The throughput table's rows as one figure or one curve per (chip, class), each problem named
-    by file, row and field; then logs (warning) each chip clamped or not offered at its class's target."""
+    """The throughput table's rows as one figure or one curve per (chip, class), and each class with a
+    curve given a target some chip can serve; each problem named by file, row and field."""
     kinds: dict[tuple[str, str], str] = {}
     points: dict[tuple[str, str], list[tuple[float, float, int]]] = {}
     tp = labels["throughput"]
@@ -146,12 +147,25 @@ def check_curves(throughput: list[tuple[int, Throughput]], workloads: list[tuple
                     f"{target:g} tok/s per user is stricter than every published point of class '{w.id}' (the strictest: "
                     f"{max(strictest.values()):g}); no chip could serve it.",
                     f"give at most {max(strictest.values()):g}, or add throughput rows measured at {target:g} tok/s per user or more.")
-            continue
-        for chip in curved:
-            loosest = points[(chip, w.id)][0][0]
-            if target > strictest[chip]:
-                logger.warning("%s is not offered for class %s: its target %g tok/s per user is stricter than the chip's strictest "
-                             "published point (%g).", chip, w.id, target, strictest[chip])
-            elif target < loosest:
-                logger.warning("%s on class %s: the target %g tok/s per user is looser than the chip's loosest published point (%g); "
-                             "its figure there is used (a lower bound).", chip, w.id, target, loosest)
+
+
+def interactivity_warnings(catalog: Catalog, file: str = "catalog/workloads.csv") -> list[InputProblem]:
+    """Each chip a class's target leaves off its published curve: clamped (the target is looser than
+    its loosest point) or not offered (stricter than its strictest); allowed, never blocking."""
+    rows = {w.id: i + 2 for i, w in enumerate(catalog.workloads)}
+    out = []
+    for t in throughput_at_targets(catalog):
+        lo, hi = (t.points[0][0], t.points[-1][0]) if t.points else (None, None)
+        if t.how == CLAMPED:
+            out.append(InputProblem(file, rows[t.workload], "interactivity_tok_s_per_user",
+                                    f"{t.target_tok_s_per_user:g} tok/s per user is looser than {t.chip}'s loosest published point on "
+                                    f"'{t.workload}' ({lo:g}): its figure there, {t.tok_s_per_gpu:,.6g} tok/s per GPU, is used (a lower bound).",
+                                    f"add a point of {t.chip} at {t.target_tok_s_per_user:g} tok/s per user or looser to throughput.csv "
+                                    "for a closer figure."))
+        elif t.how == BEYOND:
+            out.append(InputProblem(file, rows[t.workload], "interactivity_tok_s_per_user",
+                                    f"{t.target_tok_s_per_user:g} tok/s per user is stricter than {t.chip}'s strictest published point "
+                                    f"on '{t.workload}' ({hi:g}): {t.chip} is not offered for the class.",
+                                    f"give at most {hi:g}, or add a point of {t.chip} measured at {t.target_tok_s_per_user:g} tok/s per "
+                                    "user or stricter."))
+    return out
