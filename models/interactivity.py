@@ -155,17 +155,16 @@ def interactivity_warnings(catalog: Catalog, file: str = "catalog/workloads.csv"
     rows = {w.id: i + 2 for i, w in enumerate(catalog.workloads)}
     out = []
     for t in throughput_at_targets(catalog):
-        lo, hi = (t.points[0][0], t.points[-1][0]) if t.points else (None, None)
+        if t.how not in (CLAMPED, BEYOND):
+            continue
+        target = f"{t.target_tok_s_per_user:g} tok/s per user"
         if t.how == CLAMPED:
-            out.append(InputProblem(file, rows[t.workload], "interactivity_tok_s_per_user",
-                                    f"{t.target_tok_s_per_user:g} tok/s per user is looser than {t.chip}'s loosest published point on "
-                                    f"'{t.workload}' ({lo:g}): its figure there, {t.tok_s_per_gpu:,.6g} tok/s per GPU, is used (a lower bound).",
-                                    f"add a point of {t.chip} at {t.target_tok_s_per_user:g} tok/s per user or looser to throughput.csv "
-                                    "for a closer figure."))
-        elif t.how == BEYOND:
-            out.append(InputProblem(file, rows[t.workload], "interactivity_tok_s_per_user",
-                                    f"{t.target_tok_s_per_user:g} tok/s per user is stricter than {t.chip}'s strictest published point "
-                                    f"on '{t.workload}' ({hi:g}): {t.chip} is not offered for the class.",
-                                    f"give at most {hi:g}, or add a point of {t.chip} measured at {t.target_tok_s_per_user:g} tok/s per "
-                                    "user or stricter."))
+            said = (f"{target} is looser than {t.chip}'s loosest published point on '{t.workload}' ({t.points[0][0]:g}): its figure "
+                    f"there, {t.tok_s_per_gpu:,.6g} tok/s per GPU, is used (a lower bound).",
+                    f"add a point of {t.chip} at {target} or looser to throughput.csv for a closer figure.")
+        else:
+            said = (f"{target} is stricter than {t.chip}'s strictest published point on '{t.workload}' ({t.points[-1][0]:g}): "
+                    f"{t.chip} is not offered for the class.",
+                    f"give at most {t.points[-1][0]:g}, or add a point of {t.chip} measured at {target} or stricter.")
+        out.append(InputProblem(file, rows[t.workload], "interactivity_tok_s_per_user", *said))
     return out

@@ -183,11 +183,11 @@ def test_a_target_off_a_chips_curve_is_a_warning_naming_the_row(tmp_path):
 # ----------------------------------------------------- a plan at an interpolated target, checked
 
 
-def _curve_world(tmp_path: Path, target: float) -> Path:
+def _curve_world(tmp_path: Path, target: float, extra: tuple[dict, ...] = ()) -> Path:
     catalog = {**TINY_CATALOG,
                "workloads": [{"id": "chat", "name": "Chat", "load_factor": 0.5, "interactivity_tok_s_per_user": target}],
                "throughput": [{"chip": "server", "workload": "chat", "tok_s_per_user": 5, "tok_s_per_gpu": 80},
-                              {"chip": "server", "workload": "chat", "tok_s_per_user": 25, "tok_s_per_gpu": 40}]}
+                              {"chip": "server", "workload": "chat", "tok_s_per_user": 25, "tok_s_per_gpu": 40}, *extra]}
     return make_scenario(tmp_path / f"t{target:g}", [site("a", 40.0, -75.0)], [region("r", 40.0, -75.0, chat=1000)], catalog=catalog)
 
 
@@ -204,3 +204,12 @@ def test_a_plan_at_an_interpolated_target_is_sized_on_the_curve_and_checked(tmp_
         recorded = read(tmp_path / f"plan{target:g}" / "inputs" / "catalog" / "throughput.csv")
         assert len(recorded) == 2 and {float(r["tok_s_per_user"]) for r in recorded} == {5.0, 25.0}  # the curve, not one figure
     assert racks == {5.0: 1, 15.0: 2}
+
+
+def test_a_chip_whose_curve_stops_short_of_the_target_is_not_offered_with_a_warning(tmp_path):
+    # the server chip's curve stops at 25 tok/s per user; the trainer has one fixed figure
+    path = _curve_world(tmp_path, 30.0, ({"chip": "trainer", "workload": "chat", "tok_s_per_user": "", "tok_s_per_gpu": 100},))
+    scenario = load_scenario(path)
+    assert dict(tok_s_at_target(scenario.catalog)) == {("trainer", "chat"): 100}
+    [warning] = [p for p in scenario_warnings(scenario) if p.field == "interactivity_tok_s_per_user"]
+    assert warning.row == 2 and "not offered" in warning.message and "give at most 25" in warning.fix
