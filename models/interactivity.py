@@ -95,10 +95,17 @@ def throughput_at_targets(catalog: Catalog) -> list[ThroughputAtTarget]:
     return out
 
 
-@lru_cache(maxsize=32)
 def tok_s_at_target(catalog: Catalog) -> Mapping[tuple[str, str], float]:
     """(chip, class) -> tok/s per GPU at the class's target, for every pair the chip can serve:
     what the model plans with. Computed once per catalog (catalogs are frozen and hashable)."""
+    try:
+        return _tok_s_at_target(catalog)
+    except TypeError:  # a catalog copied with a list in place of a tuple (model_copy does not validate) has no hash
+        return _tok_s_at_target.__wrapped__(catalog)
+
+
+@lru_cache(maxsize=32)
+def _tok_s_at_target(catalog: Catalog) -> Mapping[tuple[str, str], float]:
     return MappingProxyType({(t.chip, t.workload): t.tok_s_per_gpu for t in throughput_at_targets(catalog)
                              if t.tok_s_per_gpu is not None})
 

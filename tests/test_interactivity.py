@@ -213,3 +213,10 @@ def test_a_chip_whose_curve_stops_short_of_the_target_is_not_offered_with_a_warn
     assert dict(tok_s_at_target(scenario.catalog)) == {("trainer", "chat"): 100}
     [warning] = [p for p in scenario_warnings(scenario) if p.field == "interactivity_tok_s_per_user"]
     assert warning.row == 2 and "not offered" in warning.message and "give at most 25" in warning.fix
+
+
+def test_a_catalog_copied_with_lists_is_read_afresh_not_from_a_stale_cache():
+    catalog = load_scenario().catalog
+    doubled = catalog.model_copy(update={"throughput": [t.model_copy(update={"tok_s_per_gpu": 2 * t.tok_s_per_gpu})
+                                                        for t in catalog.throughput]})  # a list: no hash (benchmarks/robustness.py)
+    assert tok_s_at_target(doubled)[("gb200", "reasoning")] == pytest.approx(2 * tok_s_at_target(catalog)[("gb200", "reasoning")])
