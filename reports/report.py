@@ -246,7 +246,7 @@ def _chip_section(layers: PlanLayers, prov: Provenance) -> Section | None:
                      "—" if c.usd_per_m_tokens is None else f"${c.usd_per_m_tokens:,.3f}", c.site or "—"])
         flags.append(basis.startswith("fill"))
     return Section("chips", "Chips at the interactivity target", [
-        Table("chips-at-target", ["Class", "Target, tok/s per user", "Chip", "Tok/s per GPU at target", "Read", "Points", "GPUs in plan",
+        Table("chips-at-target", ["Class", "Target, tok/s per user", "Chip", "Tok/s per GPU at target", "Read", "Carried by", "GPUs in plan",
                                   "$ per M tokens (chip's own)", "At site"],
               rows, [False, True, False, True, False, False, True, True, False], flags),
         Paragraphs(["Tok/s per GPU comes from each chip's published curve (MLPerf Inference Server and Interactive points), "
