@@ -220,3 +220,23 @@ def test_a_catalog_copied_with_lists_is_read_afresh_not_from_a_stale_cache():
     doubled = catalog.model_copy(update={"throughput": [t.model_copy(update={"tok_s_per_gpu": 2 * t.tok_s_per_gpu})
                                                         for t in catalog.throughput]})  # a list: no hash (benchmarks/robustness.py)
     assert tok_s_at_target(doubled)[("gb200", "reasoning")] == pytest.approx(2 * tok_s_at_target(catalog)[("gb200", "reasoning")])
+
+
+def test_the_reports_cost_per_token_at_the_target_by_hand(tmp_path):
+    from dcplace import solve_to_folder
+    from dcplace.reports.summary import chip_economics
+
+    path = _curve_world(tmp_path, 15.0)
+    plan, _ = solve_to_folder(path, tmp_path / "plan")
+    [row] = chip_economics(plan, load_scenario(path))
+    hours = 8760  # economics.hours_per_year's default
+    # one server-air rack: 16 GPUs x $2,000 over 5 years at 0 % = $6,400; colocation 4 kW x $100 x 12 = $4,800; in air,
+    # energy 4 kW x PUE 1.5 x 8,760 h x load 0.5 / 1000 x $100/MWh = $2,628 and no cooling capex; in liquid, PUE 1.1 and
+    # $1,000 per kW over 10 years: $1,927.2 + $400, the cheaper (zone fixed costs are left out of a chip's own cost)
+    air = 6400 + 4 * 1.5 * hours * 0.5 / 1000 * 100 + 4 * 100 * 12
+    liquid = 6400 + 4 * 1.1 * hours * 0.5 / 1000 * 100 + 4 * 1000 / 10 + 4 * 100 * 12
+    rack_usd = min(air, liquid)
+    assert rack_usd == liquid
+    tokens = 16 * 60 * 1.0 * 0.5 * hours * 3600  # 60 tok/s per GPU at 15 tok/s per user, utilization 1, load factor 0.5
+    assert (row.chip, row.tok_s_per_gpu, row.how, row.gpus) == ("server", pytest.approx(60.0), INTERPOLATED, 32)
+    assert row.usd_per_m_tokens == pytest.approx(rack_usd / (tokens / 1e6))
