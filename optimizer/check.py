@@ -173,7 +173,7 @@ class _Inputs:
         self.cooling = {r["id"]: r for r in rows("cooling", f"{catalog}/cooling.csv")}
         self.fabrics = {r["id"]: r for r in rows("fabrics", f"{catalog}/fabrics.csv")}
         self.workloads = {r["id"]: r for r in rows("workloads", f"{catalog}/workloads.csv")}
-        self.tok_s = {(r["chip"], r["workload"]): r["tok_s_per_gpu"] for r in rows("throughput", f"{catalog}/throughput.csv")}
+        self.tok_s = _tok_s_at_targets(rows("throughput", f"{catalog}/throughput.csv"), self.workloads)
         self.backbone = None
         if self.latency.get("backbone"):
             self.backbone = read(self.latency["backbone"])
@@ -273,8 +273,8 @@ COOLING_RULES = (("max_kw_per_rack", 0, 1000, "g"), ("pue", 1, 3, ""), ("capex_u
                  ("zone_fixed_usd_per_year", 0, INF, ""), ("ready_usd_per_kw", 0, 20000, "o"), ("retrofit_usd_per_kw", 0, 20000, "o"))
 FABRIC_RULES = (("tier", 0, INF, "i"), ("cost_usd_per_gpu", 0, INF, ""), ("life_years", 0, 30, "g"),
                 ("training_efficiency", 0, 1, "g"), ("max_cluster_gpus", 0, INF, "gi"))
-WORKLOAD_RULES = (("load_factor", 0, 1, "g"),)
-THROUGHPUT_RULES = (("tok_s_per_gpu", 0, INF, "g"),)
+WORKLOAD_RULES = (("load_factor", 0, 1, "g"), ("interactivity_tok_s_per_user", 0, 1000, "go"))
+THROUGHPUT_RULES = (("tok_s_per_gpu", 0, INF, "g"), ("tok_s_per_user", 0, 1000, "go"))
 JOB_RULES = (("gpus_h100_equiv", 0, INF, "g"), ("min_fabric_tier", 0, INF, "io"), ("gpu_hours_per_day", 0, INF, "go"),
              ("from_year", 1900, 2200, "io"), ("to_year", 1900, 2200, "io"))
 PROFILE_RULES = (("local_hour", 0, 23, "i"), ("load", 0, 1, ""))
@@ -300,6 +300,32 @@ SECTION_RULES = {
 # The rules a period's derived inputs are held to instead (_InputRules, `derived`).
 DERIVED = {("sites", "power_price_usd_per_mwh"): (0, INF, ""), ("jobs", "gpus_h100_equiv"): (0, INF, "")}
 YES_NO = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
+
+
+def _tok_s_at_targets(rows: list[dict], workloads: dict[str, dict]) -> dict[tuple[str, str], float]:
+    """(chip, class) -> tok/s per GPU, recomputed from the recorded throughput rows: a row without
+    tok_s_per_user is the figure; rows with it are a curve read at the class's
+    interactivity_tok_s_per_user, linear between points, the loosest point's figure when the target
+    is looser, no figure (the chip cannot serve the class) when it is stricter than every point."""
+    out: dict[tuple[str, str], float] = {}
+    curves: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    for r in rows:
+        key = (r["chip"], r["workload"])
+        if _blank(r.get("tok_s_per_user")):
+            out[key] = r["tok_s_per_gpu"]
+        else:
+            curves.setdefault(key, []).append((float(r["tok_s_per_user"]), float(r["tok_s_per_gpu"])))
+    for (chip, w), points in curves.items():
+        target = (workloads.get(w) or {}).get("interactivity_tok_s_per_user")
+        if _blank(target):
+            continue
+        target, points = float(target), sorted(points)
+        if target <= points[0][0]:
+            out[chip, w] = points[0][1]
+        for (u0, g0), (u1, g1) in zip(points, points[1:]):
+            if u0 < target <= u1:
+                out[chip, w] = g0 + (g1 - g0) * (target - u0) / (u1 - u0)
+    return out
 
 
 def _blank(value) -> bool:
@@ -431,9 +457,15 @@ class _InputRules:
         for i, row in enumerate(rows):
             if row.get("chip") not in inp.chips or row.get("workload") not in inp.workloads:
                 bad(f"inputs/{name} row {i + 2}", f"names chip {row.get('chip')!r} and class {row.get('workload')!r}, not both in the catalog")
-            if (row.get("chip"), row.get("workload")) in pairs:
+            point = None if _blank(row.get("tok_s_per_user")) else float(row["tok_s_per_user"])
+            if (row.get("chip"), row.get("workload"), point) in pairs:
                 bad(f"inputs/{name} row {i + 2}", f"gives {row.get('chip')} on '{row.get('workload')}' a second time")
-            pairs.add((row.get("chip"), row.get("workload")))
+            pairs.add((row.get("chip"), row.get("workload"), point))
+        for chip, w in sorted({(chip, w) for chip, w, point in pairs if point is not None}, key=str):
+            if (chip, w, None) in pairs:
+                bad(f"inputs/{name}", f"gives {chip} on '{w}' both one figure and a curve")
+            if _blank((inp.workloads.get(w) or {}).get("interactivity_tok_s_per_user")):
+                bad(f"inputs/catalog/workloads.csv ({w}): interactivity_tok_s_per_user", "is empty, but throughput gives the class a curve")
         classes = set(inp.workloads)
         name, rows = inp.tables["regions"]
         for i, row in enumerate(rows):

@@ -37,6 +37,7 @@ from statistics import median_low
 
 import numpy as np
 
+from dcplace.models.interactivity import throughput_at_targets
 from dcplace.models.plan import Plan, SitePlan
 from dcplace.models.records import Scenario
 from dcplace.optimizer.model.clock import standard_offset_h
@@ -222,6 +223,65 @@ def class_economics(plan: Plan, scenario: Scenario) -> list[ClassEconomics]:
             rtt_p95=_weighted_quantile(rtts, weights, 0.95), rtt_max=max(rtts, default=float("nan")),
             budget_min=min(budgets), budget_max=max(budgets), within_budget_share=within / peak if peak else 1.0,
         ))
+    return out
+
+
+@dataclass(frozen=True)
+class ChipAtTarget:
+    """One chip on one class at the class's interactivity target: its tok/s per GPU there (and how
+    the curve was read, models/interactivity.py), GPUs the plan gives it, and its own cost per M tokens."""
+
+    workload: str
+    chip: str
+    target_tok_s_per_user: float | None
+    tok_s_per_gpu: float | None  # None: not offered at the target
+    how: str
+    gpus: int
+    usd_per_m_tokens: float | None  # None: not offered, or no site of the plan serving the class can host it
+    site: str | None  # where that cost is reached
+    points: tuple[tuple[float, float], ...] = ()  # the curve, loosest first; () for a fixed figure
+
+
+CHIP_COST_RULE = ("A chip's cost per M tokens at the target: one full rack of it at the cheapest of the plan's sites that serve the "
+                  "class (chips, cooling capex, energy, colocation and carbon of that rack, in the cheapest rack configuration and "
+                  "cooling the site allows), over the tokens its GPUs serve a year at the target: tok/s per GPU at the target x "
+                  "target utilization x the class's load factor x hours. Site and zone fixed costs and transport are left out.")
+
+
+def chip_economics(plan: Plan, scenario: Scenario) -> list[ChipAtTarget]:
+    """Every chip the throughput table names for every class, read at the class's target (CHIP_COST_RULE)."""
+    cat, eco = scenario.catalog, scenario.economics
+    chips, cooling = {c.id: c for c in cat.chips}, {c.id: c for c in cat.cooling}
+    load = {w.id: w.load_factor for w in cat.workloads}
+    sites = {s.id: s for s in scenario.sites}
+    serving = defaultdict(set)
+    for a in plan.assignments:
+        serving[a.workload].add(a.site)
+    gpus: dict[tuple[str, str], int] = defaultdict(int)
+    for s in plan.sites:
+        for ln in s.racks:
+            if ln.purpose == "inference":
+                gpus[ln.workload, ln.chip] += ln.gpus
+    out = []
+    for t in throughput_at_targets(cat):
+        best: tuple[float, str] | None = None
+        if t.tok_s_per_gpu is not None:
+            tokens_per_gpu = t.tok_s_per_gpu * eco.inference_target_utilization * load[t.workload] * eco.hours_per_year * SECONDS_PER_HOUR
+            for sid in sorted(serving[t.workload]):
+                site = sites[sid]
+                for rack in cat.rack_configs:
+                    if rack.chip != t.chip:
+                        continue
+                    for cid in site.cooling_allowed:
+                        c = cooling.get(cid)
+                        if c is None or rack.kw_per_rack > c.max_kw_per_rack:
+                            continue
+                        usd = rack_economics(site, rack, chips[t.chip], c, load[t.workload], eco).total_usd_per_year
+                        unit = usd / (rack.gpus_per_rack * tokens_per_gpu / 1e6)
+                        if best is None or unit < best[0]:
+                            best = (unit, site.name)
+        out.append(ChipAtTarget(t.workload, t.chip, t.target_tok_s_per_user, t.tok_s_per_gpu, t.how, gpus.get((t.workload, t.chip), 0),
+                                best[0] if best else None, best[1] if best else None, t.points))
     return out
 
 
