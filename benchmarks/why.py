@@ -36,7 +36,8 @@ from dcplace.optimizer.studies.robustness import robustness  # noqa: E402
 from dcplace.optimizer.studies.worth import site_worth  # noqa: E402
 from dcplace.reports.layers import load_plan_layers  # noqa: E402
 from dcplace.reports.style import money  # noqa: E402
-from dcplace.reports.summary import status_text, workload_costs, class_economics  # noqa: E402
+from dcplace.reports.economics import workload_costs, class_economics  # noqa: E402
+from dcplace.reports.summary import status_text  # noqa: E402
 from dcplace.reports.why import save_report, save_why_figures  # noqa: E402
 
 
