@@ -12,7 +12,7 @@ waits while an output moves into place, so a stopped run leaves the old output o
 
 Every text that comes from the user (names of sites, regions, jobs, scenarios, plans and
 batch members, file paths, messages quoting them) is printed as text, never as rich markup
-or terminal control codes: see `_text`.
+or terminal control codes: see reports.terminal.
 """
 
 from __future__ import annotations
@@ -25,13 +25,11 @@ import logging
 import functools
 import os
 import platform
-import re
 import signal
 import sys
 import tempfile
 import time
 import traceback
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
@@ -40,8 +38,6 @@ import typer
 from rich.cells import cell_len
 from rich.console import Console
 from rich.live import Live
-from rich.markup import escape
-from rich.measure import Measurement
 from rich.padding import Padding
 from rich.spinner import Spinner
 from rich.table import Table
@@ -59,7 +55,8 @@ from dcplace.optimizer.solving.pipeline import PlanCheckFailed, solve_schedule_t
 from dcplace.optimizer.solving.precheck import checked_index
 from dcplace.optimizer.solving.progress import SolveProgress
 from dcplace.optimizer.solving.solve import InfeasibleScenario, NoPlanFound, SolveOptions
-from dcplace.reports.style import display_name, money, mw_number, mw_text, visible_controls
+from dcplace.reports.style import display_name, money, mw_number, mw_text
+from dcplace.reports.terminal import Col as _Col, clean as _clean, fit_table, left_out, markup_name as _name, markup_text as _text, say
 
 class ExitCode(enum.IntEnum):
     """Every exit code of `dcplace`, in one place: README.md's "Exit codes" and `dcplace --help` are
@@ -108,22 +105,18 @@ EXIT_BATCH_INCOMPLETE = ExitCode.BATCH_INCOMPLETE
 EXIT_INTERNAL_ERROR = ExitCode.INTERNAL_ERROR
 EXIT_RESOURCE_LIMIT = ExitCode.RESOURCE_LIMIT
 
-def _clean(value: object, newlines: bool = False) -> str:
-    """`value` as text with every terminal control character shown as an escape (`\\x1b`);
-    line breaks kept when `newlines` (for multi-line messages). reports.style holds the rule."""
-    return visible_controls(str(value), newlines)
+
+# The terminal's plumbing (reports.terminal), printing to this command line's consoles unless told otherwise.
+def _say(markup: str, to: Console | None = None) -> None:
+    say(markup, to or console)
 
 
-def _name(value: object) -> str:
-    """A name from the inputs for a rich markup string or Table cell: as every output shows it
-    (reports.style.display_name: cut to 80 characters, control characters as escapes)."""
-    return escape(display_name(value))
+def _fit_table(title: str, columns: list[_Col], drop_order: list[str], to: Console | None = None) -> tuple[Table, list[str]]:
+    return fit_table(title, columns, drop_order, to or console)
 
 
-def _text(value: object, newlines: bool = False) -> str:
-    """User text for a rich markup string or Table cell: shown exactly as typed, never as
-    markup (`[link=...]`, `[/]`) or terminal control codes."""
-    return escape(_clean(value, newlines))
+def _left_out(dropped: list[str], where: str, to: Console | None = None) -> None:
+    left_out(dropped, where, to or console)
 
 
 ScenarioArg = typer.Argument(None, help="Scenario YAML file; omit for the embedded default ('years': the default over "
@@ -152,85 +145,6 @@ def _print_infeasible(diagnosis: list[str]) -> None:
         err.print(f"  • {_clean(line, newlines=True)}", markup=False, highlight=False)
 
 
-# ------------------------------------------------------------------ terminal layout
-
-# A money figure (`$1,234.56 M`, reports.style.money) or a unit price (`$0.123 per M tokens`):
-# kept whole on one line by _say, never split or cut.
-_MONEY_TEXT = re.compile(r"-?\$[\d,]+\.\d+(?: per M tokens| M(?:/yr)?)?")
-
-
-def _say(markup: str, to: Console | None = None) -> None:
-    """Print a paragraph wrapped at word boundaries to the console's width, never inside a
-    money figure (rich would break `$1,234.56 M` between the number and its unit)."""
-    to = to or console
-    text = Text.from_markup(markup)
-    plain = text.plain
-    protected: set[int] = set()
-    for m in _MONEY_TEXT.finditer(plain):
-        protected.update(range(m.start(), m.end()))
-    width = max(to.width, 20)
-    lines: list[Text] = []
-    start = 0
-    while cell_len(plain[start:]) > width:
-        cut = None
-        for i in range(start + 1, len(plain)):
-            if plain[i] == " " and i not in protected:
-                if cell_len(plain[start:i]) <= width:
-                    cut = i
-                else:
-                    cut = cut or i  # a word longer than the line goes on a line of its own
-                    break
-        if cut is None:
-            break
-        lines.append(text[start:cut])
-        start = cut + 1
-    lines.append(text[start:])
-    for line in lines:
-        to.print(line, soft_wrap=True, highlight=False)
-
-
-TEXT_WORD_MAX = 12  # a text column is kept at least as wide as its longest word up to this; longer words fold
-FIT_MARGIN = 2  # columns kept spare: rich's column collapse may round a text column back up past its share
-
-
-@dataclass
-class _Col:
-    header: str
-    cells: list[str]  # rich markup (user text already through _text)
-    kind: str = "text"  # "money" and "number": right-aligned, never wrapped or cut; "text": folds
-
-
-def _fit_table(title: str, columns: list[_Col], drop_order: list[str], to: Console | None = None) -> tuple[Table, list[str]]:
-    """A table as wide as the console allows: numbers (money above all) are shown whole at
-    their full width; when the table would not fit, whole columns are left out, in
-    `drop_order` (lowest priority first), rather than cutting any figure. Returns the
-    table and the headers left out."""
-    to = to or console
-    dropped: list[str] = []
-    candidates = [h for h in drop_order if any(c.header == h for c in columns)]
-    while True:
-        shown = [c for c in columns if c.header not in dropped]
-        table = Table(title=title, title_justify="left")
-        for c in shown:
-            if c.kind == "text":  # whole words where they are short enough; a longer one folds
-                words = [w for x in [c.header, *c.cells] for w in Text.from_markup(x).plain.split()]
-                table.add_column(c.header, overflow="fold", min_width=min(max(map(cell_len, words), default=1), TEXT_WORD_MAX))
-            else:
-                full = max(Text.from_markup(x).cell_len for x in [*c.header.split("\n"), *c.cells])
-                table.add_column(c.header, justify="right", no_wrap=True, min_width=full)
-        for i in range(len(columns[0].cells) if columns else 0):
-            table.add_row(*(c.cells[i] for c in shown))
-        need = Measurement.get(to, to.options.update_width(10_000), table).minimum
-        if need + FIT_MARGIN <= to.width or not candidates:
-            return table, [h.replace("\n", " ") for h in dropped]
-        dropped.append(candidates.pop(0))
-
-
-def _left_out(dropped: list[str], where: str, to: Console | None = None) -> None:
-    """Say which columns a narrow terminal left out, and where the full table is."""
-    to = to or console
-    if dropped:
-        _say(f"[dim]Left out at {to.width} columns: {_text(', '.join(dropped))}; all columns are in {_text(where)}.[/]", to)
 
 
 class _SolveLine:
