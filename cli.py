@@ -28,18 +28,14 @@ import platform
 import signal
 import sys
 import tempfile
-import time
 import traceback
 from pathlib import Path
 from typing import Optional
 
 import click
 import typer
-from rich.cells import cell_len
 from rich.console import Console
-from rich.live import Live
 from rich.padding import Padding
-from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text
 
@@ -53,10 +49,10 @@ from dcplace.optimizer.check import check_plan_folder
 from dcplace.optimizer.model.index import MAX_FULL_PAIRS
 from dcplace.optimizer.solving.pipeline import PlanCheckFailed, solve_schedule_to_folder, solve_to_folder
 from dcplace.optimizer.solving.precheck import checked_index
-from dcplace.optimizer.solving.progress import SolveProgress
 from dcplace.optimizer.solving.solve import InfeasibleScenario, NoPlanFound, SolveOptions
 from dcplace.reports.style import display_name, money, mw_number, mw_text
-from dcplace.reports.terminal import Col as _Col, clean as _clean, fit_table, left_out, markup_name as _name, markup_text as _text, say
+from dcplace.reports.terminal import (Col as _Col, batch_line, clean as _clean, fit_table, left_out, live_status, markup_name as _name,
+                                      markup_text as _text, say, solve_line)
 
 class ExitCode(enum.IntEnum):
     """Every exit code of `dcplace`, in one place: README.md's "Exit codes" and `dcplace --help` are
@@ -145,58 +141,6 @@ def _print_infeasible(diagnosis: list[str]) -> None:
         err.print(f"  • {_clean(line, newlines=True)}", markup=False, highlight=False)
 
 
-
-
-class _SolveLine:
-    """The live status line of `dcplace solve` (on stderr): phase, elapsed time and, during
-    the search, the best plan's cost, the bound and the gap. Fed by solve's progress callback
-    (from any thread); redrawn by rich.live about twice a second."""
-
-    def __init__(self, time_limit_s: float, to: Console):
-        self.time_limit_s = time_limit_s
-        self.to = to
-        self.started = time.perf_counter()
-        self.latest: SolveProgress | None = None
-
-    def __call__(self, progress: SolveProgress) -> None:
-        self.latest = progress  # one reference swap: safe from HiGHS's thread
-
-    def text(self) -> str:
-        p = self.latest
-        # (priority, text): on a narrow terminal whole parts are left out, least important
-        # first (the bound, then the gap, ...): a figure is never cut at the terminal's edge
-        parts = [(0, p.label if p else "starting"), (1, f"{time.perf_counter() - self.started:,.0f} s of {self.time_limit_s:g} s")]
-        if p is not None and p.incumbent_usd_per_year is not None:
-            parts.append((2, f"best {money(p.incumbent_usd_per_year)}/yr"))
-        if p is not None and p.bound_usd_per_year is not None:
-            parts.append((4, f"bound {money(p.bound_usd_per_year)}"))
-        if p is not None and p.gap is not None:
-            parts.append((3, f"gap {p.gap:.2%}"))
-        return _fit_line(parts, self.to.width)
-
-    def __rich__(self):
-        return Spinner("dots", Text(self.text(), no_wrap=True))
-
-
-def _fit_line(parts: list[tuple[int, str]], width: int) -> str:
-    """Parts joined with ' · ', leaving out whole parts (highest priority number first)
-    until the line fits `width` less the spinner's 2 cells."""
-    parts = list(parts)
-    while parts:
-        line = " · ".join(text for _, text in parts)
-        if cell_len(line) + 2 <= width or len(parts) == 1:
-            return line
-        parts.remove(max(parts, key=lambda x: x[0]))
-    return ""
-
-
-def _live(renderable, enabled: bool):
-    """A transient live display on stderr, or nothing (quiet, or stderr not a terminal).
-    stdout is routed above it only when stdout is the terminal too."""
-    if not enabled:
-        return contextlib.nullcontext()
-    return Live(renderable, console=err, refresh_per_second=2, transient=True,
-                redirect_stdout=console.is_terminal, redirect_stderr=False)
 
 
 def _progress_on(quiet: bool) -> bool:
@@ -335,9 +279,9 @@ def solve(
             # The solve can take its whole time limit: say at once what is being solved.
             err.print(f"Solving {_name(loaded.name)} ({len(loaded.sites):,} sites, {len(loaded.regions):,} regions, "
                       f"limit {time_limit:g} s)…", highlight=False)
-        line = _SolveLine(time_limit, err)
+        line = solve_line(time_limit, err)
         live = _progress_on(quiet)
-        with _live(line, live):  # phase, best plan, bound, gap and elapsed time, while it solves
+        with live_status(line, live, console):  # phase, best plan, bound, gap and elapsed time, while it solves
             if loaded.periods:  # a build schedule over the years (docs/periods.md)
                 schedule, plans, _ = solve_schedule_to_folder(loaded, out, options, progress=line if live else None,
                                                               started=_EXEC_STARTED)
@@ -649,39 +593,6 @@ def outages(
         console.print(grid)
 
 
-class _BatchLine:
-    """The live status line of `dcplace batch` and `dcplace pareto` (on stderr): members done,
-    failed and running, elapsed time, ETA, what is being solved and the last result."""
-
-    def __init__(self, name: str, to: Console):
-        self.name = name
-        self.to = to
-        self.started = time.perf_counter()
-        self.stage = ""  # pareto: the point(s) being solved
-        self.progress = None
-
-    def __call__(self, progress) -> None:
-        self.progress = progress
-
-    def text(self) -> str:
-        p = self.progress
-        parts = [(3, self.name)]
-        if self.stage:
-            parts.append((1, self.stage))
-        if p is not None:
-            parts += [(0, f"{p.done}/{p.total} done"), (0, f"{p.failed} failed"), (0, f"{p.running} running")]
-        parts.append((2, f"{time.perf_counter() - self.started:,.0f} s"))
-        if p is not None and p.eta_s is not None:
-            parts.append((4, f"ETA {p.eta_s:,.0f} s"))
-        if p is not None and p.last is not None:
-            cost = f" {money(p.last.objective_usd_per_year)}/yr" if p.last.objective_usd_per_year is not None else ""
-            parts.append((5, f"last: {_clean(p.last.name)} {p.last.status}{cost}"))
-        return _fit_line(parts, self.to.width)
-
-    def __rich__(self):
-        return Spinner("dots", Text(self.text(), no_wrap=True))
-
-
 def _member_line(r) -> None:
     """One finished member, as it finishes."""
     colour = "red" if r.status not in HAS_PLAN else "green"
@@ -742,7 +653,7 @@ def batch(
     if workers < 1:
         err.print("[red]--workers must be at least 1.[/]")
         raise typer.Exit(EXIT_BAD_INPUT)
-    line = _BatchLine(_clean(sweep.name), err)
+    line = batch_line(_clean(sweep.name), err)
 
     def show(p) -> None:
         line(p)
@@ -750,7 +661,7 @@ def batch(
             _member_line(p.last)
 
     try:
-        with _live(line, _progress_on(quiet)):  # members done, failed and running, while they solve
+        with live_status(line, _progress_on(quiet), console):  # members done, failed and running, while they solve
             result = run_batch(sweep, out, workers=workers, scheduler=scheduler, on_progress=show)
     except BatchBusy as exc:
         err.print(f"[red]{_text(exc, newlines=True)}[/]")
@@ -884,13 +795,13 @@ def pareto(
     options = {"time_limit_s": time_limit, "mip_gap": gap}
     try:
         loaded = load_scenario(scenario)
-        line = _BatchLine(f"cost against {tradeoff}", err)
+        line = batch_line(f"cost against {tradeoff}", err)
 
         def stage(names: list[str]) -> None:  # the point(s) now being solved
             line.stage = f"point {_clean(names[0])}" if len(names) == 1 else f"points {_clean(names[0])}…{_clean(names[-1])}"
             line.progress = None
 
-        with _live(line, _progress_on(quiet)):  # the current point, points done, failed and running
+        with live_status(line, _progress_on(quiet), console):  # the current point, points done, failed and running
             frontier = trace_pareto(loaded, out, tradeoff, points, workers, options, on_progress=line, on_stage=stage)
     except ScenarioError as exc:
         _bad_input(exc)
@@ -995,8 +906,8 @@ def why_worth(
     if workers < 1 or candidates < 0:
         _bad_option(ValueError("--workers >= 1 and --candidates >= 0 are required"))
     options = {k: v for k, v in (("time_limit_s", time_limit), ("mip_gap", gap)) if v is not None}
-    line = _BatchLine("site worth", err)
-    with _live(line, _progress_on(quiet)):
+    line = batch_line("site worth", err)
+    with live_status(line, _progress_on(quiet), console):
         study = site_worth(folder, workers=workers, options=options, closed_candidates=candidates, on_progress=line)
     rows = sorted(study.items, key=lambda w: (w.kind, -(w.worth_usd_per_year or float("inf"))))
     view, _ = _fit_table("What each site is worth (cost without it; for closed candidates: cost with it)", [
@@ -1061,9 +972,9 @@ def why_robustness(
 
     _explainable(folder)
     options = {k: v for k, v in (("time_limit_s", time_limit), ("mip_gap", gap)) if v is not None}
-    line = _BatchLine("robustness", err)
+    line = batch_line("robustness", err)
     try:
-        with _live(line, _progress_on(quiet)):
+        with live_status(line, _progress_on(quiet), console):
             study = robustness(folder, samples=samples, workers=workers, seed=seed, options=options, on_progress=line)
     except ValueError as exc:
         _bad_option(exc)

@@ -10,17 +10,23 @@ Console it prints to: the consoles are the command line's (cli.console, cli.err)
 
 from __future__ import annotations
 
+import contextlib
 import re
+import time
 from dataclasses import dataclass
+from typing import Any, Callable
 
 from rich.cells import cell_len
 from rich.console import Console
+from rich.live import Live
 from rich.markup import escape
 from rich.measure import Measurement
+from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text
 
-from dcplace.reports.style import display_name, visible_controls
+from dcplace.optimizer.solving.progress import SolveProgress
+from dcplace.reports.style import display_name, money, visible_controls
 
 
 # ------------------------------------------------------------------ user text
@@ -120,3 +126,89 @@ def left_out(dropped: list[str], where: str, to: Console) -> None:
     """Say which columns a narrow terminal left out, and where the full table is."""
     if dropped:
         say(f"[dim]Left out at {to.width} columns: {markup_text(', '.join(dropped))}; all columns are in {markup_text(where)}.[/]", to)
+
+
+# ------------------------------------------------------------------ the live status line
+
+
+def fit_line(parts: list[tuple[int, str]], width: int) -> str:
+    """Parts joined with ' · ', leaving out whole parts (highest priority number first)
+    until the line fits `width` less the spinner's 2 cells."""
+    parts = list(parts)
+    while parts:
+        line = " · ".join(text for _, text in parts)
+        if cell_len(line) + 2 <= width or len(parts) == 1:
+            return line
+        parts.remove(max(parts, key=lambda x: x[0]))
+    return ""
+
+
+class LiveLine:
+    """The live status line of a long command (on stderr), for solve, batch, pareto and the
+    studies alike: a spinner, then `describe(progress, stage, elapsed_s)`'s parts (priority,
+    text). On a narrow terminal whole parts are left out, highest priority number first: a
+    figure is never cut at the terminal's edge. Fed by a progress callback from any thread (one
+    reference swap); redrawn by rich.live about twice a second."""
+
+    def __init__(self, describe: Callable[[Any, str, float], list[tuple[int, str]]], to: Console):
+        self.describe = describe
+        self.to = to
+        self.started = time.perf_counter()
+        self.stage = ""  # pareto: the point(s) being solved
+        self.progress = None
+
+    def __call__(self, progress) -> None:
+        self.progress = progress
+
+    def text(self) -> str:
+        return fit_line(self.describe(self.progress, self.stage, time.perf_counter() - self.started), self.to.width)
+
+    def __rich__(self):
+        return Spinner("dots", Text(self.text(), no_wrap=True))
+
+
+def solve_line(time_limit_s: float, to: Console) -> LiveLine:
+    """`dcplace solve`'s line: phase, elapsed time and, during the search, the best plan's cost,
+    the bound and the gap (the bound is left out first, then the gap)."""
+
+    def describe(p: SolveProgress | None, stage: str, elapsed_s: float) -> list[tuple[int, str]]:
+        parts = [(0, p.label if p else "starting"), (1, f"{elapsed_s:,.0f} s of {time_limit_s:g} s")]
+        if p is not None and p.incumbent_usd_per_year is not None:
+            parts.append((2, f"best {money(p.incumbent_usd_per_year)}/yr"))
+        if p is not None and p.bound_usd_per_year is not None:
+            parts.append((4, f"bound {money(p.bound_usd_per_year)}"))
+        if p is not None and p.gap is not None:
+            parts.append((3, f"gap {p.gap:.2%}"))
+        return parts
+
+    return LiveLine(describe, to)
+
+
+def batch_line(name: str, to: Console) -> LiveLine:
+    """`dcplace batch`'s and `pareto`'s line (and the studies'): members done, failed and
+    running, elapsed time, ETA, what is being solved and the last result."""
+
+    def describe(p, stage: str, elapsed_s: float) -> list[tuple[int, str]]:
+        parts = [(3, name)]
+        if stage:
+            parts.append((1, stage))
+        if p is not None:
+            parts += [(0, f"{p.done}/{p.total} done"), (0, f"{p.failed} failed"), (0, f"{p.running} running")]
+        parts.append((2, f"{elapsed_s:,.0f} s"))
+        if p is not None and p.eta_s is not None:
+            parts.append((4, f"ETA {p.eta_s:,.0f} s"))
+        if p is not None and p.last is not None:
+            cost = f" {money(p.last.objective_usd_per_year)}/yr" if p.last.objective_usd_per_year is not None else ""
+            parts.append((5, f"last: {clean(p.last.name)} {p.last.status}{cost}"))
+        return parts
+
+    return LiveLine(describe, to)
+
+
+def live_status(line: LiveLine, enabled: bool, stdout: Console):
+    """A transient live display of `line` on its console (stderr), or nothing (quiet, or stderr
+    not a terminal). `stdout` is routed above it only when stdout is the terminal too."""
+    if not enabled:
+        return contextlib.nullcontext()
+    return Live(line, console=line.to, refresh_per_second=2, transient=True,
+                redirect_stdout=stdout.is_terminal, redirect_stderr=False)
