@@ -42,7 +42,7 @@ from rich.text import Text
 from dcplace.models import ScenarioError, export_default, load_scenario, scenario_warnings
 from dcplace.models.outputs import OutputRefused, check_destination
 from dcplace.models.overrides import OverrideError, parse_assignments
-from dcplace.models.plan import HAS_PLAN, Plan, PlanFileError, manifest_removed, plan_json_edited, read_plan
+from dcplace.models.plan import HAS_PLAN, PlanFileError, manifest_removed, plan_json_edited, read_plan
 from dcplace.models.versions import package_versions
 from dcplace.optimizer.solvers.backends import CAPABILITIES
 from dcplace.optimizer.check import check_plan_folder
@@ -50,9 +50,10 @@ from dcplace.optimizer.model.index import MAX_FULL_PAIRS
 from dcplace.optimizer.solving.pipeline import PlanCheckFailed, solve_schedule_to_folder, solve_to_folder
 from dcplace.optimizer.solving.precheck import checked_index
 from dcplace.optimizer.solving.solve import InfeasibleScenario, NoPlanFound, SolveOptions
-from dcplace.reports.style import display_name, money, mw_number, mw_text
+from dcplace.reports.style import display_name, money
 from dcplace.reports.terminal import (Col as _Col, batch_line, clean as _clean, fit_table, left_out, live_status, markup_name as _name,
-                                      markup_text as _text, say, solve_line)
+                                      markup_text as _text, member_line, plan_summary, print_batch_summary, print_plan, print_schedule,
+                                      say, solve_line)
 
 class ExitCode(enum.IntEnum):
     """Every exit code of `dcplace`, in one place: README.md's "Exit codes" and `dcplace --help` are
@@ -147,96 +148,6 @@ def _progress_on(quiet: bool) -> bool:
     return not quiet and err.is_terminal
 
 
-# Columns of the open-sites table left out on a narrow terminal, first to last; the site's
-# name and its cost are always shown.
-SITE_COLUMN_PRIORITY = ["racks", "facility\nMW", "fabric", "GPUs", "cooling", "role", "IT\nMW"]
-JOB_COLUMN_PRIORITY = ["chip", "fabric"]
-
-
-def print_plan(plan: Plan, out_dir: Path | None = None) -> None:
-    """The plan on the terminal: what was solved, the open sites, the jobs, the annual cost
-    and the KPIs. At any width every money figure is whole (`$1,234.56 M`): on a narrow
-    terminal the lowest-priority columns are left out (SITE_COLUMN_PRIORITY) and the note
-    under the tables names the plan folder's CSVs that hold them all."""
-    s = plan.solve
-    gap = f"{s.gap:.2%}" if s.gap is not None else "n/a"
-    _say(
-        f"[bold]{_name(plan.scenario)}[/]: [green]{_text(s.status)}[/] in {s.build_time_s + s.solve_time_s:.1f} s "
-        f"({s.model['rows']:,} rows, {s.model['columns']:,} columns, {s.model['integers']:,} integers; gap {gap})"
-    )
-    from dcplace.reports.summary import clock_terminal_lines, status_text  # what "optimal" means here: within the gap, in dollars
-
-    _say(f"Status: {_text(status_text(plan))}.")
-    if s.pairs:
-        bound_kind = s.pairs.get("bound_kind") or "the full model's LP bound"  # plans written before bound_kind
-        _say(
-            f"Serving pairs: {s.pairs['pairs_in_model']:,} of {s.pairs['pairs_eligible']:,} eligible in the model after "
-            f"{s.pairs['pricing_rounds']} pricing rounds; "
-            + (f"the gap is against {bound_kind} ({money(s.pairs['full_lp_bound_usd_per_year'])}/yr)."
-               if s.pairs["full_lp_bound_usd_per_year"] is not None else f"{bound_kind}.")
-        )
-    # Numbers never wrap or shrink to '…'; text columns fold (a name over several lines, cut
-    # only past 80 characters: reports.style.display_name); what still does not fit is left out by priority.
-    sites = sorted((x for x in plan.sites if x.open), key=lambda x: -x.total_cost_usd_per_year)
-    columns = [
-        _Col("site", [_name(x.name) for x in sites]),
-        _Col("role", [_text(x.role) for x in sites]),
-        _Col("racks", [f"{x.racks_total:,}" for x in sites], "number"),
-        _Col("GPUs", [f"{x.gpus:,}" for x in sites], "number"),
-        _Col("IT\nMW", [mw_number(x.it_kw / 1000) for x in sites], "number"),
-        _Col("facility\nMW", [mw_number(x.facility_kw / 1000) for x in sites], "number"),
-        _Col("cooling", [_text(", ".join(x.zones)) for x in sites]),
-        _Col("fabric", [_text(", ".join(x.fabrics)) for x in sites]),
-        _Col("cost/yr", [money(x.total_cost_usd_per_year) for x in sites], "money"),
-    ]
-    table, dropped = _fit_table("Open sites", columns, SITE_COLUMN_PRIORITY)
-    console.print(table)
-    if plan.jobs:
-        names = {x.id: x.name for x in plan.sites}
-        jobs, dropped_jobs = _fit_table("Training jobs", [
-            _Col("job", [_name(j.name) for j in plan.jobs]),
-            _Col("site", [_name(names.get(j.site, j.site)) for j in plan.jobs]),
-            _Col("fabric", [_text(j.fabric) for j in plan.jobs]),
-            _Col("chip", [_text(j.chip) for j in plan.jobs]),
-            _Col("H100-eq GPUs", [f"{j.gpus_h100_equiv:,.0f}" for j in plan.jobs], "number"),
-        ], JOB_COLUMN_PRIORITY)
-        console.print(jobs)
-        dropped += [f"job {d}" for d in dropped_jobs]
-    lines = [(c, v) for c, v in plan.cost_breakdown_usd_per_year.items() if v]
-    costs, _ = _fit_table("Annual cost", [
-        _Col("category", [_text(c.replace("_", " ")) for c, _ in lines] + ["[bold]total[/]"]),
-        _Col("USD/yr", [money(v) for _, v in lines] + [f"[bold]{money(plan.objective_usd_per_year)}[/]"], "money"),
-    ], [])
-    console.print(costs)
-    k = plan.kpis
-    _say(
-        f"Inference: {k['tokens_per_s_served_peak']:,.0f} tok/s at peak, ${k['usd_per_m_tokens']:.3f} per M tokens, "
-        f"mean RTT {k['mean_rtt_ms']:.1f} ms, {k['demand_within_budget_share']:.1%} within budget. "
-        f"IT {mw_text(k['it_mw_inference'])} inference + {mw_text(k['it_mw_training'])} training; "
-        f"{k['emissions_t_per_year']:,.0f} t CO2/yr."
-    )
-    for line in clock_terminal_lines(plan):  # the clock and rentals (docs/clock.md); none without them
-        _say(_text(line))
-    if out_dir is not None:
-        if dropped:
-            _left_out(dropped, f"{out_dir / 'sites.csv'} and {out_dir / 'jobs.csv'}")
-        else:
-            _say(f"[dim]Every site, job and assignment: {_text(out_dir / 'sites.csv')}, jobs.csv, assignments.csv.[/]")
-        _say(f"Plan written to [bold]{_text(out_dir)}[/] and checked.")
-    elif dropped:
-        _left_out(dropped, "the plan folder's sites.csv and jobs.csv")
-
-
-def plan_summary(plan: Plan, out_dir: Path | None = None) -> str:
-    """One line for scripts (`--quiet`): status, cost, gap, sites, time, folder."""
-    s = plan.solve
-    gap = f"gap {s.gap:.2%}" if s.gap is not None else "no gap"
-    opened = sum(1 for x in plan.sites if x.open)
-    where = f"; plan in {out_dir} (checked)" if out_dir is not None else ""
-    return (f"{display_name(plan.scenario)}: {s.status}, {money(plan.objective_usd_per_year)}/yr, {gap}, {opened} sites open, "
-            f"{s.build_time_s + s.solve_time_s:.1f} s{where}")
-
-
 @app.command()
 def solve(
     scenario: Optional[Path] = ScenarioArg,
@@ -317,25 +228,11 @@ def solve(
                         "kpis": plan.kpis})})
         return
     if loaded.periods:
-        print_schedule(schedule, out, quiet)
+        print_schedule(schedule, out, console, quiet)
     elif quiet:
         console.print(_clean(plan_summary(plan, out)), markup=False, highlight=False, soft_wrap=True)
     else:
-        print_plan(plan, out)
-
-
-def print_schedule(schedule, out_dir: Path, quiet: bool = False) -> None:
-    """A schedule on the terminal: NPV, gap, and per period what is open, bought and retired."""
-    from dcplace.reports.schedule import schedule_lines
-
-    s = schedule.solve
-    gap = f"gap {s.gap:.2%}" if s.gap is not None else "no gap"
-    head = (f"{display_name(schedule.scenario)}: {s.status}, NPV {money(schedule.npv_usd)} over {len(schedule.periods)} periods, {gap}, "
-            f"{s.build_time_s + s.solve_time_s:.1f} s; schedule in {out_dir} (checked)")
-    console.print(_clean(head), markup=False, highlight=False, soft_wrap=True)
-    if not quiet:
-        for text in schedule_lines(schedule):
-            console.print(_clean(text), markup=False, highlight=False, soft_wrap=True)
+        print_plan(plan, out, console)
 
 
 JsonOption = typer.Option(False, "--json", help="For scripts: print one JSON object on stdout (status, problems or "
@@ -593,43 +490,6 @@ def outages(
         console.print(grid)
 
 
-def _member_line(r) -> None:
-    """One finished member, as it finishes."""
-    colour = "red" if r.status not in HAS_PLAN else "green"
-    note = " (already solved)" if r.skipped else ""
-    cost = f" {money(r.objective_usd_per_year)}/yr" if r.objective_usd_per_year is not None else ""
-    detail = f": {r.message[:200]}" if r.message else ""
-    _say(f"  [{colour}]{_text(r.status)}[/] " + _text(f"{r.name}{note}{cost}{detail}"))
-
-
-# Columns of the batch summary left out on a narrow terminal, first to last; the member's name,
-# its status and its cost are always shown.
-BATCH_COLUMN_PRIORITY = ["time s", "RTT ms", "$/M tok", "gap", "sites"]
-
-
-def print_batch_summary(results, index: Path) -> None:
-    """The members' results as a table: cost whole at any width (columns are left out by
-    BATCH_COLUMN_PRIORITY instead); every KPI of every member is in batch.csv."""
-    dash = "—"
-
-    def kpi(r, key: str, fmt: str) -> str:
-        value = r.kpis.get(key)
-        return fmt.format(value) if value is not None else dash
-
-    table, dropped = _fit_table("Batch", [
-        _Col("member", [_name(r.name) for r in results]),
-        _Col("status", [_text(r.status + (" (resumed)" if r.skipped else "")) for r in results]),
-        _Col("cost/yr", [money(r.objective_usd_per_year) if r.objective_usd_per_year is not None else dash for r in results], "money"),
-        _Col("gap", [f"{r.gap:.2%}" if r.gap is not None else dash for r in results], "number"),
-        _Col("$/M tok", [kpi(r, "usd_per_m_tokens", "{:.3f}") for r in results], "number"),
-        _Col("RTT ms", [kpi(r, "mean_rtt_ms", "{:.1f}") for r in results], "number"),
-        _Col("sites", [kpi(r, "sites_open", "{:,.0f}") for r in results], "number"),
-        _Col("time s", [f"{r.seconds:,.1f}" for r in results], "number"),
-    ], BATCH_COLUMN_PRIORITY)
-    console.print(table)
-    _left_out(dropped, str(index))
-
-
 @app.command()
 def batch(
     sweep_file: Path = typer.Argument(..., help="Sweep YAML: a base scenario with named members and/or a grid of overrides."),
@@ -658,7 +518,7 @@ def batch(
     def show(p) -> None:
         line(p)
         if p.last is not None and not quiet:
-            _member_line(p.last)
+            member_line(p.last, console)
 
     try:
         with live_status(line, _progress_on(quiet), console):  # members done, failed and running, while they solve
@@ -667,7 +527,7 @@ def batch(
         err.print(f"[red]{_text(exc, newlines=True)}[/]")
         raise typer.Exit(EXIT_BAD_INPUT)
     if not quiet:
-        print_batch_summary(result.results, out / "batch.csv")
+        print_batch_summary(result.results, out / "batch.csv", console)
     else:
         for r in result.results:
             if r.status not in ("optimal", "feasible", "infeasible"):

@@ -14,6 +14,7 @@ import contextlib
 import re
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 from rich.cells import cell_len
@@ -25,8 +26,9 @@ from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text
 
+from dcplace.models.plan import HAS_PLAN, Plan
 from dcplace.optimizer.solving.progress import SolveProgress
-from dcplace.reports.style import display_name, money, visible_controls
+from dcplace.reports.style import display_name, money, mw_number, mw_text, visible_controls
 
 
 # ------------------------------------------------------------------ user text
@@ -212,3 +214,147 @@ def live_status(line: LiveLine, enabled: bool, stdout: Console):
         return contextlib.nullcontext()
     return Live(line, console=line.to, refresh_per_second=2, transient=True,
                 redirect_stdout=stdout.is_terminal, redirect_stderr=False)
+
+
+# ------------------------------------------------------------------ plans, schedules and batches
+
+# Columns of the open-sites table left out on a narrow terminal, first to last; the site's
+# name and its cost are always shown.
+SITE_COLUMN_PRIORITY = ["racks", "facility\nMW", "fabric", "GPUs", "cooling", "role", "IT\nMW"]
+JOB_COLUMN_PRIORITY = ["chip", "fabric"]
+
+
+def print_plan(plan: Plan, out_dir: Path | None, to: Console) -> None:
+    """The plan on the terminal: what was solved, the open sites, the jobs, the annual cost
+    and the KPIs. At any width every money figure is whole (`$1,234.56 M`): on a narrow
+    terminal the lowest-priority columns are left out (SITE_COLUMN_PRIORITY) and the note
+    under the tables names the plan folder's CSVs that hold them all."""
+    s = plan.solve
+    gap = f"{s.gap:.2%}" if s.gap is not None else "n/a"
+    say(
+        f"[bold]{markup_name(plan.scenario)}[/]: [green]{markup_text(s.status)}[/] in {s.build_time_s + s.solve_time_s:.1f} s "
+        f"({s.model['rows']:,} rows, {s.model['columns']:,} columns, {s.model['integers']:,} integers; gap {gap})", to
+    )
+    from dcplace.reports.summary import clock_terminal_lines, status_text  # what "optimal" means here: within the gap, in dollars
+
+    say(f"Status: {markup_text(status_text(plan))}.", to)
+    if s.pairs:
+        bound_kind = s.pairs.get("bound_kind") or "the full model's LP bound"  # plans written before bound_kind
+        say(
+            f"Serving pairs: {s.pairs['pairs_in_model']:,} of {s.pairs['pairs_eligible']:,} eligible in the model after "
+            f"{s.pairs['pricing_rounds']} pricing rounds; "
+            + (f"the gap is against {bound_kind} ({money(s.pairs['full_lp_bound_usd_per_year'])}/yr)."
+               if s.pairs["full_lp_bound_usd_per_year"] is not None else f"{bound_kind}."),
+            to,
+        )
+    # Numbers never wrap or shrink to '…'; text columns fold (a name over several lines, cut
+    # only past 80 characters: reports.style.display_name); what still does not fit is left out by priority.
+    sites = sorted((x for x in plan.sites if x.open), key=lambda x: -x.total_cost_usd_per_year)
+    columns = [
+        Col("site", [markup_name(x.name) for x in sites]),
+        Col("role", [markup_text(x.role) for x in sites]),
+        Col("racks", [f"{x.racks_total:,}" for x in sites], "number"),
+        Col("GPUs", [f"{x.gpus:,}" for x in sites], "number"),
+        Col("IT\nMW", [mw_number(x.it_kw / 1000) for x in sites], "number"),
+        Col("facility\nMW", [mw_number(x.facility_kw / 1000) for x in sites], "number"),
+        Col("cooling", [markup_text(", ".join(x.zones)) for x in sites]),
+        Col("fabric", [markup_text(", ".join(x.fabrics)) for x in sites]),
+        Col("cost/yr", [money(x.total_cost_usd_per_year) for x in sites], "money"),
+    ]
+    table, dropped = fit_table("Open sites", columns, SITE_COLUMN_PRIORITY, to)
+    to.print(table)
+    if plan.jobs:
+        names = {x.id: x.name for x in plan.sites}
+        jobs, dropped_jobs = fit_table("Training jobs", [
+            Col("job", [markup_name(j.name) for j in plan.jobs]),
+            Col("site", [markup_name(names.get(j.site, j.site)) for j in plan.jobs]),
+            Col("fabric", [markup_text(j.fabric) for j in plan.jobs]),
+            Col("chip", [markup_text(j.chip) for j in plan.jobs]),
+            Col("H100-eq GPUs", [f"{j.gpus_h100_equiv:,.0f}" for j in plan.jobs], "number"),
+        ], JOB_COLUMN_PRIORITY, to)
+        to.print(jobs)
+        dropped += [f"job {d}" for d in dropped_jobs]
+    lines = [(c, v) for c, v in plan.cost_breakdown_usd_per_year.items() if v]
+    costs, _ = fit_table("Annual cost", [
+        Col("category", [markup_text(c.replace("_", " ")) for c, _ in lines] + ["[bold]total[/]"]),
+        Col("USD/yr", [money(v) for _, v in lines] + [f"[bold]{money(plan.objective_usd_per_year)}[/]"], "money"),
+    ], [], to)
+    to.print(costs)
+    k = plan.kpis
+    say(
+        f"Inference: {k['tokens_per_s_served_peak']:,.0f} tok/s at peak, ${k['usd_per_m_tokens']:.3f} per M tokens, "
+        f"mean RTT {k['mean_rtt_ms']:.1f} ms, {k['demand_within_budget_share']:.1%} within budget. "
+        f"IT {mw_text(k['it_mw_inference'])} inference + {mw_text(k['it_mw_training'])} training; "
+        f"{k['emissions_t_per_year']:,.0f} t CO2/yr.", to
+    )
+    for line in clock_terminal_lines(plan):  # the clock and rentals (docs/clock.md); none without them
+        say(markup_text(line), to)
+    if out_dir is not None:
+        if dropped:
+            left_out(dropped, f"{out_dir / 'sites.csv'} and {out_dir / 'jobs.csv'}", to)
+        else:
+            say(f"[dim]Every site, job and assignment: {markup_text(out_dir / 'sites.csv')}, jobs.csv, assignments.csv.[/]", to)
+        say(f"Plan written to [bold]{markup_text(out_dir)}[/] and checked.", to)
+    elif dropped:
+        left_out(dropped, "the plan folder's sites.csv and jobs.csv", to)
+
+
+def plan_summary(plan: Plan, out_dir: Path | None = None) -> str:
+    """One line for scripts (`--quiet`): status, cost, gap, sites, time, folder."""
+    s = plan.solve
+    gap = f"gap {s.gap:.2%}" if s.gap is not None else "no gap"
+    opened = sum(1 for x in plan.sites if x.open)
+    where = f"; plan in {out_dir} (checked)" if out_dir is not None else ""
+    return (f"{display_name(plan.scenario)}: {s.status}, {money(plan.objective_usd_per_year)}/yr, {gap}, {opened} sites open, "
+            f"{s.build_time_s + s.solve_time_s:.1f} s{where}")
+
+
+def print_schedule(schedule, out_dir: Path, to: Console, quiet: bool = False) -> None:
+    """A schedule on the terminal: NPV, gap, and per period what is open, bought and retired."""
+    from dcplace.reports.schedule import schedule_lines
+
+    s = schedule.solve
+    gap = f"gap {s.gap:.2%}" if s.gap is not None else "no gap"
+    head = (f"{display_name(schedule.scenario)}: {s.status}, NPV {money(schedule.npv_usd)} over {len(schedule.periods)} periods, {gap}, "
+            f"{s.build_time_s + s.solve_time_s:.1f} s; schedule in {out_dir} (checked)")
+    to.print(clean(head), markup=False, highlight=False, soft_wrap=True)
+    if not quiet:
+        for text in schedule_lines(schedule):
+            to.print(clean(text), markup=False, highlight=False, soft_wrap=True)
+
+
+def member_line(r, to: Console) -> None:
+    """One finished member, as it finishes."""
+    colour = "red" if r.status not in HAS_PLAN else "green"
+    note = " (already solved)" if r.skipped else ""
+    cost = f" {money(r.objective_usd_per_year)}/yr" if r.objective_usd_per_year is not None else ""
+    detail = f": {r.message[:200]}" if r.message else ""
+    say(f"  [{colour}]{markup_text(r.status)}[/] " + markup_text(f"{r.name}{note}{cost}{detail}"), to)
+
+
+# Columns of the batch summary left out on a narrow terminal, first to last; the member's name,
+# its status and its cost are always shown.
+BATCH_COLUMN_PRIORITY = ["time s", "RTT ms", "$/M tok", "gap", "sites"]
+
+
+def print_batch_summary(results, index: Path, to: Console) -> None:
+    """The members' results as a table: cost whole at any width (columns are left out by
+    BATCH_COLUMN_PRIORITY instead); every KPI of every member is in batch.csv."""
+    dash = "—"
+
+    def kpi(r, key: str, fmt: str) -> str:
+        value = r.kpis.get(key)
+        return fmt.format(value) if value is not None else dash
+
+    table, dropped = fit_table("Batch", [
+        Col("member", [markup_name(r.name) for r in results]),
+        Col("status", [markup_text(r.status + (" (resumed)" if r.skipped else "")) for r in results]),
+        Col("cost/yr", [money(r.objective_usd_per_year) if r.objective_usd_per_year is not None else dash for r in results], "money"),
+        Col("gap", [f"{r.gap:.2%}" if r.gap is not None else dash for r in results], "number"),
+        Col("$/M tok", [kpi(r, "usd_per_m_tokens", "{:.3f}") for r in results], "number"),
+        Col("RTT ms", [kpi(r, "mean_rtt_ms", "{:.1f}") for r in results], "number"),
+        Col("sites", [kpi(r, "sites_open", "{:,.0f}") for r in results], "number"),
+        Col("time s", [f"{r.seconds:,.1f}" for r in results], "number"),
+    ], BATCH_COLUMN_PRIORITY, to)
+    to.print(table)
+    left_out(dropped, str(index), to)

@@ -21,6 +21,7 @@ from dcplace.models.plan import read_plan
 from dcplace.optimizer.solving.progress import ProgressFeed, SolveProgress
 from dcplace.optimizer.solving.solve import SolveOptions, solve
 from dcplace.reports import terminal
+from dcplace.reports.style import money
 from dcplace.models import load_scenario
 
 runner = CliRunner()
@@ -87,7 +88,7 @@ def test_solve_output_keeps_every_money_figure_whole(small, tmp_path, monkeypatc
     out = result.stdout
     plan = read_plan(tmp_path / "plan")
     figures = money_figures_whole(out)
-    expected = [cli.money(s.total_cost_usd_per_year) for s in plan.sites if s.open] + [cli.money(plan.objective_usd_per_year)]
+    expected = [money(s.total_cost_usd_per_year) for s in plan.sites if s.open] + [money(plan.objective_usd_per_year)]
     assert all(len(a) >= len("$1,111.00 M") for a in expected)
     for amount in expected:
         assert amount in figures, (amount, out)
@@ -115,12 +116,11 @@ def test_default_plan_printing_keeps_money_whole(default_solved, monkeypatch, wi
     plan = read_plan(out)
     _consoles(monkeypatch, width)
     buffer = io.StringIO()
-    monkeypatch.setattr(cli, "console", Console(width=width, file=buffer))
-    cli.print_plan(plan, out)
+    terminal.print_plan(plan, out, Console(width=width, file=buffer))
     printed = buffer.getvalue()
     figures = money_figures_whole(printed)
     assert len(figures) >= sum(1 for s in plan.sites if s.open) + len([v for v in plan.cost_breakdown_usd_per_year.values() if v]) + 1
-    assert cli.money(plan.objective_usd_per_year) in figures
+    assert money(plan.objective_usd_per_year) in figures
     assert max(len(line) for line in printed.splitlines()) <= width
     assert str(out / "sites.csv") in printed.replace("\n", " ") or str(out / "sites.csv") in printed
 
