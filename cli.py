@@ -35,7 +35,6 @@ from typing import Optional
 import click
 import typer
 from rich.console import Console
-from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -50,10 +49,11 @@ from dcplace.optimizer.model.index import MAX_FULL_PAIRS
 from dcplace.optimizer.solving.pipeline import PlanCheckFailed, solve_schedule_to_folder, solve_to_folder
 from dcplace.optimizer.solving.precheck import checked_index
 from dcplace.optimizer.solving.solve import InfeasibleScenario, NoPlanFound, SolveOptions
-from dcplace.reports.style import display_name, money
+from dcplace.reports.style import money
 from dcplace.reports.terminal import (Col as _Col, batch_line, clean as _clean, fit_table, left_out, live_status, markup_name as _name,
-                                      markup_text as _text, member_line, plan_summary, print_batch_summary, print_plan, print_schedule,
-                                      say, solve_line)
+                                      markup_text as _text, member_line, plan_summary, print_alternatives, print_batch_summary,
+                                      print_comparison, print_frontier, print_plan, print_prices, print_robustness, print_schedule,
+                                      print_worth, say, solve_line)
 
 class ExitCode(enum.IntEnum):
     """Every exit code of `dcplace`, in one place: README.md's "Exit codes" and `dcplace --help` are
@@ -559,78 +559,7 @@ def compare(
     except ValueError as exc:
         err.print(f"[red]{_text(exc, newlines=True)}[/]")
         raise typer.Exit(EXIT_BAD_INPUT)
-    rows = comparison.table.to_dict(orient="records")
-    nan = lambda v: v is None or v != v  # noqa: E731
-    fmt = lambda v, f: "—" if nan(v) else f.format(v)  # noqa: E731
-    signed = lambda v: "—" if nan(v) else ("+" if round(v, 2) > 0 else "") + money(v * 1e6).removesuffix(" M").replace("$", "")  # noqa: E731
-    # (header, priority, cells, numeric): columns are dropped lowest priority first until the
-    # table fits the terminal; numbers never wrap or shrink, so money is never cut.
-    columns = [
-        ("plan", 1, [_text(r["plan"]) for r in rows], False),
-        ("status", 1, [_text(r.get("proof") or r["status"]) for r in rows], False),
-        ("cost $M/yr", 1, [fmt(r["cost_musd_per_year"], "{:,.2f}") for r in rows], True),
-        ("change $M/yr", 1, [signed(r["cost_change_musd_per_year"]) for r in rows], True),
-        ("real $M/yr", 2, [signed(r["real_change_musd_per_year"]) for r in rows], True),
-        ("notional $M/yr", 2, [signed(r["notional_change_musd_per_year"]) for r in rows], True),
-        ("change %", 3, [fmt(r["cost_change_share"], "{:+.1%}") for r in rows], True),
-        ("CO2 change %", 3, [fmt(r["emissions_change_share"], "{:+.1%}") for r in rows], True),
-        ("$/M tok", 4, [fmt(r["usd_per_m_tokens"], "{:.3f}") for r in rows], True),
-        ("RTT ms", 5, [fmt(r["mean_rtt_ms"], "{:.1f}") for r in rows], True),
-        ("sites", 5, [fmt(r["sites_open"], "{:.0f}") for r in rows], True),
-    ]
-
-    def least(header: str, cells: list[str], numeric: bool) -> int:  # the narrowest the column may get
-        words = max(len(w) for text in (header, *cells) for w in (text.split() or [""]))
-        return words if numeric else min(10, words)
-
-    def most(header: str, cells: list[str], numeric: bool) -> int:  # header on one line, no cell wrapped
-        return min(max(len(text) for text in (header, *cells)), 10**6 if numeric else 24)
-
-    budget, used, shown = console.width, 1, []  # 1: the table's left edge; 3 per column: padding and border
-    for priority in sorted({c[1] for c in columns}):
-        group = [c for c in columns if c[1] == priority]
-        need = sum(least(c[0], c[2], c[3]) + 3 for c in group)
-        if used + need > budget and priority > 1:
-            break  # a whole priority level or nothing, and nothing of lower priority after it
-        shown.extend(group)
-        used += need
-    shown = [c for c in columns if c in shown]
-    widths = [least(c[0], c[2], c[3]) for c in shown]
-    for text_first in (True, False):  # room left: text columns first, then headers on one line
-        for i, c in enumerate(shown):
-            if (not c[3]) == text_first:
-                grow = max(0, min(most(c[0], c[2], c[3]) - widths[i], budget - used))
-                widths[i] += grow
-                used += grow
-    view = Table(title=f"Against {_text(comparison.baseline)}", title_justify="left")
-    for (header, _, cells, numeric), w in zip(shown, widths):
-        view.add_column(header, justify="right" if numeric else "left", width=w, overflow="fold")
-    for i, r in enumerate(rows):
-        view.add_row(*(cells[i] for _, _, cells, _ in shown), style="bold" if r["baseline"] else None)
-    console.print(view)
-    if len(shown) < len(columns):
-        console.print(f"[dim]({len(columns) - len(shown)} columns left out at {console.width} columns; all are in compare.csv)[/]")
-    stories = comparison.stories()
-    changed = [r for r in rows if not r["baseline"] and not r["cause"]]
-    if changed:
-        console.print("\n[bold]What changes[/]")
-        for r in changed:  # name, then its story and movers wrapped under it, indented
-            console.print(f"  [bold]{_text(r['plan'])}[/]", highlight=False)
-            console.print(Padding(_text(stories[r["plan"]]), (0, 0, 0, 4)), highlight=False)
-            if r.get("inputs_changed") and r["inputs_changed"] != "none":
-                console.print(Padding(f"inputs: {_text(r['inputs_changed'])}", (0, 0, 0, 4)), highlight=False)
-            if r.get("classes_protected"):
-                console.print(Padding(f"N-1 buys: worst loss {_text(r['worst_loss_baseline'])} -> {_text(r['worst_loss_plan'])}; "
-                                      f"protected: {_text(r['classes_protected'])}", (0, 0, 0, 4)), highlight=False)
-            if r["top_movers"]:
-                console.print(Padding(f"sites: {_text(r['top_movers'])}", (0, 0, 0, 4)), highlight=False)
-    failed = [r for r in rows if r["cause"]]
-    if failed:
-        console.print(f"\n[bold red]{len(failed)} without a plan[/] (answers too: the limit or input that stops them)")
-        for r in failed:
-            overrides = f" (overrides: {_text(r['overrides'])})" if r["overrides"] else ""
-            console.print(f"  [bold]{_text(r['plan'])}[/] ({_text(r['status'])})", highlight=False)
-            console.print(Padding(f"{_text(r['cause'])}{overrides}", (0, 0, 0, 4)), highlight=False)
+    print_comparison(comparison, console)
     _written(paths)
 
 
@@ -679,19 +608,7 @@ def pareto(
                              f"solved, {sum(p.efficient for p in frontier)} efficient, {money(min(costs))} to {money(max(costs))}/yr; "
                              f"{out / 'pareto.csv'}"), markup=False, highlight=False, soft_wrap=True)
     else:
-        dash = "—"
-        view, dropped = _fit_table(f"Cost against {_text(tradeoff)}", [
-            _Col("point", [_name(p.name) for p in frontier]),
-            _Col("setting", [_text(p.parameter) for p in frontier]),
-            _Col("status", [_text(p.status) for p in frontier]),
-            _Col("cost/yr", [money(p.cost_usd_per_year) if p.cost_usd_per_year is not None else dash for p in frontier], "money"),
-            _Col("mean RTT ms", [f"{p.mean_rtt_ms:.2f}" if p.mean_rtt_ms is not None else dash for p in frontier], "number"),
-            _Col("kt CO2/yr", [f"{p.emissions_t_per_year / 1e3:,.2f}" if p.emissions_t_per_year is not None else dash
-                               for p in frontier], "number"),
-            _Col("efficient", ["yes" if p.efficient else "no" for p in frontier]),
-        ], ["setting", "status", "efficient", "mean RTT ms" if tradeoff == "carbon" else "kt CO2/yr"])
-        console.print(view)
-        _left_out(dropped, str(out / "pareto.csv"))
+        print_frontier(frontier, tradeoff, out / "pareto.csv", console)
         _written(paths)
         started_from = [p for p in frontier if p.message and p.cost_usd_per_year is not None]
         for p in started_from:
@@ -737,18 +654,7 @@ def why_prices(folder: Path = PlanFolderArg) -> None:
     except PlanLPError as exc:
         err.print(f"[red]No prices:[/] {_text(exc)}")
         raise typer.Exit(EXIT_BAD_INPUT)
-    view, _ = _fit_table("Binding limits (LP duals, integer decisions fixed)", [
-        _Col("limit", [_text(p.limit) for p in result.binding()]),
-        _Col("where", [_name(p.name) for p in result.binding()]),
-        _Col("$/yr per unit", [f"{p.value_usd_per_year_per_unit:,.2f}" for p in result.binding()], "number"),
-        _Col("unit", [_text(p.unit) for p in result.binding()]),
-        _Col("check", ["" if p.check_usd_per_year_per_unit is None else f"{p.check_usd_per_year_per_unit:,.2f}"
-                       for p in result.binding()], "number"),
-    ], ["check", "unit"])
-    console.print(view)
-    _say(f"Plan LP {money(result.lp_objective_usd_per_year)}/yr against the plan's {money(result.plan_objective_usd_per_year)}/yr; "
-         f"{result.seconds:,.1f} s. Saved: {_text(folder / 'why' / 'prices' / 'prices.json')}")
-
+    print_prices(result, folder / "why" / "prices" / "prices.json", console)
 
 @why_app.command("worth")
 def why_worth(
@@ -769,16 +675,7 @@ def why_worth(
     line = batch_line("site worth", err)
     with live_status(line, _progress_on(quiet), console):
         study = site_worth(folder, workers=workers, options=options, closed_candidates=candidates, on_progress=line)
-    rows = sorted(study.items, key=lambda w: (w.kind, -(w.worth_usd_per_year or float("inf"))))
-    view, _ = _fit_table("What each site is worth (cost without it; for closed candidates: cost with it)", [
-        _Col("site", [_name(w.name) for w in rows]),
-        _Col("kind", [w.kind for w in rows]),
-        _Col("worth/yr", ["indispensable" if w.indispensable else money(w.worth_usd_per_year) if w.worth_usd_per_year is not None
-                          else _text(w.status) for w in rows], "money"),
-        _Col("tie", ["tie" if w.tie else "" for w in rows]),
-    ], ["tie"])
-    console.print(view)
-    _say(f"{len(study.items)} re-solves in {study.seconds:,.0f} s. Saved: {_text(Path(study.folder) / 'worth.json')}")
+    print_worth(study, console)
     if study.failed():
         err.print(f"[bold red]{len(study.failed())} re-solves failed[/] (re-run the same command to retry them).")
         raise typer.Exit(EXIT_BATCH_INCOMPLETE)
@@ -794,12 +691,7 @@ def _alternatives(folder: Path, k: int, slack: float, time_limit: float) -> None
                                                                              f"({a.over_plan_share:+.2%}), {a.differs_from_plan} sites different"))
     except ValueError as exc:
         _bad_option(exc)
-    names = study.names
-    _say(f"{len(study.alternatives)} alternatives within {slack:.0%}, each checked. Must-haves ({len(study.must_haves())}): "
-         + _text(", ".join(display_name(names.get(s, s)) for s in study.must_haves())) + f"; interchangeable: {len(study.interchangeable())} sites."
-         + (f" {_text(study.note)}." if study.note else ""))
-    _say(f"Saved: {_text(Path(study.folder))} (one checked plan folder per alternative); {study.seconds:,.0f} s.")
-
+    print_alternatives(study, slack, console)
 
 @why_app.command("alternatives")
 def why_alternatives(
@@ -838,14 +730,7 @@ def why_robustness(
             study = robustness(folder, samples=samples, workers=workers, seed=seed, options=options, on_progress=line)
     except ValueError as exc:
         _bad_option(exc)
-    q = study.regret_quantiles()
-    rates = list(study.flip_rates().items())[:8]
-    _say(f"{len(study.solved())} of {len(study.samples)} samples solved in {study.seconds:,.0f} s. "
-         + (f"Regret of the plan: median {money(q['p50'])}, p90 {money(q['p90'])}, worst {money(q['max'])}/yr. " if q else "")
-         + ("Decisions that flip: " + _text(", ".join(f"{display_name(study.names.get(s, s))} {r:.0%}" for s, r in rates)) if rates else "No decision flips."))
-    for b in study.tornado()[:5]:
-        _say(f"  {_text(b.label)}: least cost {money(b.cost_swing_usd_per_year)} from low to high")
-    _say(f"Saved: {_text(Path(study.folder) / 'robustness.json')}")
+    print_robustness(study, console)
     if len(study.solved()) < len(study.samples):
         err.print("[bold red]Some samples failed[/] (re-run the same command to retry them).")
         raise typer.Exit(EXIT_BATCH_INCOMPLETE)

@@ -22,6 +22,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.markup import escape
 from rich.measure import Measurement
+from rich.padding import Padding
 from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text
@@ -358,3 +359,152 @@ def print_batch_summary(results, index: Path, to: Console) -> None:
     ], BATCH_COLUMN_PRIORITY, to)
     to.print(table)
     left_out(dropped, str(index), to)
+
+
+# ------------------------------------------------------------------ comparisons, frontiers and explanations
+
+
+def print_comparison(comparison, to: Console) -> None:
+    """Plans against the baseline as a table that fits the terminal (whole priority levels of
+    columns left out, never a cut number; all are in compare.csv), then what changes in each
+    plan and why the plans without one have none."""
+    rows = comparison.table.to_dict(orient="records")
+    nan = lambda v: v is None or v != v  # noqa: E731
+    fmt = lambda v, f: "—" if nan(v) else f.format(v)  # noqa: E731
+    signed = lambda v: "—" if nan(v) else ("+" if round(v, 2) > 0 else "") + money(v * 1e6).removesuffix(" M").replace("$", "")  # noqa: E731
+    # (header, priority, cells, numeric): columns are dropped lowest priority first until the
+    # table fits the terminal; numbers never wrap or shrink, so money is never cut.
+    columns = [
+        ("plan", 1, [markup_text(r["plan"]) for r in rows], False),
+        ("status", 1, [markup_text(r.get("proof") or r["status"]) for r in rows], False),
+        ("cost $M/yr", 1, [fmt(r["cost_musd_per_year"], "{:,.2f}") for r in rows], True),
+        ("change $M/yr", 1, [signed(r["cost_change_musd_per_year"]) for r in rows], True),
+        ("real $M/yr", 2, [signed(r["real_change_musd_per_year"]) for r in rows], True),
+        ("notional $M/yr", 2, [signed(r["notional_change_musd_per_year"]) for r in rows], True),
+        ("change %", 3, [fmt(r["cost_change_share"], "{:+.1%}") for r in rows], True),
+        ("CO2 change %", 3, [fmt(r["emissions_change_share"], "{:+.1%}") for r in rows], True),
+        ("$/M tok", 4, [fmt(r["usd_per_m_tokens"], "{:.3f}") for r in rows], True),
+        ("RTT ms", 5, [fmt(r["mean_rtt_ms"], "{:.1f}") for r in rows], True),
+        ("sites", 5, [fmt(r["sites_open"], "{:.0f}") for r in rows], True),
+    ]
+
+    def least(header: str, cells: list[str], numeric: bool) -> int:  # the narrowest the column may get
+        words = max(len(w) for text in (header, *cells) for w in (text.split() or [""]))
+        return words if numeric else min(10, words)
+
+    def most(header: str, cells: list[str], numeric: bool) -> int:  # header on one line, no cell wrapped
+        return min(max(len(text) for text in (header, *cells)), 10**6 if numeric else 24)
+
+    budget, used, shown = to.width, 1, []  # 1: the table's left edge; 3 per column: padding and border
+    for priority in sorted({c[1] for c in columns}):
+        group = [c for c in columns if c[1] == priority]
+        need = sum(least(c[0], c[2], c[3]) + 3 for c in group)
+        if used + need > budget and priority > 1:
+            break  # a whole priority level or nothing, and nothing of lower priority after it
+        shown.extend(group)
+        used += need
+    shown = [c for c in columns if c in shown]
+    widths = [least(c[0], c[2], c[3]) for c in shown]
+    for text_first in (True, False):  # room left: text columns first, then headers on one line
+        for i, c in enumerate(shown):
+            if (not c[3]) == text_first:
+                grow = max(0, min(most(c[0], c[2], c[3]) - widths[i], budget - used))
+                widths[i] += grow
+                used += grow
+    view = Table(title=f"Against {markup_text(comparison.baseline)}", title_justify="left")
+    for (header, _, cells, numeric), w in zip(shown, widths):
+        view.add_column(header, justify="right" if numeric else "left", width=w, overflow="fold")
+    for i, r in enumerate(rows):
+        view.add_row(*(cells[i] for _, _, cells, _ in shown), style="bold" if r["baseline"] else None)
+    to.print(view)
+    if len(shown) < len(columns):
+        to.print(f"[dim]({len(columns) - len(shown)} columns left out at {to.width} columns; all are in compare.csv)[/]")
+    stories = comparison.stories()
+    changed = [r for r in rows if not r["baseline"] and not r["cause"]]
+    if changed:
+        to.print("\n[bold]What changes[/]")
+        for r in changed:  # name, then its story and movers wrapped under it, indented
+            to.print(f"  [bold]{markup_text(r['plan'])}[/]", highlight=False)
+            to.print(Padding(markup_text(stories[r["plan"]]), (0, 0, 0, 4)), highlight=False)
+            if r.get("inputs_changed") and r["inputs_changed"] != "none":
+                to.print(Padding(f"inputs: {markup_text(r['inputs_changed'])}", (0, 0, 0, 4)), highlight=False)
+            if r.get("classes_protected"):
+                to.print(Padding(f"N-1 buys: worst loss {markup_text(r['worst_loss_baseline'])} -> {markup_text(r['worst_loss_plan'])}; "
+                                      f"protected: {markup_text(r['classes_protected'])}", (0, 0, 0, 4)), highlight=False)
+            if r["top_movers"]:
+                to.print(Padding(f"sites: {markup_text(r['top_movers'])}", (0, 0, 0, 4)), highlight=False)
+    failed = [r for r in rows if r["cause"]]
+    if failed:
+        to.print(f"\n[bold red]{len(failed)} without a plan[/] (answers too: the limit or input that stops them)")
+        for r in failed:
+            overrides = f" (overrides: {markup_text(r['overrides'])})" if r["overrides"] else ""
+            to.print(f"  [bold]{markup_text(r['plan'])}[/] ({markup_text(r['status'])})", highlight=False)
+            to.print(Padding(f"{markup_text(r['cause'])}{overrides}", (0, 0, 0, 4)), highlight=False)
+
+
+def print_frontier(frontier, tradeoff: str, index: Path, to: Console) -> None:
+    """The points of a cost trade-off curve as a table (setting, status and the other axis left
+    out first on a narrow terminal; `index`, pareto.csv, has every column)."""
+    dash = "—"
+    view, dropped = fit_table(f"Cost against {markup_text(tradeoff)}", [
+        Col("point", [markup_name(p.name) for p in frontier]),
+        Col("setting", [markup_text(p.parameter) for p in frontier]),
+        Col("status", [markup_text(p.status) for p in frontier]),
+        Col("cost/yr", [money(p.cost_usd_per_year) if p.cost_usd_per_year is not None else dash for p in frontier], "money"),
+        Col("mean RTT ms", [f"{p.mean_rtt_ms:.2f}" if p.mean_rtt_ms is not None else dash for p in frontier], "number"),
+        Col("kt CO2/yr", [f"{p.emissions_t_per_year / 1e3:,.2f}" if p.emissions_t_per_year is not None else dash
+                          for p in frontier], "number"),
+        Col("efficient", ["yes" if p.efficient else "no" for p in frontier]),
+    ], ["setting", "status", "efficient", "mean RTT ms" if tradeoff == "carbon" else "kt CO2/yr"], to)
+    to.print(view)
+    left_out(dropped, str(index), to)
+
+
+def print_prices(result, saved: Path, to: Console) -> None:
+    """`dcplace why prices`: the binding limits and their prices, and the plan LP against the plan."""
+    view, _ = fit_table("Binding limits (LP duals, integer decisions fixed)", [
+        Col("limit", [markup_text(p.limit) for p in result.binding()]),
+        Col("where", [markup_name(p.name) for p in result.binding()]),
+        Col("$/yr per unit", [f"{p.value_usd_per_year_per_unit:,.2f}" for p in result.binding()], "number"),
+        Col("unit", [markup_text(p.unit) for p in result.binding()]),
+        Col("check", ["" if p.check_usd_per_year_per_unit is None else f"{p.check_usd_per_year_per_unit:,.2f}"
+                      for p in result.binding()], "number"),
+    ], ["check", "unit"], to)
+    to.print(view)
+    say(f"Plan LP {money(result.lp_objective_usd_per_year)}/yr against the plan's {money(result.plan_objective_usd_per_year)}/yr; "
+        f"{result.seconds:,.1f} s. Saved: {markup_text(saved)}", to)
+
+
+def print_worth(study, to: Console) -> None:
+    """`dcplace why worth`: what each open site is worth, and each closed candidate with it."""
+    rows = sorted(study.items, key=lambda w: (w.kind, -(w.worth_usd_per_year or float("inf"))))
+    view, _ = fit_table("What each site is worth (cost without it; for closed candidates: cost with it)", [
+        Col("site", [markup_name(w.name) for w in rows]),
+        Col("kind", [w.kind for w in rows]),
+        Col("worth/yr", ["indispensable" if w.indispensable else money(w.worth_usd_per_year) if w.worth_usd_per_year is not None
+                         else markup_text(w.status) for w in rows], "money"),
+        Col("tie", ["tie" if w.tie else "" for w in rows]),
+    ], ["tie"], to)
+    to.print(view)
+    say(f"{len(study.items)} re-solves in {study.seconds:,.0f} s. Saved: {markup_text(Path(study.folder) / 'worth.json')}", to)
+
+
+def print_alternatives(study, slack: float, to: Console) -> None:
+    """`dcplace why alternatives`: how many, the sites every alternative keeps, and where they are saved."""
+    names = study.names
+    say(f"{len(study.alternatives)} alternatives within {slack:.0%}, each checked. Must-haves ({len(study.must_haves())}): "
+        + markup_text(", ".join(display_name(names.get(s, s)) for s in study.must_haves())) + f"; interchangeable: {len(study.interchangeable())} sites."
+        + (f" {markup_text(study.note)}." if study.note else ""), to)
+    say(f"Saved: {markup_text(Path(study.folder))} (one checked plan folder per alternative); {study.seconds:,.0f} s.", to)
+
+
+def print_robustness(study, to: Console) -> None:
+    """`dcplace why robustness`: samples solved, the plan's regret, the decisions that flip and the tornado's top bars."""
+    q = study.regret_quantiles()
+    rates = list(study.flip_rates().items())[:8]
+    say(f"{len(study.solved())} of {len(study.samples)} samples solved in {study.seconds:,.0f} s. "
+        + (f"Regret of the plan: median {money(q['p50'])}, p90 {money(q['p90'])}, worst {money(q['max'])}/yr. " if q else "")
+        + ("Decisions that flip: " + markup_text(", ".join(f"{display_name(study.names.get(s, s))} {r:.0%}" for s, r in rates)) if rates else "No decision flips."), to)
+    for b in study.tornado()[:5]:
+        say(f"  {markup_text(b.label)}: least cost {money(b.cost_swing_usd_per_year)} from low to high", to)
+    say(f"Saved: {markup_text(Path(study.folder) / 'robustness.json')}", to)
