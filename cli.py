@@ -17,11 +17,9 @@ or terminal control codes: see reports.terminal.
 
 from __future__ import annotations
 
-import contextlib
 import enum
 import errno
 import json
-import logging
 import functools
 import os
 import platform
@@ -50,10 +48,11 @@ from dcplace.optimizer.solving.pipeline import PlanCheckFailed, solve_schedule_t
 from dcplace.optimizer.solving.precheck import checked_index
 from dcplace.optimizer.solving.solve import InfeasibleScenario, NoPlanFound, SolveOptions
 from dcplace.reports.style import money
-from dcplace.reports.terminal import (Col as _Col, batch_line, clean as _clean, fit_table, left_out, live_status, markup_name as _name,
-                                      markup_text as _text, member_line, plan_summary, print_alternatives, print_batch_summary,
-                                      print_comparison, print_frontier, print_plan, print_prices, print_robustness, print_schedule,
-                                      print_worth, say, solve_line)
+from dcplace.reports.terminal import (Col as _Col, PipeSafe, batch_line, clean as _clean, fit_table, hide_engine_log, left_out,
+                                      live_status, markup_name as _name, markup_text as _text, member_line, plan_summary,
+                                      print_alternatives, print_batch_summary, print_comparison, print_frontier, print_plan,
+                                      print_prices, print_robustness, print_schedule, print_worth, say, show_engine_log,
+                                      solve_line)
 
 class ExitCode(enum.IntEnum):
     """Every exit code of `dcplace`, in one place: README.md's "Exit codes" and `dcplace --help` are
@@ -882,43 +881,11 @@ def _print_version(value: bool) -> None:
         raise typer.Exit()
 
 
-class _CurrentStderr(logging.StreamHandler):
-    """A handler writing to whatever sys.stderr is when a line is logged: a command run in-process
-    (a notebook, CliRunner) swaps sys.stderr and closes its own, which a handler bound at --verbose
-    would then write to ("I/O operation on closed file" on every later log line)."""
-
-    @property
-    def stream(self):
-        return sys.stderr
-
-    @stream.setter
-    def stream(self, value) -> None:
-        pass
-
-
 def _verbose(value: bool) -> None:
-    logger = logging.getLogger("dcplace")
     if value:
         show_engine_log(None)
-        return
-    for old in [h for h in logger.handlers if h.get_name() == "dcplace-verbose"]:  # an earlier --verbose run in this process
-        logger.removeHandler(old)
-
-
-def show_engine_log(stream, level: int = logging.INFO) -> logging.Handler:
-    """Send the engine's log lines (the `dcplace` logger: pricing rounds, lazy rows, periods, …)
-    to `stream` (None: sys.stderr as it is at each line), one line each with its time and module;
-    returns the handler (remove it to stop)."""
-    handler = _CurrentStderr() if stream is None else logging.StreamHandler(stream)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s: %(message)s", "%H:%M:%S"))
-    handler.setLevel(level)
-    handler.set_name("dcplace-verbose")
-    logger = logging.getLogger("dcplace")
-    for old in [h for h in logger.handlers if h.get_name() == "dcplace-verbose"]:  # one at a time (a second run in one process)
-        logger.removeHandler(old)
-    logger.addHandler(handler)
-    logger.setLevel(min(level, logger.level or logging.WARNING))
-    return handler
+    else:
+        hide_engine_log()  # an earlier --verbose run in this process
 
 
 @app.callback()
@@ -928,43 +895,6 @@ def _options(
                                  "`dcplace --verbose solve ...`."),
 ) -> None:
     """Placement engine for AI infrastructure."""
-
-
-class _PipeSafe:
-    """A text stream that keeps going when its reader has gone (`dcplace validate ... | head -1`):
-    further output is dropped, so the command ends with its own exit code (2 for bad input)
-    instead of click's 1, which this CLI uses for a plan that failed its check."""
-
-    def __init__(self, stream):
-        self._stream = stream
-        self._gone = False
-
-    def _closed_pipe(self) -> None:
-        self._gone = True
-        with contextlib.suppress(OSError, ValueError):  # so that the interpreter's last flush does not fail either
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            try:
-                os.dup2(devnull, self._stream.fileno())
-            finally:
-                os.close(devnull)
-
-    def write(self, text: str) -> int:
-        if not self._gone:
-            try:
-                return self._stream.write(text)
-            except BrokenPipeError:
-                self._closed_pipe()
-        return len(text)
-
-    def flush(self) -> None:
-        if not self._gone:
-            try:
-                self._stream.flush()
-            except BrokenPipeError:
-                self._closed_pipe()
-
-    def __getattr__(self, name: str):
-        return getattr(self._stream, name)
 
 
 def _terminated(signum, frame) -> None:
@@ -998,7 +928,7 @@ def main() -> None:
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # Ctrl-C too: KeyboardInterrupt after the last move
         signal.signal(signal.SIGINT, defer_while_moving(signal.default_int_handler))
     # a stream closed by the caller (`dcplace validate >&-`) is None: left as Python has it
-    sys.stdout, sys.stderr = (None if stream is None else _PipeSafe(stream) for stream in (sys.stdout, sys.stderr))
+    sys.stdout, sys.stderr = (None if stream is None else PipeSafe(stream) for stream in (sys.stdout, sys.stderr))
     try:
         app()
     except SystemExit as exc:

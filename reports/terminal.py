@@ -11,7 +11,10 @@ Console it prints to: the consoles are the command line's (cli.console, cli.err)
 from __future__ import annotations
 
 import contextlib
+import logging
+import os
 import re
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -508,3 +511,79 @@ def print_robustness(study, to: Console) -> None:
     for b in study.tornado()[:5]:
         say(f"  {markup_text(b.label)}: least cost {money(b.cost_swing_usd_per_year)} from low to high", to)
     say(f"Saved: {markup_text(Path(study.folder) / 'robustness.json')}", to)
+
+
+# ------------------------------------------------------------------ the process's streams and the engine's log
+
+
+class PipeSafe:
+    """A text stream that keeps going when its reader has gone (`dcplace validate ... | head -1`):
+    further output is dropped, so the command ends with its own exit code (2 for bad input)
+    instead of click's 1, which this CLI uses for a plan that failed its check."""
+
+    def __init__(self, stream):
+        self._stream = stream
+        self._gone = False
+
+    def _closed_pipe(self) -> None:
+        self._gone = True
+        with contextlib.suppress(OSError, ValueError):  # so that the interpreter's last flush does not fail either
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(devnull, self._stream.fileno())
+            finally:
+                os.close(devnull)
+
+    def write(self, text: str) -> int:
+        if not self._gone:
+            try:
+                return self._stream.write(text)
+            except BrokenPipeError:
+                self._closed_pipe()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self._gone:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._closed_pipe()
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+class CurrentStderr(logging.StreamHandler):
+    """A handler writing to whatever sys.stderr is when a line is logged: a command run in-process
+    (a notebook, CliRunner) swaps sys.stderr and closes its own, which a handler bound at --verbose
+    would then write to ("I/O operation on closed file" on every later log line)."""
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value) -> None:
+        pass
+
+
+def show_engine_log(stream, level: int = logging.INFO) -> logging.Handler:
+    """Send the engine's log lines (the `dcplace` logger: pricing rounds, lazy rows, periods, …)
+    to `stream` (None: sys.stderr as it is at each line), one line each with its time and module;
+    returns the handler (remove it to stop)."""
+    handler = CurrentStderr() if stream is None else logging.StreamHandler(stream)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s: %(message)s", "%H:%M:%S"))
+    handler.setLevel(level)
+    handler.set_name("dcplace-verbose")
+    hide_engine_log()  # one at a time (a second run in one process)
+    logger = logging.getLogger("dcplace")
+    logger.addHandler(handler)
+    logger.setLevel(min(level, logger.level or logging.WARNING))
+    return handler
+
+
+def hide_engine_log() -> None:
+    """Stop showing the engine's log lines: remove show_engine_log's handler, if any."""
+    logger = logging.getLogger("dcplace")
+    for old in [h for h in logger.handlers if h.get_name() == "dcplace-verbose"]:
+        logger.removeHandler(old)
