@@ -50,9 +50,9 @@ from dcplace.optimizer.solving.solve import InfeasibleScenario, NoPlanFound, Sol
 from dcplace.reports.style import money
 from dcplace.reports.terminal import (Col as _Col, PipeSafe, batch_line, clean as _clean, fit_table, hide_engine_log, left_out,
                                       live_status, markup_name as _name, markup_text as _text, member_line, plan_summary,
-                                      print_alternatives, print_batch_summary, print_comparison, print_frontier, print_plan,
-                                      print_prices, print_robustness, print_schedule, print_worth, say, show_engine_log,
-                                      solve_line)
+                                      print_alternatives, print_batch_summary, print_comparison, print_frontier, print_infeasible,
+                                      print_plan, print_prices, print_problems, print_robustness, print_schedule, print_warnings,
+                                      print_worth, print_written, say, show_engine_log, solve_line)
 
 class ExitCode(enum.IntEnum):
     """Every exit code of `dcplace`, in one place: README.md's "Exit codes" and `dcplace --help` are
@@ -120,27 +120,8 @@ ScenarioArg = typer.Argument(None, help="Scenario YAML file; omit for the embedd
 
 
 def _bad_input(exc: ScenarioError) -> None:
-    err.print(f"[bold red]The scenario has {len(exc.problems)} problem(s):[/]")
-    for problem in exc.problems:
-        err.print(f"  • {_clean(problem, newlines=True)}", markup=False, highlight=False)
+    print_problems(exc.problems, err)
     raise typer.Exit(EXIT_BAD_INPUT)
-
-
-def _print_warnings(loaded) -> None:
-    """Allowed but probably a mistake (a site outside its country, a site that holds no rack); never blocks."""
-    warnings = scenario_warnings(loaded)
-    if warnings:
-        err.print(f"[bold yellow]{len(warnings)} warning(s)[/] (the scenario is still used as given):")
-    for problem in warnings:
-        err.print(f"  • warning: {_clean(problem, newlines=True)}", markup=False, highlight=False)
-
-
-def _print_infeasible(diagnosis: list[str]) -> None:
-    err.print("[bold red]Infeasible:[/] no plan keeps every limit. To make one possible:")
-    for line in diagnosis or ["(no single limit could be named; loosen policies or add capacity)"]:
-        err.print(f"  • {_clean(line, newlines=True)}", markup=False, highlight=False)
-
-
 
 
 def _progress_on(quiet: bool) -> bool:
@@ -185,7 +166,7 @@ def solve(
         check_destination(out, "plan")  # refuse --out before any work
         loaded = load_scenario(scenario, overrides=overrides or None, overrides_origin="--set")
         if not quiet:
-            _print_warnings(loaded)
+            print_warnings(scenario_warnings(loaded), err)
             # The solve can take its whole time limit: say at once what is being solved.
             err.print(f"Solving {_name(loaded.name)} ({len(loaded.sites):,} sites, {len(loaded.regions):,} regions, "
                       f"limit {time_limit:g} s)…", highlight=False)
@@ -204,7 +185,7 @@ def solve(
     except InfeasibleScenario as exc:
         if json_:
             _emit_json({**head, "status": "infeasible", "exit_code": int(EXIT_INFEASIBLE), "diagnosis": list(exc.diagnosis)})
-        _print_infeasible(exc.diagnosis)
+        print_infeasible(exc.diagnosis, err)
         err.print(f"The diagnosis is recorded in {_text(out / 'plan.json')}.")
         raise typer.Exit(EXIT_INFEASIBLE)
     except NoPlanFound as exc:
@@ -274,7 +255,7 @@ def validate(scenario: Optional[Path] = ScenarioArg, json_: bool = JsonOption) -
                     "rack_configs": len(loaded.catalog.rack_configs), "peak_demand_tok_s": demand,
                     "periods": [p.year for p in loaded.periods]})
         return
-    _print_warnings(loaded)
+    print_warnings(scenario_warnings(loaded), err)
     console.print(
         f"[green]OK[/]: scenario '{_name(loaded.name)}': {len(loaded.sites)} sites, {len(loaded.regions)} regions "
         f"({demand:,.0f} tok/s peak demand), {len(loaded.jobs)} training jobs, {len(loaded.catalog.rack_configs)} rack configurations"
@@ -348,7 +329,7 @@ def check(folder: Path = typer.Argument(..., help="A plan folder written by `dcp
         console.print(text)
         return
     if outcome["status"] == "infeasible":
-        _print_infeasible(outcome["diagnosis"])
+        print_infeasible(outcome["diagnosis"], err)
     else:
         err.print(text)
         for line in lines:
@@ -380,11 +361,6 @@ def _plan_layers(folder: Path):
         raise typer.Exit(EXIT_BAD_INPUT)
 
 
-def _written(paths: list[Path]) -> None:
-    for path in paths:
-        console.print(f"  {_text(path)}  ({path.stat().st_size / 1e6:,.2f} MB)", highlight=False)
-
-
 PlanFolderArg = typer.Argument(..., help="A plan folder written by `dcplace solve`.")
 
 
@@ -404,7 +380,7 @@ def export(
     layers = _plan_layers(folder)
     paths = export_layers(layers, out or folder / "export", fmt)
     console.print(f"Exported {fmt}:")  # only once they are written
-    _written(paths)
+    print_written(paths, console)
     unlined = int(zero_length(layers.assignments).sum())
     if unlined and fmt != "xlsx":
         console.print(f"[dim]{unlined:,} of {len(layers.assignments):,} assignments have no line (an empty geometry): each serves "
@@ -431,7 +407,7 @@ def map_(
     layers = _plan_layers(folder)
     paths = save_maps(layers, out or folder / "report", png=png, pdf=pdf, html=html, extent=extent)
     console.print("Maps written:")
-    _written(paths)
+    print_written(paths, console)
 
 
 @app.command()
@@ -448,13 +424,13 @@ def report(
 
         paths = save_schedule_report(folder, out or folder / "report")
         console.print("Report written:")
-        _written(paths)
+        print_written(paths, console)
         return
 
     layers = _plan_layers(folder)
     paths = save_report(layers, out or folder / "report")
     console.print("Report written:")  # only once it is written
-    _written(paths)
+    print_written(paths, console)
 
 
 @app.command()
@@ -559,7 +535,7 @@ def compare(
         err.print(f"[red]{_text(exc, newlines=True)}[/]")
         raise typer.Exit(EXIT_BAD_INPUT)
     print_comparison(comparison, console)
-    _written(paths)
+    print_written(paths, console)
 
 
 @app.command()
@@ -608,7 +584,7 @@ def pareto(
                              f"{out / 'pareto.csv'}"), markup=False, highlight=False, soft_wrap=True)
     else:
         print_frontier(frontier, tradeoff, out / "pareto.csv", console)
-        _written(paths)
+        print_written(paths, console)
         started_from = [p for p in frontier if p.message and p.cost_usd_per_year is not None]
         for p in started_from:
             _say(f"  note: {_text(p.name)}: {_text(p.message)}")

@@ -220,6 +220,35 @@ def live_status(line: LiveLine, enabled: bool, stdout: Console):
                 redirect_stdout=stdout.is_terminal, redirect_stderr=False)
 
 
+# ------------------------------------------------------------------ problems and files written
+
+
+def print_problems(problems: list, to: Console) -> None:
+    """A scenario's problems, one a line (each names file, row, field and the fix)."""
+    to.print(f"[bold red]The scenario has {len(problems)} problem(s):[/]")
+    for problem in problems:
+        to.print(f"  • {clean(problem, newlines=True)}", markup=False, highlight=False)
+
+
+def print_warnings(warnings: list, to: Console) -> None:
+    """Allowed but probably a mistake (a site outside its country, a site that holds no rack); never blocks."""
+    if warnings:
+        to.print(f"[bold yellow]{len(warnings)} warning(s)[/] (the scenario is still used as given):")
+    for problem in warnings:
+        to.print(f"  • warning: {clean(problem, newlines=True)}", markup=False, highlight=False)
+
+
+def print_infeasible(diagnosis: list[str], to: Console) -> None:
+    to.print("[bold red]Infeasible:[/] no plan keeps every limit. To make one possible:")
+    for line in diagnosis or ["(no single limit could be named; loosen policies or add capacity)"]:
+        to.print(f"  • {clean(line, newlines=True)}", markup=False, highlight=False)
+
+
+def print_written(paths: list[Path], to: Console) -> None:
+    for path in paths:
+        to.print(f"  {markup_text(path)}  ({path.stat().st_size / 1e6:,.2f} MB)", highlight=False)
+
+
 # ------------------------------------------------------------------ plans, schedules and batches
 
 # Columns of the open-sites table left out on a narrow terminal, first to last; the site's
