@@ -1,6 +1,6 @@
 """dcplace command line: parses arguments, calls the library, prints with rich.
 
-Exit codes (the table is `ExitCode` / `EXIT_CODE_MEANINGS` below; `dcplace --help` prints it): 0 success; 1 a plan failed its independent check; 2 bad input (every problem
+Exit codes (the table is reports.terminal's `ExitCode` / `EXIT_CODE_MEANINGS`; `dcplace --help` prints it): 0 success; 1 a plan failed its independent check; 2 bad input (every problem
 is listed, naming file, row and field); 3 the scenario is infeasible (the diagnosis says
 which limits must move); 4 the time limit ended before any plan was found; 5 a batch finished with members that
 failed (bad input, error, crash, no plan in time; re-run the same command to retry them);
@@ -17,7 +17,6 @@ or terminal control codes: see reports.terminal.
 
 from __future__ import annotations
 
-import enum
 import errno
 import json
 import functools
@@ -39,7 +38,7 @@ from rich.text import Text
 from dcplace.models import ScenarioError, export_default, load_scenario, scenario_warnings
 from dcplace.models.outputs import OutputRefused, check_destination
 from dcplace.models.overrides import OverrideError, parse_assignments
-from dcplace.models.plan import HAS_PLAN, PlanFileError, manifest_removed, plan_json_edited, read_plan
+from dcplace.models.plan import PlanFileError, plan_json_edited
 from dcplace.models.versions import package_versions
 from dcplace.optimizer.solvers.backends import CAPABILITIES
 from dcplace.optimizer.check import check_plan_folder
@@ -48,45 +47,11 @@ from dcplace.optimizer.solving.pipeline import PlanCheckFailed, solve_schedule_t
 from dcplace.optimizer.solving.precheck import checked_index
 from dcplace.optimizer.solving.solve import InfeasibleScenario, NoPlanFound, SolveOptions
 from dcplace.reports.style import money
-from dcplace.reports.terminal import (Col as _Col, PipeSafe, batch_line, clean as _clean, fit_table, hide_engine_log, left_out,
-                                      live_status, markup_name as _name, markup_text as _text, member_line, plan_summary,
-                                      print_alternatives, print_batch_summary, print_comparison, print_frontier, print_infeasible,
-                                      print_plan, print_prices, print_problems, print_robustness, print_schedule, print_warnings,
-                                      print_worth, print_written, say, show_engine_log, solve_line)
-
-class ExitCode(enum.IntEnum):
-    """Every exit code of `dcplace`, in one place: README.md's "Exit codes" and `dcplace --help` are
-    written from EXIT_CODE_MEANINGS (tests/test_ecosystem.py checks that the README agrees)."""
-
-    OK = 0
-    CHECK_FAILED = 1
-    BAD_INPUT = 2
-    INFEASIBLE = 3
-    NO_PLAN = 4
-    BATCH_INCOMPLETE = 5
-    INTERNAL_ERROR = 6
-    RESOURCE_LIMIT = 7
-    INTERRUPTED = 130
-
-
-EXIT_CODE_MEANINGS = {
-    ExitCode.OK: "success",
-    ExitCode.CHECK_FAILED: "a plan failed its independent check (a bug: please report it)",
-    ExitCode.BAD_INPUT: "bad input (every problem listed with file, row, field and a fix)",
-    ExitCode.INFEASIBLE: "infeasible (with the diagnosis)",
-    ExitCode.NO_PLAN: "the time limit ended before any plan was found",
-    ExitCode.BATCH_INCOMPLETE: "a batch finished with failed members (re-run the same command to retry them)",
-    ExitCode.INTERNAL_ERROR: "an internal error (a bug: one line names it and the file its traceback was saved to; please report "
-                             "it with `dcplace --version`)",
-    ExitCode.RESOURCE_LIMIT: "a resource limit: the machine ran out of memory (not a bug; the message says what to cut)",
-    ExitCode.INTERRUPTED: "stopped by Ctrl-C (SIGTERM ends the process by the signal)",
-}
-
-
-def exit_code_table() -> str:
-    """The exit codes as lines `  N  meaning`, for `dcplace --help` and the docs."""
-    return "\n".join(f"{int(code):>5}  {meaning}" for code, meaning in EXIT_CODE_MEANINGS.items())
-
+from dcplace.reports.terminal import (EXIT_CODE_MEANINGS, ExitCode, PipeSafe, batch_line, check_outcome, clean as _clean,
+                                      hide_engine_log, live_status, markup_name as _name, markup_text as _text, member_line,
+                                      plan_summary, print_alternatives, print_batch_summary, print_comparison, print_frontier,
+                                      print_infeasible, print_plan, print_prices, print_problems, print_robustness, print_schedule,
+                                      print_warnings, print_worth, print_written, say, show_engine_log, solve_line)
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Placement engine for AI infrastructure.",
                   epilog="Exit codes:\n\n" + "\n\n".join(f"{int(c)}: {m}" for c, m in EXIT_CODE_MEANINGS.items()))
@@ -100,19 +65,6 @@ EXIT_NO_PLAN = ExitCode.NO_PLAN
 EXIT_BATCH_INCOMPLETE = ExitCode.BATCH_INCOMPLETE
 EXIT_INTERNAL_ERROR = ExitCode.INTERNAL_ERROR
 EXIT_RESOURCE_LIMIT = ExitCode.RESOURCE_LIMIT
-
-
-# The terminal's plumbing (reports.terminal), printing to this command line's consoles unless told otherwise.
-def _say(markup: str, to: Console | None = None) -> None:
-    say(markup, to or console)
-
-
-def _fit_table(title: str, columns: list[_Col], drop_order: list[str], to: Console | None = None) -> tuple[Table, list[str]]:
-    return fit_table(title, columns, drop_order, to or console)
-
-
-def _left_out(dropped: list[str], where: str, to: Console | None = None) -> None:
-    left_out(dropped, where, to or console)
 
 
 ScenarioArg = typer.Argument(None, help="Scenario YAML file; omit for the embedded default ('years': the default over "
@@ -263,64 +215,10 @@ def validate(scenario: Optional[Path] = ScenarioArg, json_: bool = JsonOption) -
     )
 
 
-def _check_outcome(folder: Path) -> dict:
-    """What `dcplace check` found, as the JSON it prints with --json: status (pass, fail,
-    infeasible, bad_input), exit_code, violations, and `text` / `lines`, the rich markup the
-    terminal shows (stderr unless status is pass)."""
-    out = {"command": "check", "folder": str(folder), "violations": [], "checked": [], "plan_status": None,
-           "recomputed_cost_usd_per_year": None, "diagnosis": []}
-
-    def bad(text: str) -> dict:
-        return {**out, "status": "bad_input", "exit_code": int(EXIT_BAD_INPUT), "text": text, "lines": []}
-
-    def fail(report) -> dict:
-        return {**out, "status": "fail", "exit_code": int(EXIT_CHECK_FAILED), "checked": report.checked,
-                "violations": [{"family": v.family, "message": v.message} for v in report.violations],
-                "text": f"[bold red]FAIL[/]: {_text(folder)}: {len(report.violations)} violation(s):",
-                "lines": [str(v) for v in report.violations]}
-
-    if (folder / "schedule.json").is_file():
-        from dcplace.optimizer.check_schedule import check_schedule_folder
-
-        report = check_schedule_folder(folder)
-        if not report.ok:
-            return fail(report)
-        return {**out, "status": "pass", "exit_code": 0, "kind": "schedule", "checked": report.checked,
-                "recomputed_cost_usd_per_year": report.recomputed_cost_usd_per_year, "lines": [],
-                "text": f"[green]PASS[/]: {_text(folder)}: every period's plan and the ties between periods hold "
-                        f"({len(report.checked)} checks); the NPV adds up to ${report.recomputed_cost_usd_per_year:,.2f}."}
-    if not (folder / "plan.json").exists() or not (folder / "inputs" / "scenario.yaml").exists():
-        return bad(f"[red]{_text(folder)}: not a plan folder[/] (plan.json and inputs/scenario.yaml are needed). Fix: give a folder written by `dcplace solve`.")
-    try:
-        report = check_plan_folder(folder)
-    except (KeyError, ValueError, OSError) as exc:
-        return bad(f"[red]{_text(folder)}: the plan folder is damaged[/] ({type(exc).__name__}: {_text(exc, newlines=True)}). "
-                   "Fix: re-run `dcplace solve`.")
-    if report.violations and all(v.family == "manifest" and "has no manifest.json" in v.message for v in report.violations):
-        if manifest_removed(folder):  # the folder was written with one: it was deleted, not never there
-            return bad(f"[red]{_text(folder)}: its manifest.json was removed[/] (the folder's marker lists it), so its files "
-                       "cannot be verified. Fix: restore manifest.json, or re-run `dcplace solve` (its command is in "
-                       "inputs/provenance.json, `rerun`).")
-        return bad(f"[red]{_text(folder)}: written before plan folders carried a manifest[/], so it cannot be verified. "
-                   "Fix: re-run `dcplace solve` (its command is in inputs/provenance.json, `rerun`).")
-    if not report.ok:
-        return fail(report)
-    out.update(plan_status=report.status, checked=report.checked, recomputed_cost_usd_per_year=report.recomputed_cost_usd_per_year)
-    if report.status not in HAS_PLAN:
-        try:
-            diagnosis = read_plan(folder).diagnosis
-        except (OSError, ValueError) as exc:
-            return bad(f"[red]{_text(folder)}: the plan folder is damaged[/] ({type(exc).__name__}). Fix: re-run `dcplace solve`.")
-        return {**out, "status": "infeasible", "exit_code": int(EXIT_INFEASIBLE), "diagnosis": diagnosis, "text": "", "lines": []}
-    return {**out, "status": "pass", "exit_code": 0, "lines": [],
-            "text": f"[green]PASS[/]: {_text(folder)}: {len(report.checked)} constraint families hold "
-                    f"({_text(', '.join(report.checked))}); line items add up to ${report.recomputed_cost_usd_per_year:,.2f}/yr."}
-
-
 @app.command()
 def check(folder: Path = typer.Argument(..., help="A plan folder written by `dcplace solve`."), json_: bool = JsonOption) -> None:
     """Re-check a plan folder (or a multi-period schedule folder) with the independent checker."""
-    outcome = _check_outcome(folder)
+    outcome = check_outcome(folder)
     text, lines = outcome.pop("text"), outcome.pop("lines")
     if json_:
         _emit_json({**outcome, "message": Text.from_markup(text).plain})
@@ -587,7 +485,7 @@ def pareto(
         print_written(paths, console)
         started_from = [p for p in frontier if p.message and p.cost_usd_per_year is not None]
         for p in started_from:
-            _say(f"  note: {_text(p.name)}: {_text(p.message)}")
+            say(f"  note: {_text(p.name)}: {_text(p.message)}", console)
     if failed:
         err.print(f"[bold red]{len(failed)} of {len(frontier)} points failed[/] (re-run the same command to retry them):")
         for p in failed:

@@ -5,7 +5,7 @@
     python benchmarks/why.py --samples 50 --k 5 --workers 2
 
 Solves the embedded default (gap 0.005, as `dcplace solve`), then runs, timing each:
-per-workload economics and the status sentence (reports/summary.py), the prices of the limits
+per-workload economics (reports/economics.py) and the status sentence (reports/summary.py), the prices of the limits
 (optimizer/studies/duals.py), the worth of every open site and of 5 closed candidates
 (optimizer/studies/worth.py, batch engine), k near-optimal alternatives within 2 %
 (optimizer/studies/alternatives.py) and a robustness run of n samples

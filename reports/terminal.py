@@ -1,16 +1,21 @@
-"""The terminal: what `dcplace` prints, as library calls (cli.py parses arguments and calls these).
+"""The terminal: what `dcplace` prints and the codes it ends with, as library calls (cli.py parses
+arguments, calls the library and these, and exits).
 
 Every text that comes from the user (names of sites, regions, jobs, scenarios, plans and batch
 members, file paths, messages quoting them) is printed as text, never as rich markup or terminal
 control codes (`markup_text`, `markup_name`, `clean`). At any width every money figure is whole:
 paragraphs wrap between words, never inside a figure (`say`); tables leave out whole columns by
-priority rather than cut a number (`fit_table`, `left_out`). Every function is given the rich
-Console it prints to: the consoles are the command line's (cli.console, cli.err).
+priority rather than cut a number (`fit_table`, `left_out`). One live status line serves every
+long command (`LiveLine`). Every printer is given the rich Console it prints to: the consoles are
+the command line's (cli.console, cli.err). Also here: the exit codes (`ExitCode`), what the
+independent check found as the terminal and --json show it (`check_outcome`), a stream that
+survives a closed pipe (`PipeSafe`) and the engine's log on stderr (`show_engine_log`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import enum
 import logging
 import os
 import re
@@ -30,9 +35,47 @@ from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text
 
-from dcplace.models.plan import HAS_PLAN, Plan
+from dcplace.models.plan import HAS_PLAN, Plan, manifest_removed, read_plan
+from dcplace.optimizer.check import check_plan_folder
 from dcplace.optimizer.solving.progress import SolveProgress
 from dcplace.reports.style import display_name, money, mw_number, mw_text, visible_controls
+
+
+# ------------------------------------------------------------------ exit codes
+
+
+class ExitCode(enum.IntEnum):
+    """Every exit code of `dcplace`, in one place: README.md's "Exit codes" and `dcplace --help` are
+    written from EXIT_CODE_MEANINGS (tests/test_ecosystem.py checks that the README agrees)."""
+
+    OK = 0
+    CHECK_FAILED = 1
+    BAD_INPUT = 2
+    INFEASIBLE = 3
+    NO_PLAN = 4
+    BATCH_INCOMPLETE = 5
+    INTERNAL_ERROR = 6
+    RESOURCE_LIMIT = 7
+    INTERRUPTED = 130
+
+
+EXIT_CODE_MEANINGS = {
+    ExitCode.OK: "success",
+    ExitCode.CHECK_FAILED: "a plan failed its independent check (a bug: please report it)",
+    ExitCode.BAD_INPUT: "bad input (every problem listed with file, row, field and a fix)",
+    ExitCode.INFEASIBLE: "infeasible (with the diagnosis)",
+    ExitCode.NO_PLAN: "the time limit ended before any plan was found",
+    ExitCode.BATCH_INCOMPLETE: "a batch finished with failed members (re-run the same command to retry them)",
+    ExitCode.INTERNAL_ERROR: "an internal error (a bug: one line names it and the file its traceback was saved to; please report "
+                             "it with `dcplace --version`)",
+    ExitCode.RESOURCE_LIMIT: "a resource limit: the machine ran out of memory (not a bug; the message says what to cut)",
+    ExitCode.INTERRUPTED: "stopped by Ctrl-C (SIGTERM ends the process by the signal)",
+}
+
+
+def exit_code_table() -> str:
+    """The exit codes as lines `  N  meaning`, for `dcplace --help` and the docs."""
+    return "\n".join(f"{int(code):>5}  {meaning}" for code, meaning in EXIT_CODE_MEANINGS.items())
 
 
 # ------------------------------------------------------------------ user text
@@ -247,6 +290,63 @@ def print_infeasible(diagnosis: list[str], to: Console) -> None:
 def print_written(paths: list[Path], to: Console) -> None:
     for path in paths:
         to.print(f"  {markup_text(path)}  ({path.stat().st_size / 1e6:,.2f} MB)", highlight=False)
+
+
+# ------------------------------------------------------------------ the independent check
+
+
+def check_outcome(folder: Path) -> dict:
+    """What `dcplace check` found, as the JSON it prints with --json: status (pass, fail,
+    infeasible, bad_input), exit_code, violations, and `text` / `lines`, the rich markup the
+    terminal shows (stderr unless status is pass)."""
+    out = {"command": "check", "folder": str(folder), "violations": [], "checked": [], "plan_status": None,
+           "recomputed_cost_usd_per_year": None, "diagnosis": []}
+
+    def bad(text: str) -> dict:
+        return {**out, "status": "bad_input", "exit_code": int(ExitCode.BAD_INPUT), "text": text, "lines": []}
+
+    def fail(report) -> dict:
+        return {**out, "status": "fail", "exit_code": int(ExitCode.CHECK_FAILED), "checked": report.checked,
+                "violations": [{"family": v.family, "message": v.message} for v in report.violations],
+                "text": f"[bold red]FAIL[/]: {markup_text(folder)}: {len(report.violations)} violation(s):",
+                "lines": [str(v) for v in report.violations]}
+
+    if (folder / "schedule.json").is_file():
+        from dcplace.optimizer.check_schedule import check_schedule_folder
+
+        report = check_schedule_folder(folder)
+        if not report.ok:
+            return fail(report)
+        return {**out, "status": "pass", "exit_code": 0, "kind": "schedule", "checked": report.checked,
+                "recomputed_cost_usd_per_year": report.recomputed_cost_usd_per_year, "lines": [],
+                "text": f"[green]PASS[/]: {markup_text(folder)}: every period's plan and the ties between periods hold "
+                        f"({len(report.checked)} checks); the NPV adds up to ${report.recomputed_cost_usd_per_year:,.2f}."}
+    if not (folder / "plan.json").exists() or not (folder / "inputs" / "scenario.yaml").exists():
+        return bad(f"[red]{markup_text(folder)}: not a plan folder[/] (plan.json and inputs/scenario.yaml are needed). Fix: give a folder written by `dcplace solve`.")
+    try:
+        report = check_plan_folder(folder)
+    except (KeyError, ValueError, OSError) as exc:
+        return bad(f"[red]{markup_text(folder)}: the plan folder is damaged[/] ({type(exc).__name__}: {markup_text(exc, newlines=True)}). "
+                   "Fix: re-run `dcplace solve`.")
+    if report.violations and all(v.family == "manifest" and "has no manifest.json" in v.message for v in report.violations):
+        if manifest_removed(folder):  # the folder was written with one: it was deleted, not never there
+            return bad(f"[red]{markup_text(folder)}: its manifest.json was removed[/] (the folder's marker lists it), so its files "
+                       "cannot be verified. Fix: restore manifest.json, or re-run `dcplace solve` (its command is in "
+                       "inputs/provenance.json, `rerun`).")
+        return bad(f"[red]{markup_text(folder)}: written before plan folders carried a manifest[/], so it cannot be verified. "
+                   "Fix: re-run `dcplace solve` (its command is in inputs/provenance.json, `rerun`).")
+    if not report.ok:
+        return fail(report)
+    out.update(plan_status=report.status, checked=report.checked, recomputed_cost_usd_per_year=report.recomputed_cost_usd_per_year)
+    if report.status not in HAS_PLAN:
+        try:
+            diagnosis = read_plan(folder).diagnosis
+        except (OSError, ValueError) as exc:
+            return bad(f"[red]{markup_text(folder)}: the plan folder is damaged[/] ({type(exc).__name__}). Fix: re-run `dcplace solve`.")
+        return {**out, "status": "infeasible", "exit_code": int(ExitCode.INFEASIBLE), "diagnosis": diagnosis, "text": "", "lines": []}
+    return {**out, "status": "pass", "exit_code": 0, "lines": [],
+            "text": f"[green]PASS[/]: {markup_text(folder)}: {len(report.checked)} constraint families hold "
+                    f"({markup_text(', '.join(report.checked))}); line items add up to ${report.recomputed_cost_usd_per_year:,.2f}/yr."}
 
 
 # ------------------------------------------------------------------ plans, schedules and batches
