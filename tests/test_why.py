@@ -44,7 +44,7 @@ def three_site_scenario(tmp_path):
 
 
 def test_workload_costs_add_up_to_the_plan_total(tmp_path):
-    from dcplace.reports.summary import workload_costs
+    from dcplace.reports.economics import workload_costs
 
     path = two_price_scenario(tmp_path, training=True)
     scenario = load_scenario(path)
