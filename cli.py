@@ -53,7 +53,7 @@ from dcplace.models.overrides import OverrideError, parse_assignments
 from dcplace.models.plan import HAS_PLAN, Plan, PlanFileError, manifest_removed, plan_json_edited, read_plan
 from dcplace.models.versions import package_versions
 from dcplace.optimizer.solvers.backends import CAPABILITIES
-from dcplace.optimizer.check import check_plan_folder
+from dcplace.optimizer.checker import check_plan_folder
 from dcplace.optimizer.model.index import MAX_FULL_PAIRS
 from dcplace.optimizer.solving.pipeline import PlanCheckFailed, solve_schedule_to_folder, solve_to_folder
 from dcplace.optimizer.solving.precheck import checked_index
@@ -540,12 +540,13 @@ def _check_outcome(folder: Path) -> dict:
 
     def fail(report) -> dict:
         return {**out, "status": "fail", "exit_code": int(EXIT_CHECK_FAILED), "checked": report.checked,
-                "violations": [{"family": v.family, "message": v.message} for v in report.violations],
+                "violations": [{"family": v.family, "message": v.message, "registry_families": list(v.registry_families)}
+                               for v in report.violations],
                 "text": f"[bold red]FAIL[/]: {_text(folder)}: {len(report.violations)} violation(s):",
                 "lines": [str(v) for v in report.violations]}
 
     if (folder / "schedule.json").is_file():
-        from dcplace.optimizer.check_schedule import check_schedule_folder
+        from dcplace.optimizer.checker import check_schedule_folder
 
         report = check_schedule_folder(folder)
         if not report.ok:
@@ -1258,7 +1259,7 @@ def _damaged_folder(args, kwargs) -> None:
     for folder in (Path(v) for v in given if isinstance(v, (str, Path))):
         try:
             if (folder / "schedule.json").is_file():
-                from dcplace.optimizer.check_schedule import check_schedule_folder
+                from dcplace.optimizer.checker import check_schedule_folder
 
                 findings = [str(v) for v in check_schedule_folder(folder).violations]
             elif (folder / "plan.json").is_file():

@@ -1,6 +1,6 @@
 """The independent checker of a multi-period schedule folder (docs/periods.md).
 
-Like optimizer/check.py, whose PlanChecker it runs on every period's plan folder, it reads
+Like the plan checker (plan.py), whose PlanChecker it runs on every period's plan folder, it reads
 files with nothing but pandas, yaml and json and shares no code with the formulation: it
 re-derives each period's scenario from the top-level inputs (demand multipliers, time to
 power, chip availability, the jobs of each period) and compares it with the period folder's
@@ -21,8 +21,10 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from dcplace.optimizer.check import (ABS_TOL, MANIFEST, REL_TOL, CheckReport, PlanChecker, Violation, _Inputs, _InputRules, _close,
-                                     _rule_problem, spreadsheet_cell)
+from dcplace.optimizer.checker.common import _close, spreadsheet_cell
+from dcplace.optimizer.checker.inputs import InputRules, Inputs, _rule_problem
+from dcplace.optimizer.checker.plan import PlanChecker
+from dcplace.optimizer.checker.report import CheckReport, Violation
 
 CAPEX = ("chips", "cooling_capex", "fabric")
 
@@ -66,7 +68,7 @@ def _steps(cell) -> list[tuple[int, float]]:
 def _read_spreadsheet_csv(path: Path, text_columns: tuple[str, ...]) -> list[dict]:
     """The rows of builds.csv or halls.csv with their ids as schedule.json has them: these CSVs
     are for spreadsheets, so an id a spreadsheet would run as a formula carries a leading '
-    there (check.spreadsheet_cell)."""
+    there (common.spreadsheet_cell)."""
     frame = pd.read_csv(path, keep_default_na=False, na_values=[""], dtype={c: str for c in text_columns})
     for column in text_columns:
         if column in frame:
@@ -82,7 +84,7 @@ class ScheduleChecker:
         self.folder = Path(folder)
         self.report = CheckReport(str(self.folder))
         self.schedule = json.loads((self.folder / "schedule.json").read_text())
-        self.inp = _Inputs(self.folder / "inputs")
+        self.inp = Inputs(self.folder / "inputs")
         spec = yaml.safe_load((self.folder / "inputs" / "scenario.yaml").read_text())
         self.periods = spec.get("periods") or []
         self.rate = float(self.inp.economics["discount_rate"])
@@ -91,10 +93,10 @@ class ScheduleChecker:
         self.halls = _read_spreadsheet_csv(self.folder / "halls.csv", ("site", "cooling"))
         self.plans = {int(p["year"]): json.loads((self.folder / "periods" / str(p["year"]) / "plan.json").read_text())
                       for p in self.periods}
-        self.period_inputs = {int(p["year"]): _Inputs(self.folder / "periods" / str(p["year"]) / "inputs") for p in self.periods}
+        self.period_inputs = {int(p["year"]): Inputs(self.folder / "periods" / str(p["year"]) / "inputs") for p in self.periods}
 
-    def fail(self, family: str, message: str) -> None:
-        self.report.violations.append(Violation(family, message))
+    def fail(self, family: str, message: str, breaks: str | tuple[str, ...] = ()) -> None:
+        self.report.add(family, message, breaks)
 
     # ------------------------------------------------------------------ the arithmetic
     def discount(self, year: float) -> float:
@@ -167,7 +169,7 @@ class ScheduleChecker:
                 if not _equal(value, other):
                     self.fail("period_inputs", f"period {year}: {table} {key} {column} is {other!r}; the top-level inputs say {value!r}.")
 
-    def _unchanged(self, year: int, got: _Inputs) -> None:
+    def _unchanged(self, year: int, got: Inputs) -> None:
         """Everything a period does not change is the top level's: sites, regions, jobs and catalog
         columns, latency, policies (but the sites without power), economics (but the period's keys)."""
         period = next(p for p in self.periods if int(p["year"]) == year)
@@ -208,7 +210,7 @@ class ScheduleChecker:
         """The schedule's inputs/ hold what `dcplace validate` accepts: every rule of a plan folder's inputs (each
         period's, derived from these, is checked against them by check_period_inputs), and each period's year,
         length, demand multipliers and power factors within their ranges (models/records.py Period)."""
-        for problem in _InputRules(self.inp).run():
+        for problem in InputRules(self.inp).run():
             self.fail("inputs", problem)
         years = []
         for i, period in enumerate(self.periods):
@@ -281,13 +283,13 @@ class ScheduleChecker:
                             and self.serves(int(b["year"]), period, self.life(b)))
                 if count > alive:
                     self.fail("periods", f"period {year}: {count} racks of {key[1]} ({key[2]}) in use at {key[0]}, "
-                              f"but only {alive} bought and still within their life.")
+                              f"but only {alive} bought and still within their life.", breaks="rack_stock")
             for key, count in fabric.items():
                 alive = sum(int(b["count"]) for b in self.builds if b["kind"] == "fabric"
                             and (b["site"], b["config"], b["cooling"], b["fabric"]) == key and self.serves(int(b["year"]), period, self.life(b)))
                 if count > alive:
                     self.fail("periods", f"period {year}: {count} training racks on {key[3]} at {key[0]}, but fabric for only {alive} "
-                              "bought and still within its life.")
+                              "bought and still within its life.", breaks="fabric_stock")
         for b in self.builds:
             if int(b["count"]) < 1:
                 self.fail("periods", f"builds.csv lists {b['count']} racks of {b['config']} at {b['site']} in {b['year']}: a purchase is at least one rack.")
@@ -313,11 +315,11 @@ class ScheduleChecker:
                     continue
                 nxt = later.get(s)
                 if nxt is None or not nxt["open"]:
-                    self.fail("periods", f"site {s} is open in {y0} but closed in {y1}: a site once built stays open.")
+                    self.fail("periods", f"site {s} is open in {y0} but closed in {y1}: a site once built stays open.", breaks="open_persists")
                     continue
                 missing = set(site["zones"]) - set(nxt["zones"])
                 if missing:
-                    self.fail("periods", f"site {s} loses its {', '.join(sorted(missing))} zone(s) between {y0} and {y1}.")
+                    self.fail("periods", f"site {s} loses its {', '.join(sorted(missing))} zone(s) between {y0} and {y1}.", breaks="zone_persists")
 
     def _retrofits(self) -> None:
         """A zone of a cooling with a retrofit cost, new at a site that operated the period before, pays
@@ -331,7 +333,7 @@ class ScheduleChecker:
                 if y == year and float(h["ready_kw"]) > 1e-6:
                     if before.get(s, {}).get("open") or not self._sites(year).get(s, {}).get("open"):
                         self.fail("periods", f"{year}: {s} is built ready for {float(h['ready_kw']):,.1f} kW of {c}, but it does not "
-                                  "open in this period (readiness is bought when a site is built).")
+                                  "open in this period (readiness is bought when a site is built).", breaks="ready_at_opening")
             for s, site in self._sites(year).items():
                 old = before.get(s)
                 for c in site["zones"]:
@@ -344,7 +346,7 @@ class ScheduleChecker:
                     paid = float(halls.get((year, s, c), {}).get("retrofit_kw", 0.0))
                     if owed > paid + max(1e-3, 1e-6 * it_kw):
                         self.fail("periods", f"{year}: {s} adds a {c} zone of {it_kw:,.1f} kW to a site that operated without one; "
-                                  f"{owed:,.1f} kW must be paid as a retrofit (less {ready[s, c]:,.1f} kW built ready), halls.csv says {paid:,.1f}.")
+                                  f"{owed:,.1f} kW must be paid as a retrofit (less {ready[s, c]:,.1f} kW built ready), halls.csv says {paid:,.1f}.", breaks="retrofit_needed")
             for (y, s, c), h in halls.items():
                 if y == year:
                     ready[s, c] += float(h["ready_kw"])
@@ -397,7 +399,7 @@ class ScheduleChecker:
         for period in self.periods:
             sub = PlanChecker(self.folder / "periods" / str(period["year"]), period=True).run()
             for v in sub.violations:
-                self.fail(v.family, f"period {period['year']}: {v.message}")
+                self.fail(v.family, f"period {period['year']}: {v.message}", v.registry_families)
             self.report.checked += [f"{period['year']}:{name}" for name in sub.checked]
         for name in ("check_inputs", "check_period_inputs", "check_periods", "check_npv"):
             try:
@@ -418,4 +420,4 @@ def check_schedule_folder(folder: str | Path) -> CheckReport:
         return report
 
 
-__all__ = ["ScheduleChecker", "check_schedule_folder", "MANIFEST"]
+__all__ = ["ScheduleChecker", "check_schedule_folder"]
