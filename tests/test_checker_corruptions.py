@@ -700,7 +700,7 @@ def _rule_cases():
 
 @pytest.mark.parametrize("where, key, value", _rule_cases())
 def test_the_checker_refuses_exactly_what_dcplace_validate_refuses(where, key, value, solved, tmp_path):
-    """Each range check.py writes again, at and beyond its bounds, against the loader's own verdict on the same
+    """Each range the checker writes again (checker/inputs.py), at and beyond its bounds, against the loader's own verdict on the same
     inputs/ (a folder's inputs load as a scenario): both refuse, or neither does."""
     from dcplace.models import ScenarioError, load_scenario
 
