@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
-from dcplace.optimizer.checker.common import ABS_TOL, HOURS_PER_DAY, REL_TOL, _close, _haversine_km, _list
+from dcplace.optimizer.checker.common import ABS_TOL, HOURS_PER_DAY, REL_TOL, close, haversine_km, split_list
 
 
 class ClockChecks:
@@ -99,7 +99,7 @@ class ClockChecks:
 
     def _cloud_rtt_ms(self, r: str, q: str) -> float:
         lat, region, cloud = self.inp.latency, self.inp.regions[r], self.inp.clouds[q]
-        km = _haversine_km(region["lat"], region["lon"], cloud["lat"], cloud["lon"]) * lat["route_factor"]
+        km = haversine_km(region["lat"], region["lon"], cloud["lat"], cloud["lon"]) * lat["route_factor"]
         return 2 * km / lat["fiber_km_per_ms"] + lat["overhead_ms"]
 
     def _rental_gpu_hours(self, ln: dict) -> float:
@@ -221,7 +221,7 @@ class ClockChecks:
         for h, hours in blocks.items():
             if not hours or hours[0] != h or any((b - a) % HOURS_PER_DAY != 1 for a, b in zip(hours, hours[1:])):
                 self.fail("clock", f"represented hour {h} stands for {hours}: a block must be consecutive hours starting at {h}.")
-            if not _close(float((clock.get("weight_h") or {}).get(str(h), -1)), float(len(hours))):
+            if not close(float((clock.get("weight_h") or {}).get(str(h), -1)), float(len(hours))):
                 self.fail("clock", f"represented hour {h} weighs {(clock.get('weight_h') or {}).get(str(h))!r} hours, its block holds {len(hours)}.")
         if len(blocks) != int(self.inp.clock["hours"]) and not (int(self.inp.clock["hours"]) >= HOURS_PER_DAY and len(blocks) == HOURS_PER_DAY):
             self.fail("clock", f"clock.hours is {self.inp.clock['hours']} but the plan represents the day by {len(blocks)} hours.")
@@ -236,14 +236,14 @@ class ClockChecks:
             given = region.get("utc_offset_h")
             if given is not None and not (isinstance(given, float) and math.isnan(given)):
                 recorded = (clock.get("utc_offsets_h") or {}).get(r, {}).get("offset_h")
-                if recorded is not None and not _close(float(recorded), float(given)):
+                if recorded is not None and not close(float(recorded), float(given)):
                     self.fail("clock", f"region {r}: plan.json records UTC offset {recorded}, inputs/regions.csv gives {given}.")
             elif finder is not None and any(self.inp.demand(r, w) > 0 for w in self.inp.workloads):
                 name = finder.timezone_at(lat=float(region["lat"]), lng=float(region["lon"]))
                 if name:  # standard time: the smaller of the January and July offsets (DST is in one of them)
                     expected = min(datetime(2026, m, 15, 12, tzinfo=timezone.utc).astimezone(ZoneInfo(name)).utcoffset().total_seconds()
                                    for m in (1, 7)) / 3600
-                    if not _close(self._offset_h(r), expected):
+                    if not close(self._offset_h(r), expected):
                         self.fail("clock", f"region {r} lies in {name} (standard offset {expected:+g} h); plan.json records {self._offset_h(r):+g} h.")
 
     def _check_dispatch(self) -> None:
@@ -277,9 +277,13 @@ class ClockChecks:
         for b in self.plan.get("backfill", []):
             backfill[b["site"], b["group"], b["workload"], int(b["hour_utc"])] += b["gpus"]
         for key in sorted(set(lent) | set(backfill)):
-            if not _close(lent.get(key, 0.0), backfill.get(key, 0.0), abs_=1e-6):
+            if not close(lent.get(key, 0.0), backfill.get(key, 0.0), abs_=1e-6):
+                s, g, w, _ = key
+                racks_hold = sum(n for (s_, g_, _, w_), n in installed.items() if (s_, g_, w_) == (s, g, w))
                 self.fail("clock", f"site {key[0]} hour {key[3]}: the dispatch lends {lent.get(key, 0.0):,.3f} {key[1]} GPUs of '{key[2]}', "
-                          f"backfill.csv borrows {backfill.get(key, 0.0):,.3f}.")
+                          f"backfill.csv borrows {backfill.get(key, 0.0):,.3f}.",
+                          # borrowing beyond the group's racks breaks trough_fits_idle; within them, the two records disagree
+                          breaks="trough_fits_idle" if backfill.get(key, 0.0) > racks_hold * (1 + REL_TOL) + 1e-6 else ())
 
     def _check_backfill(self) -> None:
         tier = int(self.inp.clock.get("inference_fabric_tier", 0))
@@ -290,12 +294,12 @@ class ClockChecks:
                 self.fail("clock", f"{where}: the job is not an interruptible job of inputs/jobs.csv.")
                 continue
             job, chip = self.inp.jobs[j], self.inp.chips[b["chip"]]
-            eligible = _list(job.get("eligible_chips"))
+            eligible = split_list(job.get("eligible_chips"))
             if chip["h100_equiv"] <= 0 or (eligible and b["chip"] not in eligible):
                 self.fail("clock", f"{where}: chip {b['chip']} is not eligible for the job.")
             if int(job["min_fabric_tier"]) > tier:
                 self.fail("clock", f"{where}: the job needs fabric tier {job['min_fabric_tier']}, inference racks sit on tier {tier}.")
-            allowed = _list(job.get("allowed_countries"))
+            allowed = split_list(job.get("allowed_countries"))
             if allowed and self.inp.sites[b["site"]]["country"] not in allowed:
                 self.fail("clock", f"{where}: site {b['site']} is outside {';'.join(allowed)}.")
             hours = len(self._blocks().get(int(b["hour_utc"]), []))
@@ -321,7 +325,7 @@ class ClockChecks:
                 self.fail("clock", f"{where} at {rtt:.2f} ms, over its {region[f'rtt_budget_{w}_ms']:g} ms budget.")
             self._compare("clock", where, "rtt_ms", a["rtt_ms"], rtt)
             self._compare("clock", where, "served_tok_s", a["served_tok_s"], self._served(a), abs_=1e-3)
-            allowed = _list(region.get("allowed_countries"))
+            allowed = split_list(region.get("allowed_countries"))
             if allowed and cloud["country"] not in allowed:
                 self.fail("clock", f"{where}: {q} in {cloud['country']} is outside {';'.join(allowed)}.")
             if (cloud["chip"], w) not in self.inp.tok_s:
@@ -357,11 +361,11 @@ class ClockChecks:
             else:
                 j = ln["job"]
                 job, chip = self.inp.jobs[j], self.inp.chips[cloud["chip"]]
-                eligible = _list(job.get("eligible_chips"))
+                eligible = split_list(job.get("eligible_chips"))
                 if chip["h100_equiv"] <= 0 or (eligible and cloud["chip"] not in eligible) or int(cloud["fabric_tier"]) < int(job["min_fabric_tier"]):
                     self.fail("clock", f"{where}: job {j} cannot run on {cloud['chip']} at fabric tier {cloud['fabric_tier']}.")
                     continue
-                allowed = _list(job.get("allowed_countries"))
+                allowed = split_list(job.get("allowed_countries"))
                 if allowed and cloud["country"] not in allowed:
                     self.fail("clock", f"{where}: job {j} must stay in {';'.join(allowed)}.")
                 self._compare("clock", where, "gpus", ln["gpus"], float(job["gpus_h100_equiv"]) / chip["h100_equiv"], abs_=1e-6)

@@ -27,30 +27,30 @@ def spreadsheet_cell(text: str) -> str:
     return "'" + text if text.lstrip("'").startswith(SPREADSHEET_FORMULA_START) else text
 
 
-
-
-def _close(a: float, b: float, rel: float = REL_TOL, abs_: float = ABS_TOL) -> bool:
+def close(a: float, b: float, rel: float = REL_TOL, abs_: float = ABS_TOL) -> bool:
+    """a and b within the larger of an absolute and a relative tolerance."""
     return abs(a - b) <= max(abs_, rel * max(abs(a), abs(b)))
 
 
-def _list(cell) -> list[str]:
+def split_list(cell) -> list[str]:
+    """The items of a ';'-separated cell (a blank cell: none)."""
     if cell is None or (isinstance(cell, float) and math.isnan(cell)):
         return []
     return [p.strip() for p in str(cell).split(";") if p.strip()]
 
 
-
-def _haversine_km(lat1, lon1, lat2, lon2) -> float:
+def haversine_km(lat1, lon1, lat2, lon2) -> float:
+    """Great-circle km on the IUGG mean sphere: the checker's own copy of models/geo.py's (it imports nothing of dcplace)."""
     p1, p2 = math.radians(lat1), math.radians(lat2)
     a = math.sin((p2 - p1) / 2) ** 2 + math.cos(p1) * math.cos(p2) * math.sin(math.radians(lon2 - lon1) / 2) ** 2
     return 2 * 6371.0088 * math.asin(min(1.0, math.sqrt(a)))
 
 
-def _sha256_file(path: Path) -> tuple[str, int]:
+def sha256_file(path: Path) -> tuple[str, int]:
     data = path.read_bytes()
     return hashlib.sha256(data).hexdigest(), len(data)
 
 
-
-def _is_number(value) -> bool:
+def is_number(value) -> bool:
+    """A finite int or float, not a bool."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

@@ -7,7 +7,7 @@ from collections import defaultdict
 
 import networkx as nx
 
-from dcplace.optimizer.checker.common import ABS_TOL, REL_TOL, _close, _haversine_km, _is_number, _list
+from dcplace.optimizer.checker.common import ABS_TOL, REL_TOL, close, haversine_km, is_number, split_list
 
 
 class ConstraintChecks:
@@ -23,7 +23,7 @@ class ConstraintChecks:
                 continue
             if ln["gpus"] != n * self.inp.gpus_per_rack(ln["config"]):
                 self.fail("integrality", f"site {site['id']}: {ln['config']} lists {ln['gpus']} GPUs for {n} racks.")
-            if not _close(ln["it_kw"], n * self.inp.kw_per_rack(ln["config"])):
+            if not close(ln["it_kw"], n * self.inp.kw_per_rack(ln["config"])):
                 self.fail("integrality", f"site {site['id']}: {ln['config']} lists {ln['it_kw']} kW IT for {n} racks.")
 
     def check_demand(self) -> None:
@@ -33,11 +33,11 @@ class ConstraintChecks:
             total[a["region"], a["workload"]] += a["share"]
             if a["share"] < -ABS_TOL or a["share"] > cap + ABS_TOL:
                 self.fail("demand", f"region {a['region']} {a['workload']}: share {a['share']} from {a['site']} outside [0, {cap}].")
-            if not _close(a["served_tok_s"], a["share"] * self.inp.demand(a["region"], a["workload"]), abs_=1e-3):
+            if not close(a["served_tok_s"], a["share"] * self.inp.demand(a["region"], a["workload"]), abs_=1e-3):
                 self.fail("demand", f"region {a['region']} {a['workload']}: served tok/s does not equal share x demand.")
         for r in self.inp.regions:
             for w in self.inp.workloads:
-                if self.inp.demand(r, w) > 0 and not _close(total[r, w], 1.0):
+                if self.inp.demand(r, w) > 0 and not close(total[r, w], 1.0):
                     self.fail("demand", f"region {r} '{w}' demand is {total[r, w] * 100:.4f}% served, not 100%.", breaks="demand_met")
 
     def _rtt_ms(self, r: str, s: str) -> float:
@@ -52,7 +52,7 @@ class ConstraintChecks:
             km = self._paths.get(r, {}).get(s, math.inf)
         else:
             region, site = self.inp.regions[r], self.inp.sites[s]
-            km = _haversine_km(region["lat"], region["lon"], site["lat"], site["lon"]) * lat["route_factor"]
+            km = haversine_km(region["lat"], region["lon"], site["lat"], site["lon"]) * lat["route_factor"]
         return 2 * km / lat["fiber_km_per_ms"] + lat["overhead_ms"]
 
     def check_latency(self) -> None:
@@ -61,17 +61,17 @@ class ConstraintChecks:
             budget = self.inp.regions[a["region"]][f"rtt_budget_{a['workload']}_ms"]
             if rtt > budget + 1e-6:
                 self.fail("latency", f"region {a['region']} '{a['workload']}' served from {a['site']} at {rtt:.2f} ms, over its {budget:g} ms budget.")
-            if not _close(rtt, a["rtt_ms"], abs_=1e-6):
+            if not close(rtt, a["rtt_ms"], abs_=1e-6):
                 self.fail("latency", f"region {a['region']} to {a['site']}: plan says {a['rtt_ms']:.3f} ms, recomputed {rtt:.3f} ms.")
 
     def check_residency(self) -> None:
         for a in self.plan["assignments"]:
-            allowed = _list(self.inp.regions[a["region"]].get("allowed_countries"))
+            allowed = split_list(self.inp.regions[a["region"]].get("allowed_countries"))
             country = self.inp.sites[a["site"]]["country"]
             if allowed and country not in allowed:
                 self.fail("residency", f"region {a['region']} served from {a['site']} in {country}, outside {';'.join(allowed)}.")
         for p in self.plan["jobs"]:
-            allowed = _list(self.inp.jobs[p["job"]].get("allowed_countries"))
+            allowed = split_list(self.inp.jobs[p["job"]].get("allowed_countries"))
             country = self.inp.sites[p["site"]]["country"]
             if allowed and country not in allowed:
                 self.fail("residency", f"job {p['job']} runs at {p['site']} in {country}, outside {';'.join(allowed)}.")
@@ -98,7 +98,7 @@ class ConstraintChecks:
 
     def check_density(self) -> None:
         for site in self.plan["sites"]:
-            allowed = _list(self.inp.sites[site["id"]]["cooling_allowed"]) if site["id"] in self.inp.sites else []
+            allowed = split_list(self.inp.sites[site["id"]]["cooling_allowed"]) if site["id"] in self.inp.sites else []
             for c in site["zones"]:
                 if c not in allowed or site["zones"].count(c) > 1:
                     self.fail("density", f"site {site['id']}: a {c} zone is built {site['zones'].count(c)} time(s) where the site "
@@ -107,7 +107,7 @@ class ConstraintChecks:
             s, c, k = site["id"], ln["cooling"], ln["config"]
             if self.inp.racks[k]["chip"] != ln["chip"]:
                 self.fail("density", f"site {s}: config {k} is listed with chip {ln['chip']}.")
-            if c not in _list(self.inp.sites[s]["cooling_allowed"]):
+            if c not in split_list(self.inp.sites[s]["cooling_allowed"]):
                 self.fail("density", f"site {s}: cooling {c} is not allowed there.")
             if self.inp.kw_per_rack(k) > self.inp.cooling[c]["max_kw_per_rack"] + 1e-9:
                 self.fail("density", f"site {s}: {k} at {self.inp.kw_per_rack(k):g} kW/rack in a {c} zone rated {self.inp.cooling[c]['max_kw_per_rack']:g} kW.")
@@ -150,7 +150,7 @@ class ConstraintChecks:
                 continue  # on rented GPUs: check_clock verifies the rental
             p = placed[j][0]
             chip, fabric = self.inp.chips[p["chip"]], self.inp.fabrics[p["fabric"]]
-            eligible = _list(job.get("eligible_chips"))
+            eligible = split_list(job.get("eligible_chips"))
             if chip["h100_equiv"] <= 0 or (eligible and p["chip"] not in eligible):
                 self.fail("training", f"job {j} runs on chip {p['chip']}, which is not eligible.")
             if fabric["tier"] < job["min_fabric_tier"]:
@@ -184,7 +184,7 @@ class ConstraintChecks:
             if not can:
                 self.fail("self_build", f"site {s} is '{tenure}' but neither inputs/sites.csv nor economics gives it a build cost.")
                 continue
-            if tenure not in ("lease", "build") or not _is_number(built):
+            if tenure not in ("lease", "build") or not is_number(built):
                 self.fail("self_build", f"site {s}: tenure {tenure!r} with built_kw {built!r}; lease or build with a number is required.")
                 continue
             if tenure == "lease":

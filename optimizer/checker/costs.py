@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from dcplace.optimizer.checker.common import HOURS_PER_DAY, SECONDS_PER_HOUR, _close, _haversine_km, _is_number
+from dcplace.optimizer.checker.common import HOURS_PER_DAY, SECONDS_PER_HOUR, close, haversine_km, is_number
 
 
 class CostChecks:
@@ -47,10 +47,10 @@ class CostChecks:
         if self.inp.economics.get("self_build", True) is False:
             return None
         cell = self.inp.sites[s].get("build_usd_per_mw")
-        if _is_number(cell):
+        if is_number(cell):
             return float(cell)
         value = self.inp.economics.get("build_usd_per_mw")
-        return float(value) if _is_number(value) else None
+        return float(value) if is_number(value) else None
 
     def _campus(self, site: dict) -> tuple[float, float]:
         """(self_build cost, colocation credit) of a site's self-built campus, USD per year:
@@ -73,7 +73,7 @@ class CostChecks:
         out = 0.0
         if eco["transport_usd_per_tok_s_1000km_year"]:
             region, site = self.inp.regions[a["region"]], self.inp.sites[a["site"]]
-            km = _haversine_km(region["lat"], region["lon"], site["lat"], site["lon"])  # great circle, even with a backbone
+            km = haversine_km(region["lat"], region["lon"], site["lat"], site["lon"])  # great circle, even with a backbone
             out += self._served(a) * km / 1000 * eco["transport_usd_per_tok_s_1000km_year"]
         return out + a["share"] * self.inp.pair_costs.get((a["region"], a["workload"], a["site"]), 0.0)
 
@@ -102,7 +102,7 @@ class CostChecks:
                         self.fail("cost", f"site {s}: {ln['config']} line lists an unknown cost category '{cat}'.")
                         continue
                     mine[cat] += cost[cat]
-                    if not _close(cost[cat], ln["cost_usd_per_year"].get(cat, 0.0), abs_=1e-3):
+                    if not close(cost[cat], ln["cost_usd_per_year"].get(cat, 0.0), abs_=1e-3):
                         self.fail("cost", f"site {s}: {ln['config']} ({ln['purpose']}) line {cat}: plan says "
                                   f"${ln['cost_usd_per_year'].get(cat, 0.0):,.2f}, recomputed ${cost[cat]:,.2f}.")
             for a in self.plan["assignments"]:
@@ -120,21 +120,21 @@ class CostChecks:
             for cat in sorted(set(mine) | set(site["cost_usd_per_year"])):
                 value = mine.get(cat, 0.0)
                 by_category[cat] += value
-                if not _close(value, site["cost_usd_per_year"].get(cat, 0.0), abs_=1e-3):
+                if not close(value, site["cost_usd_per_year"].get(cat, 0.0), abs_=1e-3):
                     self.fail("cost", f"site {s} {cat}: plan says ${site['cost_usd_per_year'].get(cat, 0.0):,.2f}, recomputed ${value:,.2f}.")
         rental = sum(self._rental_cost(ln) for ln in self.plan.get("rentals", []))
         if rental or "rental" in self.plan["cost_breakdown_usd_per_year"]:
             by_category["rental"] += rental
         total = sum(by_category.values())
         self.report.recomputed_cost_usd_per_year = total
-        if not _close(total, self.plan["objective_usd_per_year"]):
+        if not close(total, self.plan["objective_usd_per_year"]):
             self.fail("cost", f"line items add up to ${total:,.2f}, the plan's objective is ${self.plan['objective_usd_per_year']:,.2f}.")
         breakdown = self.plan["cost_breakdown_usd_per_year"]
         for cat in sorted(set(breakdown) | set(by_category)):
-            if not _close(breakdown.get(cat, 0.0), by_category.get(cat, 0.0), abs_=1e-3):
+            if not close(breakdown.get(cat, 0.0), by_category.get(cat, 0.0), abs_=1e-3):
                 self.fail("cost", f"breakdown {cat}: plan says ${breakdown.get(cat, 0.0):,.2f}, recomputed ${by_category.get(cat, 0.0):,.2f}.")
         solver_objective = self.plan["solve"]["objective_usd_per_year"]
-        if solver_objective is not None and not _close(total, solver_objective, rel=1e-6, abs_=1.0):
+        if solver_objective is not None and not close(total, solver_objective, rel=1e-6, abs_=1.0):
             self.fail("cost", f"line items add up to ${total:,.2f}, the solver's objective was ${solver_objective:,.2f}.")
     def check_kpis(self) -> None:
         """Every KPI recomputed from the inputs and the decisions (racks, shares, placements)."""
@@ -222,5 +222,5 @@ class CostChecks:
                 self.fail("kpis", f"plan.json kpis lacks '{key}'.")
                 continue
             abs_ = 1e-3 if key.endswith("_usd_per_year") or key == "upfront_capex_usd" else 1e-9
-            if not _is_number(kpis[key]) or not _close(float(kpis[key]), value, abs_=abs_):
+            if not is_number(kpis[key]) or not close(float(kpis[key]), value, abs_=abs_):
                 self.fail("kpis", f"KPI {key}: plan.json says {kpis[key]!r}, recomputed {value!r}.")

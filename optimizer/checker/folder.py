@@ -8,7 +8,7 @@ import json
 import math
 from pathlib import Path
 
-from dcplace.optimizer.checker.common import ABS_TOL, GAP_TOL, REL_TOL, _is_number, _sha256_file
+from dcplace.optimizer.checker.common import ABS_TOL, GAP_TOL, REL_TOL, is_number, sha256_file
 
 MANIFEST = "manifest.json"
 MARKER = ".dcplace-folder.json"  # written by dcplace at the move into place (models/outputs.py)
@@ -31,7 +31,7 @@ def inputs_digest(folder: str | Path) -> str:
     """SHA-256 of the sorted lines "<path relative to inputs/> <sha256 of the file>\\n" over
     every file under `folder`/inputs (the manifest's `inputs_sha256`; docs/plan-format.md)."""
     inputs = Path(folder) / "inputs"
-    rows = sorted((p.relative_to(inputs).as_posix(), _sha256_file(p)[0]) for p in inputs.rglob("*") if p.is_file())
+    rows = sorted((p.relative_to(inputs).as_posix(), sha256_file(p)[0]) for p in inputs.rglob("*") if p.is_file())
     return hashlib.sha256("".join(f"{rel} {digest}\n" for rel, digest in rows).encode("utf-8")).hexdigest()
 
 
@@ -63,7 +63,7 @@ class FolderChecks:
             if not path.is_file():
                 self.fail("manifest", f"{rel} is listed in {MANIFEST} but missing from the folder.")
                 continue
-            digest, size = _sha256_file(path)
+            digest, size = sha256_file(path)
             if not isinstance(entry, dict) or entry.get("sha256") != digest or entry.get("bytes") != size:
                 self.fail("manifest", f"{rel} was changed after the plan was written: its SHA-256 {digest[:12]}… "
                           f"({size} bytes) differs from the manifest's.")
@@ -156,27 +156,27 @@ class FolderChecks:
             if solve.get("solver") != race["winner"]:
                 self.fail("status", f"solve.race names {race['winner']!r} the winner, but solve.solver is {solve.get('solver')!r}.")
         for key in ("build_time_s", "solve_time_s", "extract_time_s"):
-            if key in solve and (not _is_number(solve[key]) or solve[key] < 0):
+            if key in solve and (not is_number(solve[key]) or solve[key] < 0):
                 self.fail("status", f"solve.{key} is {solve[key]!r}, not a time in seconds.")
         for key, value in (solve.get("model") or {}).items():
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 self.fail("status", f"solve.model.{key} is {value!r}, not a count.")
         objective, bound = solve.get("objective_usd_per_year"), solve.get("best_bound_usd_per_year")
         mip_gap = (solve.get("options") or {}).get("mip_gap")
-        if not _is_number(mip_gap):
+        if not is_number(mip_gap):
             self.fail("status", f"solve.options.mip_gap is {mip_gap!r}, not a number.")
             mip_gap = 0.0
         if objective is not None and bound is not None:
             if bound > objective + max(ABS_TOL, REL_TOL * abs(objective)):
                 self.fail("status", f"best bound ${bound:,.2f} exceeds the objective ${objective:,.2f}: impossible when minimizing.")
             expected = abs(objective - bound) / max(abs(objective), 1e-9)
-            if gap is None or not _is_number(gap) or abs(gap - expected) > GAP_TOL + REL_TOL * expected:
+            if gap is None or not is_number(gap) or abs(gap - expected) > GAP_TOL + REL_TOL * expected:
                 self.fail("status", f"gap is {gap!r}; (objective - bound) / |objective| = {expected:.6g}.")
         elif gap is not None:
             self.fail("status", f"gap {gap!r} is given without both an objective and a bound.")
         if status == "optimal":
             absolute = abs(objective - bound) if objective is not None and bound is not None else math.inf
-            if gap is None or not _is_number(gap):
+            if gap is None or not is_number(gap):
                 self.fail("status", "status is 'optimal' without a gap: nothing proves it.")
             elif gap > mip_gap + GAP_TOL and absolute > ABS_TOL:
                 self.fail("status", f"status is 'optimal' with gap {gap:.6g} above options.mip_gap {mip_gap:g}; it is 'feasible'.")

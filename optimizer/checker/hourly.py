@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from dcplace.optimizer.checker.common import ABS_TOL, HOURS_PER_DAY, _close, _is_number, _list
+from dcplace.optimizer.checker.common import ABS_TOL, HOURS_PER_DAY, close, is_number, split_list
 
 
 class HourlyChecks:
@@ -90,7 +90,7 @@ class HourlyChecks:
                               ("inference_fabric_tier", int(inp.clock.get("inference_fabric_tier", 1))),
                               ("routing", "hour" if self._routes_by_hour else "day")):
             value = clock.get(key)
-            same = value == expected if isinstance(expected, (bool, str)) else (_is_number(value) and _close(float(value), expected))
+            same = value == expected if isinstance(expected, (bool, str)) else (is_number(value) and close(float(value), expected))
             if not same or isinstance(value, bool) != isinstance(expected, bool):
                 self.fail("clock_record", f"clock.{key} is {value!r} in plan.json; inputs/scenario.yaml gives {expected!r}.")
         hours = clock.get("represented_hours_utc")
@@ -119,7 +119,7 @@ class HourlyChecks:
                 self.fail("clock_record", f"clock.load_share {r}|{w} has not one value per represented hour.")
                 continue
             for h, value in zip(hours, values):
-                if not _is_number(value) or not _close(float(value), self._p(r, w, int(h)), abs_=1e-9):
+                if not is_number(value) or not close(float(value), self._p(r, w, int(h)), abs_=1e-9):
                     self.fail("clock_record", f"clock.load_share {r}|{w} at {h}:00 UTC is {value!r}, recomputed {self._p(r, w, int(h))!r}.")
                     break
         served = over = 0.0
@@ -165,7 +165,7 @@ class HourlyChecks:
             rtt = self._rtt_ms(r, s)
             if rtt > budget + 1e-6:
                 self.fail("hourly_routing", f"{where} at {rtt:.2f} ms, over its {budget:g} ms budget.")
-            allowed = _list(self.inp.regions[r].get("allowed_countries"))
+            allowed = split_list(self.inp.regions[r].get("allowed_countries"))
             if allowed and self.inp.sites[s]["country"] not in allowed:
                 self.fail("hourly_routing", f"{where}: {s} is outside {';'.join(allowed)}.")
             if share > ABS_TOL and s not in open_sites:
@@ -182,7 +182,7 @@ class HourlyChecks:
                 if self.inp.demand(r, w) <= 0:
                     continue
                 for h in sorted(blocks):
-                    if not _close(served[r, w, h], 1.0):
+                    if not close(served[r, w, h], 1.0):
                         self.fail("hourly_routing", f"region {r} '{w}' demand at {h}:00 UTC is {served[r, w, h] * 100:.4f}% served, not 100%.", breaks="hourly_demand_met")
         listed = set()
         for a in self.plan["assignments"]:

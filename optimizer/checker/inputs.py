@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from dcplace.optimizer.checker.common import HOURS_PER_DAY, TEXT_COLUMNS, _is_number, _list
+from dcplace.optimizer.checker.common import HOURS_PER_DAY, TEXT_COLUMNS, is_number, split_list
 
 
 class Inputs:
@@ -175,7 +175,7 @@ def _number_of(value) -> float:
     return number
 
 
-def _rule_problem(value, low, high, flags: str) -> str | None:
+def rule_problem(value, low, high, flags: str) -> str | None:
     """Why `value` breaks the rule (low, high, flags), or None."""
     if _blank(value):
         return None if "o" in flags else "is missing"
@@ -236,7 +236,7 @@ class InputRules:
                     if self.derived and (table, column) in DERIVED:
                         low, high, flags = DERIVED[table, column]
                     if column in row or "o" not in flags:
-                        why = _rule_problem(row.get(column), low, high, flags)
+                        why = rule_problem(row.get(column), low, high, flags)
                         if why:
                             bad(f"{label(name, i, row)}: {column}", why)
         for section, rules in SECTION_RULES.items():
@@ -245,7 +245,7 @@ class InputRules:
                 bad(f"inputs/scenario.yaml {section}", "is not a mapping")
                 continue
             for key, low, high, flags in rules:
-                why = _rule_problem(values.get(key), low, high, flags)
+                why = rule_problem(values.get(key), low, high, flags)
                 if why:
                     bad(f"inputs/scenario.yaml {section}.{key}", why)
         # ids: present and unique (ids differing only by case or spaces are one id to dcplace)
@@ -269,9 +269,9 @@ class InputRules:
         for i, row in enumerate(inp.tables["sites"][1]):
             where = label(inp.tables["sites"][0], i, row)
             price = row.get("power_price_usd_per_mwh")
-            if _is_number(price) and 0 < price < 5 and not self.derived:
+            if is_number(price) and 0 < price < 5 and not self.derived:
                 bad(f"{where}: power_price_usd_per_mwh", f"is {price!r}, a price per kWh, not per MWh")
-            allowed = _list(row.get("cooling_allowed"))
+            allowed = split_list(row.get("cooling_allowed"))
             if not allowed:
                 bad(f"{where}: cooling_allowed", "is empty")
             for c in allowed:
@@ -302,22 +302,22 @@ class InputRules:
                     if column.startswith(prefix) and column.endswith(suffix) and column[len(prefix):-len(suffix)] not in classes:
                         bad(f"{where}: {column}", "names a class the catalog does not have")
             for w in classes:
-                why = _rule_problem(row.get(f"demand_{w}_tok_s"), 0, INF, "o")
+                why = rule_problem(row.get(f"demand_{w}_tok_s"), 0, INF, "o")
                 if why:
                     bad(f"{where}: demand_{w}_tok_s", why)
                 demand = row.get(f"demand_{w}_tok_s")
                 needed = "g" if not why and not _blank(demand) and _number_of(demand) > 0 else "go"
-                why = _rule_problem(row.get(f"rtt_budget_{w}_ms"), 0, INF, needed)
+                why = rule_problem(row.get(f"rtt_budget_{w}_ms"), 0, INF, needed)
                 if why:
                     bad(f"{where}: rtt_budget_{w}_ms", why)
-                why = _rule_problem(row.get(f"failover_rtt_{w}_ms"), 0, INF, "go")
+                why = rule_problem(row.get(f"failover_rtt_{w}_ms"), 0, INF, "go")
                 if why:
                     bad(f"{where}: failover_rtt_{w}_ms", why)
         if "jobs" in inp.tables:
             name, rows = inp.tables["jobs"]
             for i, row in enumerate(rows):
                 where = label(name, i, row)
-                for c in _list(row.get("eligible_chips")):
+                for c in split_list(row.get("eligible_chips")):
                     if c not in inp.chips:
                         bad(f"{where}: eligible_chips", f"names {c!r}, not a chip of the catalog")
                 for column in ("standby_required", "interruptible"):
@@ -325,7 +325,7 @@ class InputRules:
                         _yes_no(row.get(column))
                     except ValueError:
                         bad(f"{where}: {column}", f"is {row.get(column)!r}, not true or false")
-                if _is_number(row.get("from_year")) and _is_number(row.get("to_year")) and row["to_year"] < row["from_year"]:
+                if is_number(row.get("from_year")) and is_number(row.get("to_year")) and row["to_year"] < row["from_year"]:
                     bad(f"{where}: to_year", f"{row['to_year']!r} is before from_year {row['from_year']!r}")
         for q, cloud in inp.clouds.items():
             where = f"inputs/cloud_regions.csv ({q})"
@@ -356,7 +356,7 @@ class InputRules:
                 if w not in inp.workloads or (r and r not in inp.regions):
                     bad(where, f"names class {w!r} and region {r!r}, not a class and region of inputs/")
                     continue
-                if _rule_problem(row.get("local_hour"), 0, 23, "i") or _rule_problem(row.get("load"), 0, 1, ""):
+                if rule_problem(row.get("local_hour"), 0, 23, "i") or rule_problem(row.get("load"), 0, 1, ""):
                     continue  # reported by the table's rules
                 seen = hours_of.setdefault((w, r), {})
                 h = int(row["local_hour"])
@@ -396,7 +396,7 @@ class InputRules:
                     bad(f"inputs/scenario.yaml policies.{key}", f"names {s!r}, not a site of inputs/sites.csv")
         survive = pol.get("survive_site_loss") or {}
         if isinstance(survive, str):
-            survive = _list(survive)
+            survive = split_list(survive)
         if isinstance(survive, list):
             survive = {w: 1.0 for w in survive}
         if not isinstance(survive, dict):
@@ -405,14 +405,14 @@ class InputRules:
         for w, share in survive.items():
             if w not in inp.workloads:
                 bad("inputs/scenario.yaml policies.survive_site_loss", f"names {w!r}, not a class of the catalog")
-            why = _rule_problem(1.0 if share is True else share, 0, 1, "g")
+            why = rule_problem(1.0 if share is True else share, 0, 1, "g")
             if why:
                 bad(f"inputs/scenario.yaml policies.survive_site_loss.{w}", why)
         failover = pol.get("failover_rtt_ms") or {}
         for w, ms in (failover.items() if isinstance(failover, dict) else []):
             if w not in inp.workloads:
                 bad("inputs/scenario.yaml policies.failover_rtt_ms", f"names {w!r}, not a class of the catalog")
-            why = _rule_problem(ms, 0, INF, "g")
+            why = rule_problem(ms, 0, INF, "g")
             if why:
                 bad(f"inputs/scenario.yaml policies.failover_rtt_ms.{w}", why)
         if not isinstance(failover, dict):
@@ -424,8 +424,8 @@ class InputRules:
             elif routing == "hour" and (not inp.clock_on or survive):
                 bad("inputs/scenario.yaml clock.routing", "is 'hour' without the clock on, or with policies.survive_site_loss")
             tier = clock.get("inference_fabric_tier")
-            tiers = [f["tier"] for f in inp.fabrics.values() if _is_number(f.get("tier"))]
-            if inp.clock_on and _is_number(tier) and tier > max(tiers, default=0):
+            tiers = [f["tier"] for f in inp.fabrics.values() if is_number(f.get("tier"))]
+            if inp.clock_on and is_number(tier) and tier > max(tiers, default=0):
                 bad("inputs/scenario.yaml clock.inference_fabric_tier", f"is {tier!r}, above every fabric's tier")
 
 

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from dcplace.optimizer.checker.clock import ClockChecks
-from dcplace.optimizer.checker.common import ABS_TOL, _close, _is_number
+from dcplace.optimizer.checker.common import ABS_TOL, close, is_number
 from dcplace.optimizer.checker.constraints import ConstraintChecks
 from dcplace.optimizer.checker.costs import CostChecks
 from dcplace.optimizer.checker.folder import DECISION_KEYS, MANIFEST, NO_PLAN_STATUSES, FolderChecks
@@ -20,7 +20,11 @@ from dcplace.optimizer.checker.resilience import ResilienceChecks
 
 class PlanChecker(InputChecks, ConstraintChecks, ResilienceChecks, ClockChecks, HourlyChecks, CostChecks, FolderChecks,
                   ReportedChecks):
-    """Each `check_*` method verifies one family of constraints or figures; `fail` records a violation."""
+    """Each `check_*` method verifies one family of constraints or figures; `fail` records a violation.
+
+    What every mixin reads: `folder`, `plan` (plan.json), `inp` (Inputs: inputs/ as tables), `manifest`,
+    `report`, `fail`, `lines()` (each site's rack lines) and `_compare` (a reported figure against the
+    recomputed one); the helpers one mixin gives the others are named in each mixin's docstring."""
 
     def __init__(self, folder: str | Path, period: bool = False):
         """`period`: the folder is a period of a schedule folder, its inputs derived from the schedule's
@@ -62,7 +66,7 @@ class PlanChecker(InputChecks, ConstraintChecks, ResilienceChecks, ClockChecks, 
 
     def _compare(self, family: str, where: str, field: str, reported, expected: float, abs_: float = ABS_TOL,
                  source: str = "recomputed") -> None:
-        if not _is_number(reported) or not _close(float(reported), expected, abs_=abs_):
+        if not is_number(reported) or not close(float(reported), expected, abs_=abs_):
             self.fail(family, f"{where}: {field} is {reported!r} in plan.json, {source} {expected!r}.")
 
     def run(self) -> CheckReport:

@@ -8,7 +8,7 @@ from datetime import datetime
 
 import pandas as pd
 
-from dcplace.optimizer.checker.common import _close, spreadsheet_cell
+from dcplace.optimizer.checker.common import close, spreadsheet_cell
 
 PLAN_FIELDS = ("format_version scenario scenario_hash created_utc solve objective_usd_per_year cost_breakdown_usd_per_year "
                "kpis sites assignments jobs provenance")
@@ -275,7 +275,7 @@ class ReportedChecks:
                     ok = cell in (str(value), spreadsheet_cell(str(value)))  # folders written before the quote: as is
                 else:
                     try:
-                        ok = _close(float(cell), float(value), rel=1e-9, abs_=1e-9)
+                        ok = close(float(cell), float(value), rel=1e-9, abs_=1e-9)
                     except ValueError:
                         ok = False
                 if not ok:

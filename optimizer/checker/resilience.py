@@ -8,7 +8,7 @@ from collections import defaultdict
 
 import networkx as nx
 
-from dcplace.optimizer.checker.common import REL_TOL, _close, _is_number, _list
+from dcplace.optimizer.checker.common import REL_TOL, close, is_number, split_list
 
 
 class ResilienceChecks:
@@ -20,7 +20,7 @@ class ResilienceChecks:
         """policies.survive_site_loss as class -> share (a list means 1 each)."""
         value = self.inp.policies.get("survive_site_loss") or {}
         if isinstance(value, str):
-            value = _list(value)
+            value = split_list(value)
         if isinstance(value, (list, tuple)):
             return {w: 1.0 for w in value}
         return {w: float(a) for w, a in value.items()}
@@ -67,7 +67,7 @@ class ResilienceChecks:
             return
         classes = record.get("classes")
         if not isinstance(classes, dict) or set(classes) != set(survive) or \
-                any(not _is_number(classes[w]) or not _close(float(classes[w]), a) for w, a in survive.items()):
+                any(not is_number(classes[w]) or not close(float(classes[w]), a) for w, a in survive.items()):
             self.fail("failover", f"solve.failover.classes is {classes!r}; policies.survive_site_loss is {survive!r}.")
         broken = sorted(f"{f} '{w}'" for (f, w), (short, need) in shortfalls.items() if short > 1e-5 * need + 1e-2)
         # the solver's rule, halved for the whole milli-tok/s of the max-flow (a loss it found broken by a hair)
@@ -104,7 +104,7 @@ class ResilienceChecks:
                     self.fail("failover", f"{where}.{key} is {value!r}, not a count.")
             if isinstance(checked, int) and len(lost) > checked:
                 self.fail("failover", f"{where} breaks {len(lost)} losses of {checked} checked.")
-            if not _is_number(unserved) or unserved < 0 or (unserved > 0) != bool(lost):
+            if not is_number(unserved) or unserved < 0 or (unserved > 0) != bool(lost):
                 self.fail("failover", f"{where}: unserved_tok_s {unserved!r} with {len(lost)} broken loss(es); demand goes "
                           "unserved exactly when a loss breaks.")
             if lost and clean:
@@ -145,7 +145,7 @@ class ResilienceChecks:
                 g = nx.DiGraph()
                 for r, v in need.items():
                     g.add_edge("source", ("region", r), capacity=int(round(v * 1000)))
-                    allowed = _list(self.inp.regions[r].get("allowed_countries"))
+                    allowed = split_list(self.inp.regions[r].get("allowed_countries"))
                     budget = self._failover_budget(r, w)
                     for s in open_sites:
                         spare = capacity[s, w] - served[s, w]
@@ -188,12 +188,12 @@ class ResilienceChecks:
             if s == p["site"]:
                 self.fail("standby", f"job {p['job']}: its standby site {s} is the site it runs at.", breaks="training_standby")
             chip, fabric = self.inp.chips[x], self.inp.fabrics[f]
-            eligible = _list(job.get("eligible_chips"))
+            eligible = split_list(job.get("eligible_chips"))
             if chip["h100_equiv"] <= 0 or (eligible and x not in eligible) or fabric["tier"] < job["min_fabric_tier"]:
                 self.fail("standby", f"job {p['job']}: standby on {f}/{x} is not an eligible fabric and chip for it.")
             elif job["gpus_h100_equiv"] / (fabric["training_efficiency"] * chip["h100_equiv"]) > fabric["max_cluster_gpus"] + 1e-9:
                 self.fail("standby", f"job {p['job']}: standby fabric {f} cannot carry its cluster.")
-            allowed = _list(job.get("allowed_countries"))
+            allowed = split_list(job.get("allowed_countries"))
             if allowed and self.inp.sites[s]["country"] not in allowed:
                 self.fail("standby", f"job {p['job']}: standby site {s} is outside {';'.join(allowed)}.")
             need[s, f, x] += float(job["gpus_h100_equiv"])

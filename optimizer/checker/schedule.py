@@ -21,8 +21,8 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from dcplace.optimizer.checker.common import _close, spreadsheet_cell
-from dcplace.optimizer.checker.inputs import InputRules, Inputs, _rule_problem
+from dcplace.optimizer.checker.common import close, spreadsheet_cell
+from dcplace.optimizer.checker.inputs import InputRules, Inputs, rule_problem
 from dcplace.optimizer.checker.plan import PlanChecker
 from dcplace.optimizer.checker.report import CheckReport, Violation
 
@@ -49,7 +49,7 @@ def _equal(a, b) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
         return str(a).lower() == str(b).lower()
     try:
-        return _close(float(a), float(b), rel=1e-9, abs_=1e-9)
+        return close(float(a), float(b), rel=1e-9, abs_=1e-9)
     except (TypeError, ValueError):
         return a == b if not isinstance(a, (list, tuple)) else list(a) == list(b)
 
@@ -220,11 +220,11 @@ class ScheduleChecker:
                 continue
             for key, low, high, flags in (("year", 1900, 2200, "i"), ("years", 1, 20, "io"), ("power_price_factor", 0, 10, "go"),
                                           ("power_limit_factor", 0, 100, "go")):
-                why = _rule_problem(period.get(key), low, high, flags)
+                why = rule_problem(period.get(key), low, high, flags)
                 if why:
                     self.fail("inputs", f"{where}.{key} {why}: `dcplace validate` refuses it.")
             for w, factor in (period.get("demand") or {}).items():
-                why = _rule_problem(factor, 0, None, "")
+                why = rule_problem(factor, 0, None, "")
                 if why:
                     self.fail("inputs", f"{where}.demand.{w} {why}: `dcplace validate` refuses it.")
             years.append((period.get("year"), period.get("years", 1)))
@@ -243,7 +243,7 @@ class ScheduleChecker:
             for r, region in self.inp.regions.items():
                 for w in self.inp.workloads:
                     want = self.inp.demand(r, w) * float(factor.get(w, 1.0))
-                    if not _close(got.demand(r, w), want):
+                    if not close(got.demand(r, w), want):
                         self.fail("period_inputs", f"period {year}: region {r} {w} demand is {got.demand(r, w):,.3f} tok/s; "
                                   f"the top-level {self.inp.demand(r, w):,.3f} x {float(factor.get(w, 1.0)):g} = {want:,.3f}.")
             forbidden = set(got.policies.get("forbidden_sites") or [])
@@ -253,10 +253,10 @@ class ScheduleChecker:
                 if kw <= 0 and s not in forbidden:
                     self.fail("period_inputs", f"period {year}: site {s} has no power before {site.get('power_from_year')} "
                               "but is not forbidden in the period's inputs.")
-                if kw > 0 and s not in forbidden and not _close(float(got.sites[s]["power_limit_kw"]), kw):
+                if kw > 0 and s not in forbidden and not close(float(got.sites[s]["power_limit_kw"]), kw):
                     self.fail("period_inputs", f"period {year}: site {s} power limit is {got.sites[s]['power_limit_kw']:,.1f} kW; "
                               f"its steps give {kw:,.1f} kW.")
-                if not _close(float(got.sites[s]["power_price_usd_per_mwh"]), float(site["power_price_usd_per_mwh"]) * price):
+                if not close(float(got.sites[s]["power_price_usd_per_mwh"]), float(site["power_price_usd_per_mwh"]) * price):
                     self.fail("period_inputs", f"period {year}: site {s} power price is not the top-level price x {price:g}.")
             for chip in got.chips:
                 if not self.chip_available(chip, year):
@@ -269,7 +269,7 @@ class ScheduleChecker:
                     self.fail("period_inputs", f"period {year}: job {j} {'runs' if runs else 'does not run'} in this period "
                               f"(from_year {job.get('from_year')}, to_year {job.get('to_year')}) but the period's inputs "
                               f"{'lack' if runs else 'have'} it.")
-                elif runs and not _close(float(got.jobs[j]["gpus_h100_equiv"]), float(job["gpus_h100_equiv"]) * training):
+                elif runs and not close(float(got.jobs[j]["gpus_h100_equiv"]), float(job["gpus_h100_equiv"]) * training):
                     self.fail("period_inputs", f"period {year}: job {j} needs {got.jobs[j]['gpus_h100_equiv']:g} GPUs; "
                               f"the top-level {job['gpus_h100_equiv']:g} x training {training:g}.")
 
@@ -361,14 +361,14 @@ class ScheduleChecker:
             capex = sum(float(plan["cost_breakdown_usd_per_year"].get(c, 0.0)) for c in CAPEX)
             operating = (float(plan["objective_usd_per_year"]) - capex) * self.weight(period)
             line = lines.get(year)
-            if line is None or not _close(float(line["operating_npv_usd"]), operating, rel=1e-6, abs_=1.0):
+            if line is None or not close(float(line["operating_npv_usd"]), operating, rel=1e-6, abs_=1.0):
                 self.fail("npv", f"period {year}: operating NPV should be ({plan['objective_usd_per_year']:,.2f} - {capex:,.2f}) x "
                           f"{self.weight(period):.6f} = {operating:,.2f}; schedule.json says {line and line['operating_npv_usd']}.")
             total += operating
         for b in self.builds:
             served = sum(self.weight(p) for p in self.periods if self.serves(int(b["year"]), p, self.life(b)))
             npv = int(b["count"]) * self.annuity(b) * served
-            if not _close(float(b["npv_usd"]), npv, rel=1e-6, abs_=1.0):
+            if not close(float(b["npv_usd"]), npv, rel=1e-6, abs_=1.0):
                 self.fail("npv", f"build {b['count']} x {b['config']} ({b['kind']}) at {b['site']} in {b['year']}: NPV should be "
                           f"{b['count']} x {self.annuity(b):,.2f} $/yr x {served:.6f} = {npv:,.2f}; builds.csv says {b['npv_usd']:,.2f}.")
             total += npv
@@ -376,12 +376,12 @@ class ScheduleChecker:
             cooling = self.inp.cooling[h["cooling"]]
             npv = (float(h["ready_kw"]) * float(cooling.get("ready_usd_per_kw") or 0)
                    + float(h["retrofit_kw"]) * float(cooling.get("retrofit_usd_per_kw") or 0)) * self.discount(int(h["year"]))
-            if not _close(float(h["npv_usd"]), npv, rel=1e-6, abs_=1.0):
+            if not close(float(h["npv_usd"]), npv, rel=1e-6, abs_=1.0):
                 self.fail("npv", f"{h['cooling']} hall at {h['site']} in {h['year']}: {h['ready_kw']:,.1f} kW ready and "
                           f"{h['retrofit_kw']:,.1f} kW retrofitted should cost {npv:,.2f} in NPV; halls.csv says {h['npv_usd']:,.2f}.")
             total += npv
         reported = self.schedule.get("npv_usd")
-        if reported is None or not _close(float(reported), total, rel=1e-6, abs_=1.0):
+        if reported is None or not close(float(reported), total, rel=1e-6, abs_=1.0):
             self.fail("npv", f"the schedule's NPV should be {total:,.2f} USD; schedule.json says {reported}.")
         self.report.recomputed_cost_usd_per_year = total
         solve = self.schedule["solve"]
