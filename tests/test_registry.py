@@ -5,7 +5,8 @@ The rule for "shown to hold something" (tests/test_registry.py is where it is en
 every registered family has a case in CASES, a tiny scenario where the family binds. The
 case is solved twice: with every family, the plan passes the family's checker method; with
 the family left out (build_model(ix, without=(name,))), the solver takes the cheaper plan
-that breaks exactly that constraint, and the family's checker method reports it. Families
+that breaks exactly that constraint, and the family's checker method reports it under the
+family's name (Violation.registry_families; tests/test_checker_families.py). Families
 that are implied in the MIP by others and only tighten the LP relaxation are listed in
 TIGHTENING with the families that imply them: for them the test shows that leaving them out
 keeps the optimum and the plan still passes their checker (their rows must still exist). A
