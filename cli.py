@@ -41,7 +41,7 @@ from dcplace.models.overrides import OverrideError, parse_assignments
 from dcplace.models.plan import PlanFileError, plan_json_edited
 from dcplace.models.versions import package_versions
 from dcplace.optimizer.solvers.backends import CAPABILITIES
-from dcplace.optimizer.check import check_plan_folder
+from dcplace.optimizer.checker import check_plan_folder, check_schedule_folder
 from dcplace.optimizer.model.index import MAX_FULL_PAIRS
 from dcplace.optimizer.solving.pipeline import PlanCheckFailed, solve_schedule_to_folder, solve_to_folder
 from dcplace.optimizer.solving.precheck import checked_index
@@ -701,8 +701,6 @@ def _damaged_folder(args, kwargs) -> None:
     for folder in (Path(v) for v in given if isinstance(v, (str, Path))):
         try:
             if (folder / "schedule.json").is_file():
-                from dcplace.optimizer.check_schedule import check_schedule_folder
-
                 findings = [str(v) for v in check_schedule_folder(folder).violations]
             elif (folder / "plan.json").is_file():
                 findings = [str(v) for v in check_plan_folder(folder).violations]

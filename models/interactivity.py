@@ -17,7 +17,7 @@ Both ends are said as warnings (`interactivity_warnings`, in `dcplace validate` 
 solve); a class whose target is stricter than every chip's curve is refused, naming its row.
 
 One home: the optimizer, the clock, the report and the loader's checks all read
-`tok_s_at_target`; the independent checker (optimizer/check.py) recomputes the same from
+`tok_s_at_target`; the independent checker (optimizer/checker/inputs.py) recomputes the same from
 the plan's recorded throughput.csv and workloads.csv on its own.
 """
 

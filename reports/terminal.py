@@ -36,7 +36,7 @@ from rich.table import Table
 from rich.text import Text
 
 from dcplace.models.plan import HAS_PLAN, Plan, manifest_removed, read_plan
-from dcplace.optimizer.check import check_plan_folder
+from dcplace.optimizer.checker import check_plan_folder, check_schedule_folder
 from dcplace.optimizer.solving.progress import SolveProgress
 from dcplace.reports.style import display_name, money, mw_number, mw_text, visible_controls
 
@@ -307,13 +307,12 @@ def check_outcome(folder: Path) -> dict:
 
     def fail(report) -> dict:
         return {**out, "status": "fail", "exit_code": int(ExitCode.CHECK_FAILED), "checked": report.checked,
-                "violations": [{"family": v.family, "message": v.message} for v in report.violations],
+                "violations": [{"family": v.family, "message": v.message, "registry_families": list(v.registry_families)}
+                               for v in report.violations],
                 "text": f"[bold red]FAIL[/]: {markup_text(folder)}: {len(report.violations)} violation(s):",
                 "lines": [str(v) for v in report.violations]}
 
     if (folder / "schedule.json").is_file():
-        from dcplace.optimizer.check_schedule import check_schedule_folder
-
         report = check_schedule_folder(folder)
         if not report.ok:
             return fail(report)

@@ -108,7 +108,7 @@ def test_check_json_pass_fail_and_not_a_plan(solved, tmp_path):
     result = runner.invoke(app, ["check", str(broken), "--json"])
     doc = json.loads(result.stdout)
     assert result.exit_code == ExitCode.CHECK_FAILED == doc["exit_code"] and doc["status"] == "fail"
-    assert doc["violations"] and all(set(v) == {"family", "message"} for v in doc["violations"])
+    assert doc["violations"] and all(set(v) == {"family", "message", "registry_families"} for v in doc["violations"])
 
     result = runner.invoke(app, ["check", str(tmp_path), "--json"])
     doc = json.loads(result.stdout)

@@ -14,7 +14,7 @@ import pytest
 from dcplace import load_scenario
 from dcplace.models import ScenarioError, scenario_warnings
 from dcplace.models.interactivity import BEYOND, CLAMPED, INTERPOLATED, ON_POINT, read_curve, throughput_at_targets, tok_s_at_target
-from dcplace.optimizer.check import _tok_s_at_targets
+from dcplace.optimizer.checker.inputs import tok_s_at_targets as _tok_s_at_targets
 
 from tests.helpers import TINY_CATALOG, make_scenario, region, site
 

@@ -301,7 +301,7 @@ def test_a_variant_says_what_it_is_in_plan_json_and_every_title(n1_variant):
     from dcplace.reports.export import metadata_rows
 
     assert dict(metadata_rows(layers, "2026-01-01T00:00:00Z"))["overrides"] == title.split(" · ", 1)[1]  # the GeoPackage's record
-    from dcplace.optimizer.check import check_plan_folder
+    from dcplace.optimizer.checker import check_plan_folder
 
     assert check_plan_folder(root / "plan").ok  # the provenance record stays consistent for the checker
 

@@ -30,7 +30,7 @@ optimum. (The LP of step 2 is exactly the full model's rows for f with the plan'
 decisions fixed: a max-flow from f's lost load to the surviving sites' spare capacity.)
 
 `SolveRecord.failover` records the rounds, the losses generated and the check of the
-final plan; the independent checker re-routes every loss itself (optimizer/check.py,
+final plan; the independent checker re-routes every loss itself (optimizer/checker/resilience.py,
 check_failover, a max-flow in networkx).
 """
 
