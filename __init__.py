@@ -19,7 +19,7 @@ from dcplace.models import (InputProblem, Scenario, ScenarioError, export_defaul
 from dcplace.models.outputs import OutputRefused
 from dcplace.models.plan import Plan, read_plan
 from dcplace.models.schema import scenario_json_schema
-from dcplace.optimizer.check import CheckReport, check_plan_folder
+from dcplace.optimizer.checker import CheckReport, check_plan_folder
 from dcplace.optimizer.model.formulation import build_model
 from dcplace.optimizer.model.index import build_index
 from dcplace.optimizer.solvers.pyomo_model import to_pyomo

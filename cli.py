@@ -1,6 +1,6 @@
 """dcplace command line: parses arguments, calls the library, prints with rich.
 
-Exit codes (the table is `ExitCode` / `EXIT_CODE_MEANINGS` below; `dcplace --help` prints it): 0 success; 1 a plan failed its independent check; 2 bad input (every problem
+Exit codes (the table is reports.terminal's `ExitCode` / `EXIT_CODE_MEANINGS`; `dcplace --help` prints it): 0 success; 1 a plan failed its independent check; 2 bad input (every problem
 is listed, naming file, row and field); 3 the scenario is infeasible (the diagnosis says
 which limits must move); 4 the time limit ended before any plan was found; 5 a batch finished with members that
 failed (bad input, error, crash, no plan in time; re-run the same command to retry them);
@@ -12,91 +12,46 @@ waits while an output moves into place, so a stopped run leaves the old output o
 
 Every text that comes from the user (names of sites, regions, jobs, scenarios, plans and
 batch members, file paths, messages quoting them) is printed as text, never as rich markup
-or terminal control codes: see `_text`.
+or terminal control codes: see reports.terminal.
 """
 
 from __future__ import annotations
 
-import contextlib
-import enum
 import errno
 import json
-import logging
 import functools
 import os
 import platform
-import re
 import signal
 import sys
 import tempfile
-import time
 import traceback
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 import click
 import typer
-from rich.cells import cell_len
 from rich.console import Console
-from rich.live import Live
-from rich.markup import escape
-from rich.measure import Measurement
-from rich.padding import Padding
-from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text
 
 from dcplace.models import ScenarioError, export_default, load_scenario, scenario_warnings
 from dcplace.models.outputs import OutputRefused, check_destination
 from dcplace.models.overrides import OverrideError, parse_assignments
-from dcplace.models.plan import HAS_PLAN, Plan, PlanFileError, manifest_removed, plan_json_edited, read_plan
+from dcplace.models.plan import PlanFileError, plan_json_edited
 from dcplace.models.versions import package_versions
 from dcplace.optimizer.solvers.backends import CAPABILITIES
-from dcplace.optimizer.check import check_plan_folder
+from dcplace.optimizer.checker import check_plan_folder, check_schedule_folder
 from dcplace.optimizer.model.index import MAX_FULL_PAIRS
 from dcplace.optimizer.solving.pipeline import PlanCheckFailed, solve_schedule_to_folder, solve_to_folder
 from dcplace.optimizer.solving.precheck import checked_index
-from dcplace.optimizer.solving.progress import SolveProgress
 from dcplace.optimizer.solving.solve import InfeasibleScenario, NoPlanFound, SolveOptions
-from dcplace.reports.style import display_name, money, mw_number, mw_text, visible_controls
-
-class ExitCode(enum.IntEnum):
-    """Every exit code of `dcplace`, in one place: README.md's "Exit codes" and `dcplace --help` are
-    written from EXIT_CODE_MEANINGS (tests/test_ecosystem.py checks that the README agrees)."""
-
-    OK = 0
-    CHECK_FAILED = 1
-    BAD_INPUT = 2
-    INFEASIBLE = 3
-    NO_PLAN = 4
-    BATCH_INCOMPLETE = 5
-    INTERNAL_ERROR = 6
-    RESOURCE_LIMIT = 7
-    MISSING_LIBRARY = 8
-    INTERRUPTED = 130
-
-
-EXIT_CODE_MEANINGS = {
-    ExitCode.OK: "success",
-    ExitCode.CHECK_FAILED: "a plan failed its independent check (a bug: please report it)",
-    ExitCode.BAD_INPUT: "bad input (every problem listed with file, row, field and a fix)",
-    ExitCode.INFEASIBLE: "infeasible (with the diagnosis)",
-    ExitCode.NO_PLAN: "the time limit ended before any plan was found",
-    ExitCode.BATCH_INCOMPLETE: "a batch finished with failed members (re-run the same command to retry them)",
-    ExitCode.INTERNAL_ERROR: "an internal error (a bug: one line names it and the file its traceback was saved to; please report "
-                             "it with `dcplace --version`)",
-    ExitCode.RESOURCE_LIMIT: "a resource limit: the machine ran out of memory (not a bug; the message says what to cut)",
-    ExitCode.MISSING_LIBRARY: "a system library is missing: report.pdf needs Pango (one line names it and the apt-get command; "
-                              "report.html is written all the same)",
-    ExitCode.INTERRUPTED: "stopped by Ctrl-C (SIGTERM ends the process by the signal)",
-}
-
-
-def exit_code_table() -> str:
-    """The exit codes as lines `  N  meaning`, for `dcplace --help` and the docs."""
-    return "\n".join(f"{int(code):>5}  {meaning}" for code, meaning in EXIT_CODE_MEANINGS.items())
-
+from dcplace.reports.style import money
+from dcplace.reports.terminal import (EXIT_CODE_MEANINGS, ExitCode, PipeSafe, batch_line, check_outcome, clean as _clean,
+                                      hide_engine_log, live_status, markup_name as _name, markup_text as _text, member_line,
+                                      plan_summary, print_alternatives, print_batch_summary, print_comparison, print_frontier,
+                                      print_infeasible, print_plan, print_prices, print_problems, print_robustness, print_schedule,
+                                      print_warnings, print_worth, print_written, say, show_engine_log, solve_line)
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Placement engine for AI infrastructure.",
                   epilog="Exit codes:\n\n" + "\n\n".join(f"{int(c)}: {m}" for c, m in EXIT_CODE_MEANINGS.items()))
@@ -111,275 +66,18 @@ EXIT_BATCH_INCOMPLETE = ExitCode.BATCH_INCOMPLETE
 EXIT_INTERNAL_ERROR = ExitCode.INTERNAL_ERROR
 EXIT_RESOURCE_LIMIT = ExitCode.RESOURCE_LIMIT
 
-def _clean(value: object, newlines: bool = False) -> str:
-    """`value` as text with every terminal control character shown as an escape (`\\x1b`);
-    line breaks kept when `newlines` (for multi-line messages). reports.style holds the rule."""
-    return visible_controls(str(value), newlines)
-
-
-def _name(value: object) -> str:
-    """A name from the inputs for a rich markup string or Table cell: as every output shows it
-    (reports.style.display_name: cut to 80 characters, control characters as escapes)."""
-    return escape(display_name(value))
-
-
-def _text(value: object, newlines: bool = False) -> str:
-    """User text for a rich markup string or Table cell: shown exactly as typed, never as
-    markup (`[link=...]`, `[/]`) or terminal control codes."""
-    return escape(_clean(value, newlines))
-
 
 ScenarioArg = typer.Argument(None, help="Scenario YAML file; omit for the embedded default ('years': the default over "
                              "three periods, docs/periods.md).", show_default=False)
 
 
 def _bad_input(exc: ScenarioError) -> None:
-    err.print(f"[bold red]The scenario has {len(exc.problems)} problem(s):[/]")
-    for problem in exc.problems:
-        err.print(f"  • {_clean(problem, newlines=True)}", markup=False, highlight=False)
+    print_problems(exc.problems, err)
     raise typer.Exit(EXIT_BAD_INPUT)
-
-
-def _print_warnings(loaded) -> None:
-    """Allowed but probably a mistake (a site outside its country, a site that holds no rack); never blocks."""
-    warnings = scenario_warnings(loaded)
-    if warnings:
-        err.print(f"[bold yellow]{len(warnings)} warning(s)[/] (the scenario is still used as given):")
-    for problem in warnings:
-        err.print(f"  • warning: {_clean(problem, newlines=True)}", markup=False, highlight=False)
-
-
-def _print_infeasible(diagnosis: list[str]) -> None:
-    err.print("[bold red]Infeasible:[/] no plan keeps every limit. To make one possible:")
-    for line in diagnosis or ["(no single limit could be named; loosen policies or add capacity)"]:
-        err.print(f"  • {_clean(line, newlines=True)}", markup=False, highlight=False)
-
-
-# ------------------------------------------------------------------ terminal layout
-
-# A money figure (`$1,234.56 M`, reports.style.money) or a unit price (`$0.123 per M tokens`):
-# kept whole on one line by _say, never split or cut.
-_MONEY_TEXT = re.compile(r"-?\$[\d,]+\.\d+(?: per M tokens| M(?:/yr)?)?")
-
-
-def _say(markup: str, to: Console | None = None) -> None:
-    """Print a paragraph wrapped at word boundaries to the console's width, never inside a
-    money figure (rich would break `$1,234.56 M` between the number and its unit)."""
-    to = to or console
-    text = Text.from_markup(markup)
-    plain = text.plain
-    protected: set[int] = set()
-    for m in _MONEY_TEXT.finditer(plain):
-        protected.update(range(m.start(), m.end()))
-    width = max(to.width, 20)
-    lines: list[Text] = []
-    start = 0
-    while cell_len(plain[start:]) > width:
-        cut = None
-        for i in range(start + 1, len(plain)):
-            if plain[i] == " " and i not in protected:
-                if cell_len(plain[start:i]) <= width:
-                    cut = i
-                else:
-                    cut = cut or i  # a word longer than the line goes on a line of its own
-                    break
-        if cut is None:
-            break
-        lines.append(text[start:cut])
-        start = cut + 1
-    lines.append(text[start:])
-    for line in lines:
-        to.print(line, soft_wrap=True, highlight=False)
-
-
-TEXT_WORD_MAX = 12  # a text column is kept at least as wide as its longest word up to this; longer words fold
-FIT_MARGIN = 2  # columns kept spare: rich's column collapse may round a text column back up past its share
-
-
-@dataclass
-class _Col:
-    header: str
-    cells: list[str]  # rich markup (user text already through _text)
-    kind: str = "text"  # "money" and "number": right-aligned, never wrapped or cut; "text": folds
-
-
-def _fit_table(title: str, columns: list[_Col], drop_order: list[str], to: Console | None = None) -> tuple[Table, list[str]]:
-    """A table as wide as the console allows: numbers (money above all) are shown whole at
-    their full width; when the table would not fit, whole columns are left out, in
-    `drop_order` (lowest priority first), rather than cutting any figure. Returns the
-    table and the headers left out."""
-    to = to or console
-    dropped: list[str] = []
-    candidates = [h for h in drop_order if any(c.header == h for c in columns)]
-    while True:
-        shown = [c for c in columns if c.header not in dropped]
-        table = Table(title=title, title_justify="left")
-        for c in shown:
-            if c.kind == "text":  # whole words where they are short enough; a longer one folds
-                words = [w for x in [c.header, *c.cells] for w in Text.from_markup(x).plain.split()]
-                table.add_column(c.header, overflow="fold", min_width=min(max(map(cell_len, words), default=1), TEXT_WORD_MAX))
-            else:
-                full = max(Text.from_markup(x).cell_len for x in [*c.header.split("\n"), *c.cells])
-                table.add_column(c.header, justify="right", no_wrap=True, min_width=full)
-        for i in range(len(columns[0].cells) if columns else 0):
-            table.add_row(*(c.cells[i] for c in shown))
-        need = Measurement.get(to, to.options.update_width(10_000), table).minimum
-        if need + FIT_MARGIN <= to.width or not candidates:
-            return table, [h.replace("\n", " ") for h in dropped]
-        dropped.append(candidates.pop(0))
-
-
-def _left_out(dropped: list[str], where: str, to: Console | None = None) -> None:
-    """Say which columns a narrow terminal left out, and where the full table is."""
-    to = to or console
-    if dropped:
-        _say(f"[dim]Left out at {to.width} columns: {_text(', '.join(dropped))}; all columns are in {_text(where)}.[/]", to)
-
-
-class _SolveLine:
-    """The live status line of `dcplace solve` (on stderr): phase, elapsed time and, during
-    the search, the best plan's cost, the bound and the gap. Fed by solve's progress callback
-    (from any thread); redrawn by rich.live about twice a second."""
-
-    def __init__(self, time_limit_s: float, to: Console):
-        self.time_limit_s = time_limit_s
-        self.to = to
-        self.started = time.perf_counter()
-        self.latest: SolveProgress | None = None
-
-    def __call__(self, progress: SolveProgress) -> None:
-        self.latest = progress  # one reference swap: safe from HiGHS's thread
-
-    def text(self) -> str:
-        p = self.latest
-        # (priority, text): on a narrow terminal whole parts are left out, least important
-        # first (the bound, then the gap, ...): a figure is never cut at the terminal's edge
-        parts = [(0, p.label if p else "starting"), (1, f"{time.perf_counter() - self.started:,.0f} s of {self.time_limit_s:g} s")]
-        if p is not None and p.incumbent_usd_per_year is not None:
-            parts.append((2, f"best {money(p.incumbent_usd_per_year)}/yr"))
-        if p is not None and p.bound_usd_per_year is not None:
-            parts.append((4, f"bound {money(p.bound_usd_per_year)}"))
-        if p is not None and p.gap is not None:
-            parts.append((3, f"gap {p.gap:.2%}"))
-        return _fit_line(parts, self.to.width)
-
-    def __rich__(self):
-        return Spinner("dots", Text(self.text(), no_wrap=True))
-
-
-def _fit_line(parts: list[tuple[int, str]], width: int) -> str:
-    """Parts joined with ' · ', leaving out whole parts (highest priority number first)
-    until the line fits `width` less the spinner's 2 cells."""
-    parts = list(parts)
-    while parts:
-        line = " · ".join(text for _, text in parts)
-        if cell_len(line) + 2 <= width or len(parts) == 1:
-            return line
-        parts.remove(max(parts, key=lambda x: x[0]))
-    return ""
-
-
-def _live(renderable, enabled: bool):
-    """A transient live display on stderr, or nothing (quiet, or stderr not a terminal).
-    stdout is routed above it only when stdout is the terminal too."""
-    if not enabled:
-        return contextlib.nullcontext()
-    return Live(renderable, console=err, refresh_per_second=2, transient=True,
-                redirect_stdout=console.is_terminal, redirect_stderr=False)
 
 
 def _progress_on(quiet: bool) -> bool:
     return not quiet and err.is_terminal
-
-
-# Columns of the open-sites table left out on a narrow terminal, first to last; the site's
-# name and its cost are always shown.
-SITE_COLUMN_PRIORITY = ["racks", "facility\nMW", "fabric", "GPUs", "cooling", "role", "IT\nMW"]
-JOB_COLUMN_PRIORITY = ["chip", "fabric"]
-
-
-def print_plan(plan: Plan, out_dir: Path | None = None) -> None:
-    """The plan on the terminal: what was solved, the open sites, the jobs, the annual cost
-    and the KPIs. At any width every money figure is whole (`$1,234.56 M`): on a narrow
-    terminal the lowest-priority columns are left out (SITE_COLUMN_PRIORITY) and the note
-    under the tables names the plan folder's CSVs that hold them all."""
-    s = plan.solve
-    gap = f"{s.gap:.2%}" if s.gap is not None else "n/a"
-    _say(
-        f"[bold]{_name(plan.scenario)}[/]: [green]{_text(s.status)}[/] in {s.build_time_s + s.solve_time_s:.1f} s "
-        f"({s.model['rows']:,} rows, {s.model['columns']:,} columns, {s.model['integers']:,} integers; gap {gap})"
-    )
-    from dcplace.reports.summary import clock_terminal_lines, status_text  # what "optimal" means here: within the gap, in dollars
-
-    _say(f"Status: {_text(status_text(plan))}.")
-    if s.pairs:
-        bound_kind = s.pairs.get("bound_kind") or "the full model's LP bound"  # plans written before bound_kind
-        _say(
-            f"Serving pairs: {s.pairs['pairs_in_model']:,} of {s.pairs['pairs_eligible']:,} eligible in the model after "
-            f"{s.pairs['pricing_rounds']} pricing rounds; "
-            + (f"the gap is against {bound_kind} ({money(s.pairs['full_lp_bound_usd_per_year'])}/yr)."
-               if s.pairs["full_lp_bound_usd_per_year"] is not None else f"{bound_kind}.")
-        )
-    # Numbers never wrap or shrink to '…'; text columns fold (a name over several lines, cut
-    # only past 80 characters: reports.style.display_name); what still does not fit is left out by priority.
-    sites = sorted((x for x in plan.sites if x.open), key=lambda x: -x.total_cost_usd_per_year)
-    columns = [
-        _Col("site", [_name(x.name) for x in sites]),
-        _Col("role", [_text(x.role) for x in sites]),
-        _Col("racks", [f"{x.racks_total:,}" for x in sites], "number"),
-        _Col("GPUs", [f"{x.gpus:,}" for x in sites], "number"),
-        _Col("IT\nMW", [mw_number(x.it_kw / 1000) for x in sites], "number"),
-        _Col("facility\nMW", [mw_number(x.facility_kw / 1000) for x in sites], "number"),
-        _Col("cooling", [_text(", ".join(x.zones)) for x in sites]),
-        _Col("fabric", [_text(", ".join(x.fabrics)) for x in sites]),
-        _Col("cost/yr", [money(x.total_cost_usd_per_year) for x in sites], "money"),
-    ]
-    table, dropped = _fit_table("Open sites", columns, SITE_COLUMN_PRIORITY)
-    console.print(table)
-    if plan.jobs:
-        names = {x.id: x.name for x in plan.sites}
-        jobs, dropped_jobs = _fit_table("Training jobs", [
-            _Col("job", [_name(j.name) for j in plan.jobs]),
-            _Col("site", [_name(names.get(j.site, j.site)) for j in plan.jobs]),
-            _Col("fabric", [_text(j.fabric) for j in plan.jobs]),
-            _Col("chip", [_text(j.chip) for j in plan.jobs]),
-            _Col("H100-eq GPUs", [f"{j.gpus_h100_equiv:,.0f}" for j in plan.jobs], "number"),
-        ], JOB_COLUMN_PRIORITY)
-        console.print(jobs)
-        dropped += [f"job {d}" for d in dropped_jobs]
-    lines = [(c, v) for c, v in plan.cost_breakdown_usd_per_year.items() if v]
-    costs, _ = _fit_table("Annual cost", [
-        _Col("category", [_text(c.replace("_", " ")) for c, _ in lines] + ["[bold]total[/]"]),
-        _Col("USD/yr", [money(v) for _, v in lines] + [f"[bold]{money(plan.objective_usd_per_year)}[/]"], "money"),
-    ], [])
-    console.print(costs)
-    k = plan.kpis
-    _say(
-        f"Inference: {k['tokens_per_s_served_peak']:,.0f} tok/s at peak, ${k['usd_per_m_tokens']:.3f} per M tokens, "
-        f"mean RTT {k['mean_rtt_ms']:.1f} ms, {k['demand_within_budget_share']:.1%} within budget. "
-        f"IT {mw_text(k['it_mw_inference'])} inference + {mw_text(k['it_mw_training'])} training; "
-        f"{k['emissions_t_per_year']:,.0f} t CO2/yr."
-    )
-    for line in clock_terminal_lines(plan):  # the clock and rentals (docs/clock.md); none without them
-        _say(_text(line))
-    if out_dir is not None:
-        if dropped:
-            _left_out(dropped, f"{out_dir / 'sites.csv'} and {out_dir / 'jobs.csv'}")
-        else:
-            _say(f"[dim]Every site, job and assignment: {_text(out_dir / 'sites.csv')}, jobs.csv, assignments.csv.[/]")
-        _say(f"Plan written to [bold]{_text(out_dir)}[/] and checked.")
-    elif dropped:
-        _left_out(dropped, "the plan folder's sites.csv and jobs.csv")
-
-
-def plan_summary(plan: Plan, out_dir: Path | None = None) -> str:
-    """One line for scripts (`--quiet`): status, cost, gap, sites, time, folder."""
-    s = plan.solve
-    gap = f"gap {s.gap:.2%}" if s.gap is not None else "no gap"
-    opened = sum(1 for x in plan.sites if x.open)
-    where = f"; plan in {out_dir} (checked)" if out_dir is not None else ""
-    return (f"{display_name(plan.scenario)}: {s.status}, {money(plan.objective_usd_per_year)}/yr, {gap}, {opened} sites open, "
-            f"{s.build_time_s + s.solve_time_s:.1f} s{where}")
 
 
 @app.command()
@@ -420,13 +118,13 @@ def solve(
         check_destination(out, "plan")  # refuse --out before any work
         loaded = load_scenario(scenario, overrides=overrides or None, overrides_origin="--set")
         if not quiet:
-            _print_warnings(loaded)
+            print_warnings(scenario_warnings(loaded), err)
             # The solve can take its whole time limit: say at once what is being solved.
             err.print(f"Solving {_name(loaded.name)} ({len(loaded.sites):,} sites, {len(loaded.regions):,} regions, "
                       f"limit {time_limit:g} s)…", highlight=False)
-        line = _SolveLine(time_limit, err)
+        line = solve_line(time_limit, err)
         live = _progress_on(quiet)
-        with _live(line, live):  # phase, best plan, bound, gap and elapsed time, while it solves
+        with live_status(line, live, console):  # phase, best plan, bound, gap and elapsed time, while it solves
             if loaded.periods:  # a build schedule over the years (docs/periods.md)
                 schedule, plans, _ = solve_schedule_to_folder(loaded, out, options, progress=line if live else None,
                                                               started=_EXEC_STARTED)
@@ -439,7 +137,7 @@ def solve(
     except InfeasibleScenario as exc:
         if json_:
             _emit_json({**head, "status": "infeasible", "exit_code": int(EXIT_INFEASIBLE), "diagnosis": list(exc.diagnosis)})
-        _print_infeasible(exc.diagnosis)
+        print_infeasible(exc.diagnosis, err)
         err.print(f"The diagnosis is recorded in {_text(out / 'plan.json')}.")
         raise typer.Exit(EXIT_INFEASIBLE)
     except NoPlanFound as exc:
@@ -462,25 +160,11 @@ def solve(
                         "kpis": plan.kpis})})
         return
     if loaded.periods:
-        print_schedule(schedule, out, quiet)
+        print_schedule(schedule, out, console, quiet)
     elif quiet:
         console.print(_clean(plan_summary(plan, out)), markup=False, highlight=False, soft_wrap=True)
     else:
-        print_plan(plan, out)
-
-
-def print_schedule(schedule, out_dir: Path, quiet: bool = False) -> None:
-    """A schedule on the terminal: NPV, gap, and per period what is open, bought and retired."""
-    from dcplace.reports.schedule import schedule_lines
-
-    s = schedule.solve
-    gap = f"gap {s.gap:.2%}" if s.gap is not None else "no gap"
-    head = (f"{display_name(schedule.scenario)}: {s.status}, NPV {money(schedule.npv_usd)} over {len(schedule.periods)} periods, {gap}, "
-            f"{s.build_time_s + s.solve_time_s:.1f} s; schedule in {out_dir} (checked)")
-    console.print(_clean(head), markup=False, highlight=False, soft_wrap=True)
-    if not quiet:
-        for text in schedule_lines(schedule):
-            console.print(_clean(text), markup=False, highlight=False, soft_wrap=True)
+        print_plan(plan, out, console)
 
 
 JsonOption = typer.Option(False, "--json", help="For scripts: print one JSON object on stdout (status, problems or "
@@ -523,7 +207,7 @@ def validate(scenario: Optional[Path] = ScenarioArg, json_: bool = JsonOption) -
                     "rack_configs": len(loaded.catalog.rack_configs), "peak_demand_tok_s": demand,
                     "periods": [p.year for p in loaded.periods]})
         return
-    _print_warnings(loaded)
+    print_warnings(scenario_warnings(loaded), err)
     console.print(
         f"[green]OK[/]: scenario '{_name(loaded.name)}': {len(loaded.sites)} sites, {len(loaded.regions)} regions "
         f"({demand:,.0f} tok/s peak demand), {len(loaded.jobs)} training jobs, {len(loaded.catalog.rack_configs)} rack configurations"
@@ -531,64 +215,10 @@ def validate(scenario: Optional[Path] = ScenarioArg, json_: bool = JsonOption) -
     )
 
 
-def _check_outcome(folder: Path) -> dict:
-    """What `dcplace check` found, as the JSON it prints with --json: status (pass, fail,
-    infeasible, bad_input), exit_code, violations, and `text` / `lines`, the rich markup the
-    terminal shows (stderr unless status is pass)."""
-    out = {"command": "check", "folder": str(folder), "violations": [], "checked": [], "plan_status": None,
-           "recomputed_cost_usd_per_year": None, "diagnosis": []}
-
-    def bad(text: str) -> dict:
-        return {**out, "status": "bad_input", "exit_code": int(EXIT_BAD_INPUT), "text": text, "lines": []}
-
-    def fail(report) -> dict:
-        return {**out, "status": "fail", "exit_code": int(EXIT_CHECK_FAILED), "checked": report.checked,
-                "violations": [{"family": v.family, "message": v.message} for v in report.violations],
-                "text": f"[bold red]FAIL[/]: {_text(folder)}: {len(report.violations)} violation(s):",
-                "lines": [str(v) for v in report.violations]}
-
-    if (folder / "schedule.json").is_file():
-        from dcplace.optimizer.check_schedule import check_schedule_folder
-
-        report = check_schedule_folder(folder)
-        if not report.ok:
-            return fail(report)
-        return {**out, "status": "pass", "exit_code": 0, "kind": "schedule", "checked": report.checked,
-                "recomputed_cost_usd_per_year": report.recomputed_cost_usd_per_year, "lines": [],
-                "text": f"[green]PASS[/]: {_text(folder)}: every period's plan and the ties between periods hold "
-                        f"({len(report.checked)} checks); the NPV adds up to ${report.recomputed_cost_usd_per_year:,.2f}."}
-    if not (folder / "plan.json").exists() or not (folder / "inputs" / "scenario.yaml").exists():
-        return bad(f"[red]{_text(folder)}: not a plan folder[/] (plan.json and inputs/scenario.yaml are needed). Fix: give a folder written by `dcplace solve`.")
-    try:
-        report = check_plan_folder(folder)
-    except (KeyError, ValueError, OSError) as exc:
-        return bad(f"[red]{_text(folder)}: the plan folder is damaged[/] ({type(exc).__name__}: {_text(exc, newlines=True)}). "
-                   "Fix: re-run `dcplace solve`.")
-    if report.violations and all(v.family == "manifest" and "has no manifest.json" in v.message for v in report.violations):
-        if manifest_removed(folder):  # the folder was written with one: it was deleted, not never there
-            return bad(f"[red]{_text(folder)}: its manifest.json was removed[/] (the folder's marker lists it), so its files "
-                       "cannot be verified. Fix: restore manifest.json, or re-run `dcplace solve` (its command is in "
-                       "inputs/provenance.json, `rerun`).")
-        return bad(f"[red]{_text(folder)}: written before plan folders carried a manifest[/], so it cannot be verified. "
-                   "Fix: re-run `dcplace solve` (its command is in inputs/provenance.json, `rerun`).")
-    if not report.ok:
-        return fail(report)
-    out.update(plan_status=report.status, checked=report.checked, recomputed_cost_usd_per_year=report.recomputed_cost_usd_per_year)
-    if report.status not in HAS_PLAN:
-        try:
-            diagnosis = read_plan(folder).diagnosis
-        except (OSError, ValueError) as exc:
-            return bad(f"[red]{_text(folder)}: the plan folder is damaged[/] ({type(exc).__name__}). Fix: re-run `dcplace solve`.")
-        return {**out, "status": "infeasible", "exit_code": int(EXIT_INFEASIBLE), "diagnosis": diagnosis, "text": "", "lines": []}
-    return {**out, "status": "pass", "exit_code": 0, "lines": [],
-            "text": f"[green]PASS[/]: {_text(folder)}: {len(report.checked)} constraint families hold "
-                    f"({_text(', '.join(report.checked))}); line items add up to ${report.recomputed_cost_usd_per_year:,.2f}/yr."}
-
-
 @app.command()
 def check(folder: Path = typer.Argument(..., help="A plan folder written by `dcplace solve`."), json_: bool = JsonOption) -> None:
     """Re-check a plan folder (or a multi-period schedule folder) with the independent checker."""
-    outcome = _check_outcome(folder)
+    outcome = check_outcome(folder)
     text, lines = outcome.pop("text"), outcome.pop("lines")
     if json_:
         _emit_json({**outcome, "message": Text.from_markup(text).plain})
@@ -597,7 +227,7 @@ def check(folder: Path = typer.Argument(..., help="A plan folder written by `dcp
         console.print(text)
         return
     if outcome["status"] == "infeasible":
-        _print_infeasible(outcome["diagnosis"])
+        print_infeasible(outcome["diagnosis"], err)
     else:
         err.print(text)
         for line in lines:
@@ -629,11 +259,6 @@ def _plan_layers(folder: Path):
         raise typer.Exit(EXIT_BAD_INPUT)
 
 
-def _written(paths: list[Path]) -> None:
-    for path in paths:
-        console.print(f"  {_text(path)}  ({path.stat().st_size / 1e6:,.2f} MB)", highlight=False)
-
-
 PlanFolderArg = typer.Argument(..., help="A plan folder written by `dcplace solve`.")
 
 
@@ -653,7 +278,7 @@ def export(
     layers = _plan_layers(folder)
     paths = export_layers(layers, out or folder / "export", fmt)
     console.print(f"Exported {fmt}:")  # only once they are written
-    _written(paths)
+    print_written(paths, console)
     unlined = int(zero_length(layers.assignments).sum())
     if unlined and fmt != "xlsx":
         console.print(f"[dim]{unlined:,} of {len(layers.assignments):,} assignments have no line (an empty geometry): each serves "
@@ -680,7 +305,7 @@ def map_(
     layers = _plan_layers(folder)
     paths = save_maps(layers, out or folder / "report", png=png, pdf=pdf, html=html, extent=extent)
     console.print("Maps written:")
-    _written(paths)
+    print_written(paths, console)
 
 
 @app.command()
@@ -702,11 +327,11 @@ def report(
             paths = save_report(_plan_layers(folder), out or folder / "report")
     except PdfEngineMissing as exc:  # report.html is written; report.pdf needs the system's Pango
         console.print("Report written:")
-        _written(exc.written)
+        print_written(exc.written, console)
         err.print(_clean(exc), markup=False, highlight=False)
         raise typer.Exit(ExitCode.MISSING_LIBRARY)
     console.print("Report written:")  # only once it is written
-    _written(paths)
+    print_written(paths, console)
 
 
 @app.command()
@@ -741,76 +366,6 @@ def outages(
         console.print(grid)
 
 
-class _BatchLine:
-    """The live status line of `dcplace batch` and `dcplace pareto` (on stderr): members done,
-    failed and running, elapsed time, ETA, what is being solved and the last result."""
-
-    def __init__(self, name: str, to: Console):
-        self.name = name
-        self.to = to
-        self.started = time.perf_counter()
-        self.stage = ""  # pareto: the point(s) being solved
-        self.progress = None
-
-    def __call__(self, progress) -> None:
-        self.progress = progress
-
-    def text(self) -> str:
-        p = self.progress
-        parts = [(3, self.name)]
-        if self.stage:
-            parts.append((1, self.stage))
-        if p is not None:
-            parts += [(0, f"{p.done}/{p.total} done"), (0, f"{p.failed} failed"), (0, f"{p.running} running")]
-        parts.append((2, f"{time.perf_counter() - self.started:,.0f} s"))
-        if p is not None and p.eta_s is not None:
-            parts.append((4, f"ETA {p.eta_s:,.0f} s"))
-        if p is not None and p.last is not None:
-            cost = f" {money(p.last.objective_usd_per_year)}/yr" if p.last.objective_usd_per_year is not None else ""
-            parts.append((5, f"last: {_clean(p.last.name)} {p.last.status}{cost}"))
-        return _fit_line(parts, self.to.width)
-
-    def __rich__(self):
-        return Spinner("dots", Text(self.text(), no_wrap=True))
-
-
-def _member_line(r) -> None:
-    """One finished member, as it finishes."""
-    colour = "red" if r.status not in HAS_PLAN else "green"
-    note = " (already solved)" if r.skipped else ""
-    cost = f" {money(r.objective_usd_per_year)}/yr" if r.objective_usd_per_year is not None else ""
-    detail = f": {r.message[:200]}" if r.message else ""
-    _say(f"  [{colour}]{_text(r.status)}[/] " + _text(f"{r.name}{note}{cost}{detail}"))
-
-
-# Columns of the batch summary left out on a narrow terminal, first to last; the member's name,
-# its status and its cost are always shown.
-BATCH_COLUMN_PRIORITY = ["time s", "RTT ms", "$/M tok", "gap", "sites"]
-
-
-def print_batch_summary(results, index: Path) -> None:
-    """The members' results as a table: cost whole at any width (columns are left out by
-    BATCH_COLUMN_PRIORITY instead); every KPI of every member is in batch.csv."""
-    dash = "—"
-
-    def kpi(r, key: str, fmt: str) -> str:
-        value = r.kpis.get(key)
-        return fmt.format(value) if value is not None else dash
-
-    table, dropped = _fit_table("Batch", [
-        _Col("member", [_name(r.name) for r in results]),
-        _Col("status", [_text(r.status + (" (resumed)" if r.skipped else "")) for r in results]),
-        _Col("cost/yr", [money(r.objective_usd_per_year) if r.objective_usd_per_year is not None else dash for r in results], "money"),
-        _Col("gap", [f"{r.gap:.2%}" if r.gap is not None else dash for r in results], "number"),
-        _Col("$/M tok", [kpi(r, "usd_per_m_tokens", "{:.3f}") for r in results], "number"),
-        _Col("RTT ms", [kpi(r, "mean_rtt_ms", "{:.1f}") for r in results], "number"),
-        _Col("sites", [kpi(r, "sites_open", "{:,.0f}") for r in results], "number"),
-        _Col("time s", [f"{r.seconds:,.1f}" for r in results], "number"),
-    ], BATCH_COLUMN_PRIORITY)
-    console.print(table)
-    _left_out(dropped, str(index))
-
-
 @app.command()
 def batch(
     sweep_file: Path = typer.Argument(..., help="Sweep YAML: a base scenario with named members and/or a grid of overrides."),
@@ -834,21 +389,21 @@ def batch(
     if workers < 1:
         err.print("[red]--workers must be at least 1.[/]")
         raise typer.Exit(EXIT_BAD_INPUT)
-    line = _BatchLine(_clean(sweep.name), err)
+    line = batch_line(_clean(sweep.name), err)
 
     def show(p) -> None:
         line(p)
         if p.last is not None and not quiet:
-            _member_line(p.last)
+            member_line(p.last, console)
 
     try:
-        with _live(line, _progress_on(quiet)):  # members done, failed and running, while they solve
+        with live_status(line, _progress_on(quiet), console):  # members done, failed and running, while they solve
             result = run_batch(sweep, out, workers=workers, scheduler=scheduler, on_progress=show)
     except BatchBusy as exc:
         err.print(f"[red]{_text(exc, newlines=True)}[/]")
         raise typer.Exit(EXIT_BAD_INPUT)
     if not quiet:
-        print_batch_summary(result.results, out / "batch.csv")
+        print_batch_summary(result.results, out / "batch.csv", console)
     else:
         for r in result.results:
             if r.status not in ("optimal", "feasible", "infeasible"):
@@ -880,79 +435,8 @@ def compare(
     except ValueError as exc:
         err.print(f"[red]{_text(exc, newlines=True)}[/]")
         raise typer.Exit(EXIT_BAD_INPUT)
-    rows = comparison.table.to_dict(orient="records")
-    nan = lambda v: v is None or v != v  # noqa: E731
-    fmt = lambda v, f: "—" if nan(v) else f.format(v)  # noqa: E731
-    signed = lambda v: "—" if nan(v) else ("+" if round(v, 2) > 0 else "") + money(v * 1e6).removesuffix(" M").replace("$", "")  # noqa: E731
-    # (header, priority, cells, numeric): columns are dropped lowest priority first until the
-    # table fits the terminal; numbers never wrap or shrink, so money is never cut.
-    columns = [
-        ("plan", 1, [_text(r["plan"]) for r in rows], False),
-        ("status", 1, [_text(r.get("proof") or r["status"]) for r in rows], False),
-        ("cost $M/yr", 1, [fmt(r["cost_musd_per_year"], "{:,.2f}") for r in rows], True),
-        ("change $M/yr", 1, [signed(r["cost_change_musd_per_year"]) for r in rows], True),
-        ("real $M/yr", 2, [signed(r["real_change_musd_per_year"]) for r in rows], True),
-        ("notional $M/yr", 2, [signed(r["notional_change_musd_per_year"]) for r in rows], True),
-        ("change %", 3, [fmt(r["cost_change_share"], "{:+.1%}") for r in rows], True),
-        ("CO2 change %", 3, [fmt(r["emissions_change_share"], "{:+.1%}") for r in rows], True),
-        ("$/M tok", 4, [fmt(r["usd_per_m_tokens"], "{:.3f}") for r in rows], True),
-        ("RTT ms", 5, [fmt(r["mean_rtt_ms"], "{:.1f}") for r in rows], True),
-        ("sites", 5, [fmt(r["sites_open"], "{:.0f}") for r in rows], True),
-    ]
-
-    def least(header: str, cells: list[str], numeric: bool) -> int:  # the narrowest the column may get
-        words = max(len(w) for text in (header, *cells) for w in (text.split() or [""]))
-        return words if numeric else min(10, words)
-
-    def most(header: str, cells: list[str], numeric: bool) -> int:  # header on one line, no cell wrapped
-        return min(max(len(text) for text in (header, *cells)), 10**6 if numeric else 24)
-
-    budget, used, shown = console.width, 1, []  # 1: the table's left edge; 3 per column: padding and border
-    for priority in sorted({c[1] for c in columns}):
-        group = [c for c in columns if c[1] == priority]
-        need = sum(least(c[0], c[2], c[3]) + 3 for c in group)
-        if used + need > budget and priority > 1:
-            break  # a whole priority level or nothing, and nothing of lower priority after it
-        shown.extend(group)
-        used += need
-    shown = [c for c in columns if c in shown]
-    widths = [least(c[0], c[2], c[3]) for c in shown]
-    for text_first in (True, False):  # room left: text columns first, then headers on one line
-        for i, c in enumerate(shown):
-            if (not c[3]) == text_first:
-                grow = max(0, min(most(c[0], c[2], c[3]) - widths[i], budget - used))
-                widths[i] += grow
-                used += grow
-    view = Table(title=f"Against {_text(comparison.baseline)}", title_justify="left")
-    for (header, _, cells, numeric), w in zip(shown, widths):
-        view.add_column(header, justify="right" if numeric else "left", width=w, overflow="fold")
-    for i, r in enumerate(rows):
-        view.add_row(*(cells[i] for _, _, cells, _ in shown), style="bold" if r["baseline"] else None)
-    console.print(view)
-    if len(shown) < len(columns):
-        console.print(f"[dim]({len(columns) - len(shown)} columns left out at {console.width} columns; all are in compare.csv)[/]")
-    stories = comparison.stories()
-    changed = [r for r in rows if not r["baseline"] and not r["cause"]]
-    if changed:
-        console.print("\n[bold]What changes[/]")
-        for r in changed:  # name, then its story and movers wrapped under it, indented
-            console.print(f"  [bold]{_text(r['plan'])}[/]", highlight=False)
-            console.print(Padding(_text(stories[r["plan"]]), (0, 0, 0, 4)), highlight=False)
-            if r.get("inputs_changed") and r["inputs_changed"] != "none":
-                console.print(Padding(f"inputs: {_text(r['inputs_changed'])}", (0, 0, 0, 4)), highlight=False)
-            if r.get("classes_protected"):
-                console.print(Padding(f"N-1 buys: worst loss {_text(r['worst_loss_baseline'])} -> {_text(r['worst_loss_plan'])}; "
-                                      f"protected: {_text(r['classes_protected'])}", (0, 0, 0, 4)), highlight=False)
-            if r["top_movers"]:
-                console.print(Padding(f"sites: {_text(r['top_movers'])}", (0, 0, 0, 4)), highlight=False)
-    failed = [r for r in rows if r["cause"]]
-    if failed:
-        console.print(f"\n[bold red]{len(failed)} without a plan[/] (answers too: the limit or input that stops them)")
-        for r in failed:
-            overrides = f" (overrides: {_text(r['overrides'])})" if r["overrides"] else ""
-            console.print(f"  [bold]{_text(r['plan'])}[/] ({_text(r['status'])})", highlight=False)
-            console.print(Padding(f"{_text(r['cause'])}{overrides}", (0, 0, 0, 4)), highlight=False)
-    _written(paths)
+    print_comparison(comparison, console)
+    print_written(paths, console)
 
 
 @app.command()
@@ -976,13 +460,13 @@ def pareto(
     options = {"time_limit_s": time_limit, "mip_gap": gap}
     try:
         loaded = load_scenario(scenario)
-        line = _BatchLine(f"cost against {tradeoff}", err)
+        line = batch_line(f"cost against {tradeoff}", err)
 
         def stage(names: list[str]) -> None:  # the point(s) now being solved
             line.stage = f"point {_clean(names[0])}" if len(names) == 1 else f"points {_clean(names[0])}…{_clean(names[-1])}"
             line.progress = None
 
-        with _live(line, _progress_on(quiet)):  # the current point, points done, failed and running
+        with live_status(line, _progress_on(quiet), console):  # the current point, points done, failed and running
             frontier = trace_pareto(loaded, out, tradeoff, points, workers, options, on_progress=line, on_stage=stage)
     except ScenarioError as exc:
         _bad_input(exc)
@@ -1000,23 +484,11 @@ def pareto(
                              f"solved, {sum(p.efficient for p in frontier)} efficient, {money(min(costs))} to {money(max(costs))}/yr; "
                              f"{out / 'pareto.csv'}"), markup=False, highlight=False, soft_wrap=True)
     else:
-        dash = "—"
-        view, dropped = _fit_table(f"Cost against {_text(tradeoff)}", [
-            _Col("point", [_name(p.name) for p in frontier]),
-            _Col("setting", [_text(p.parameter) for p in frontier]),
-            _Col("status", [_text(p.status) for p in frontier]),
-            _Col("cost/yr", [money(p.cost_usd_per_year) if p.cost_usd_per_year is not None else dash for p in frontier], "money"),
-            _Col("mean RTT ms", [f"{p.mean_rtt_ms:.2f}" if p.mean_rtt_ms is not None else dash for p in frontier], "number"),
-            _Col("kt CO2/yr", [f"{p.emissions_t_per_year / 1e3:,.2f}" if p.emissions_t_per_year is not None else dash
-                               for p in frontier], "number"),
-            _Col("efficient", ["yes" if p.efficient else "no" for p in frontier]),
-        ], ["setting", "status", "efficient", "mean RTT ms" if tradeoff == "carbon" else "kt CO2/yr"])
-        console.print(view)
-        _left_out(dropped, str(out / "pareto.csv"))
-        _written(paths)
+        print_frontier(frontier, tradeoff, out / "pareto.csv", console)
+        print_written(paths, console)
         started_from = [p for p in frontier if p.message and p.cost_usd_per_year is not None]
         for p in started_from:
-            _say(f"  note: {_text(p.name)}: {_text(p.message)}")
+            say(f"  note: {_text(p.name)}: {_text(p.message)}", console)
     if failed:
         err.print(f"[bold red]{len(failed)} of {len(frontier)} points failed[/] (re-run the same command to retry them):")
         for p in failed:
@@ -1058,18 +530,7 @@ def why_prices(folder: Path = PlanFolderArg) -> None:
     except PlanLPError as exc:
         err.print(f"[red]No prices:[/] {_text(exc)}")
         raise typer.Exit(EXIT_BAD_INPUT)
-    view, _ = _fit_table("Binding limits (LP duals, integer decisions fixed)", [
-        _Col("limit", [_text(p.limit) for p in result.binding()]),
-        _Col("where", [_name(p.name) for p in result.binding()]),
-        _Col("$/yr per unit", [f"{p.value_usd_per_year_per_unit:,.2f}" for p in result.binding()], "number"),
-        _Col("unit", [_text(p.unit) for p in result.binding()]),
-        _Col("check", ["" if p.check_usd_per_year_per_unit is None else f"{p.check_usd_per_year_per_unit:,.2f}"
-                       for p in result.binding()], "number"),
-    ], ["check", "unit"])
-    console.print(view)
-    _say(f"Plan LP {money(result.lp_objective_usd_per_year)}/yr against the plan's {money(result.plan_objective_usd_per_year)}/yr; "
-         f"{result.seconds:,.1f} s. Saved: {_text(folder / 'why' / 'prices' / 'prices.json')}")
-
+    print_prices(result, folder / "why" / "prices" / "prices.json", console)
 
 @why_app.command("worth")
 def why_worth(
@@ -1087,19 +548,10 @@ def why_worth(
     if workers < 1 or candidates < 0:
         _bad_option(ValueError("--workers >= 1 and --candidates >= 0 are required"))
     options = {k: v for k, v in (("time_limit_s", time_limit), ("mip_gap", gap)) if v is not None}
-    line = _BatchLine("site worth", err)
-    with _live(line, _progress_on(quiet)):
+    line = batch_line("site worth", err)
+    with live_status(line, _progress_on(quiet), console):
         study = site_worth(folder, workers=workers, options=options, closed_candidates=candidates, on_progress=line)
-    rows = sorted(study.items, key=lambda w: (w.kind, -(w.worth_usd_per_year or float("inf"))))
-    view, _ = _fit_table("What each site is worth (cost without it; for closed candidates: cost with it)", [
-        _Col("site", [_name(w.name) for w in rows]),
-        _Col("kind", [w.kind for w in rows]),
-        _Col("worth/yr", ["indispensable" if w.indispensable else money(w.worth_usd_per_year) if w.worth_usd_per_year is not None
-                          else _text(w.status) for w in rows], "money"),
-        _Col("tie", ["tie" if w.tie else "" for w in rows]),
-    ], ["tie"])
-    console.print(view)
-    _say(f"{len(study.items)} re-solves in {study.seconds:,.0f} s. Saved: {_text(Path(study.folder) / 'worth.json')}")
+    print_worth(study, console)
     if study.failed():
         err.print(f"[bold red]{len(study.failed())} re-solves failed[/] (re-run the same command to retry them).")
         raise typer.Exit(EXIT_BATCH_INCOMPLETE)
@@ -1115,12 +567,7 @@ def _alternatives(folder: Path, k: int, slack: float, time_limit: float) -> None
                                                                              f"({a.over_plan_share:+.2%}), {a.differs_from_plan} sites different"))
     except ValueError as exc:
         _bad_option(exc)
-    names = study.names
-    _say(f"{len(study.alternatives)} alternatives within {slack:.0%}, each checked. Must-haves ({len(study.must_haves())}): "
-         + _text(", ".join(display_name(names.get(s, s)) for s in study.must_haves())) + f"; interchangeable: {len(study.interchangeable())} sites."
-         + (f" {_text(study.note)}." if study.note else ""))
-    _say(f"Saved: {_text(Path(study.folder))} (one checked plan folder per alternative); {study.seconds:,.0f} s.")
-
+    print_alternatives(study, slack, console)
 
 @why_app.command("alternatives")
 def why_alternatives(
@@ -1153,20 +600,13 @@ def why_robustness(
 
     _explainable(folder)
     options = {k: v for k, v in (("time_limit_s", time_limit), ("mip_gap", gap)) if v is not None}
-    line = _BatchLine("robustness", err)
+    line = batch_line("robustness", err)
     try:
-        with _live(line, _progress_on(quiet)):
+        with live_status(line, _progress_on(quiet), console):
             study = robustness(folder, samples=samples, workers=workers, seed=seed, options=options, on_progress=line)
     except ValueError as exc:
         _bad_option(exc)
-    q = study.regret_quantiles()
-    rates = list(study.flip_rates().items())[:8]
-    _say(f"{len(study.solved())} of {len(study.samples)} samples solved in {study.seconds:,.0f} s. "
-         + (f"Regret of the plan: median {money(q['p50'])}, p90 {money(q['p90'])}, worst {money(q['max'])}/yr. " if q else "")
-         + ("Decisions that flip: " + _text(", ".join(f"{display_name(study.names.get(s, s))} {r:.0%}" for s, r in rates)) if rates else "No decision flips."))
-    for b in study.tornado()[:5]:
-        _say(f"  {_text(b.label)}: least cost {money(b.cost_swing_usd_per_year)} from low to high")
-    _say(f"Saved: {_text(Path(study.folder) / 'robustness.json')}")
+    print_robustness(study, console)
     if len(study.solved()) < len(study.samples):
         err.print("[bold red]Some samples failed[/] (re-run the same command to retry them).")
         raise typer.Exit(EXIT_BATCH_INCOMPLETE)
@@ -1264,8 +704,6 @@ def _damaged_folder(args, kwargs) -> None:
     for folder in (Path(v) for v in given if isinstance(v, (str, Path))):
         try:
             if (folder / "schedule.json").is_file():
-                from dcplace.optimizer.check_schedule import check_schedule_folder
-
                 findings = [str(v) for v in check_schedule_folder(folder).violations]
             elif (folder / "plan.json").is_file():
                 findings = [str(v) for v in check_plan_folder(folder).violations]
@@ -1318,43 +756,11 @@ def _print_version(value: bool) -> None:
         raise typer.Exit()
 
 
-class _CurrentStderr(logging.StreamHandler):
-    """A handler writing to whatever sys.stderr is when a line is logged: a command run in-process
-    (a notebook, CliRunner) swaps sys.stderr and closes its own, which a handler bound at --verbose
-    would then write to ("I/O operation on closed file" on every later log line)."""
-
-    @property
-    def stream(self):
-        return sys.stderr
-
-    @stream.setter
-    def stream(self, value) -> None:
-        pass
-
-
 def _verbose(value: bool) -> None:
-    logger = logging.getLogger("dcplace")
     if value:
         show_engine_log(None)
-        return
-    for old in [h for h in logger.handlers if h.get_name() == "dcplace-verbose"]:  # an earlier --verbose run in this process
-        logger.removeHandler(old)
-
-
-def show_engine_log(stream, level: int = logging.INFO) -> logging.Handler:
-    """Send the engine's log lines (the `dcplace` logger: pricing rounds, lazy rows, periods, …)
-    to `stream` (None: sys.stderr as it is at each line), one line each with its time and module;
-    returns the handler (remove it to stop)."""
-    handler = _CurrentStderr() if stream is None else logging.StreamHandler(stream)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s: %(message)s", "%H:%M:%S"))
-    handler.setLevel(level)
-    handler.set_name("dcplace-verbose")
-    logger = logging.getLogger("dcplace")
-    for old in [h for h in logger.handlers if h.get_name() == "dcplace-verbose"]:  # one at a time (a second run in one process)
-        logger.removeHandler(old)
-    logger.addHandler(handler)
-    logger.setLevel(min(level, logger.level or logging.WARNING))
-    return handler
+    else:
+        hide_engine_log()  # an earlier --verbose run in this process
 
 
 @app.callback()
@@ -1364,43 +770,6 @@ def _options(
                                  "`dcplace --verbose solve ...`."),
 ) -> None:
     """Placement engine for AI infrastructure."""
-
-
-class _PipeSafe:
-    """A text stream that keeps going when its reader has gone (`dcplace validate ... | head -1`):
-    further output is dropped, so the command ends with its own exit code (2 for bad input)
-    instead of click's 1, which this CLI uses for a plan that failed its check."""
-
-    def __init__(self, stream):
-        self._stream = stream
-        self._gone = False
-
-    def _closed_pipe(self) -> None:
-        self._gone = True
-        with contextlib.suppress(OSError, ValueError):  # so that the interpreter's last flush does not fail either
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            try:
-                os.dup2(devnull, self._stream.fileno())
-            finally:
-                os.close(devnull)
-
-    def write(self, text: str) -> int:
-        if not self._gone:
-            try:
-                return self._stream.write(text)
-            except BrokenPipeError:
-                self._closed_pipe()
-        return len(text)
-
-    def flush(self) -> None:
-        if not self._gone:
-            try:
-                self._stream.flush()
-            except BrokenPipeError:
-                self._closed_pipe()
-
-    def __getattr__(self, name: str):
-        return getattr(self._stream, name)
 
 
 def _terminated(signum, frame) -> None:
@@ -1434,7 +803,7 @@ def main() -> None:
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # Ctrl-C too: KeyboardInterrupt after the last move
         signal.signal(signal.SIGINT, defer_while_moving(signal.default_int_handler))
     # a stream closed by the caller (`dcplace validate >&-`) is None: left as Python has it
-    sys.stdout, sys.stderr = (None if stream is None else _PipeSafe(stream) for stream in (sys.stdout, sys.stderr))
+    sys.stdout, sys.stderr = (None if stream is None else PipeSafe(stream) for stream in (sys.stdout, sys.stderr))
     try:
         app()
     except SystemExit as exc:

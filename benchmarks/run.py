@@ -191,7 +191,7 @@ def one_scale(n_sites: int, n_regions: int, time_limit_s: float) -> dict:
     from dcplace.models.plan import write_plan_folder
     from dcplace.models.synthetic import synthetic_scenario
     from dcplace.optimizer import NoPlanFound, SolveOptions, solve
-    from dcplace.optimizer.check import check_plan_folder
+    from dcplace.optimizer.checker import check_plan_folder
 
     scenario = synthetic_scenario(SEED, n_sites, n_regions, N_JOBS, box_deg=(25.0, 45.0))
     started = time.perf_counter()

@@ -5,7 +5,7 @@
     python benchmarks/why.py --samples 50 --k 5 --workers 2
 
 Solves the embedded default (gap 0.005, as `dcplace solve`), then runs, timing each:
-per-workload economics and the status sentence (reports/summary.py), the prices of the limits
+per-workload economics (reports/economics.py) and the status sentence (reports/summary.py), the prices of the limits
 (optimizer/studies/duals.py), the worth of every open site and of 5 closed candidates
 (optimizer/studies/worth.py, batch engine), k near-optimal alternatives within 2 %
 (optimizer/studies/alternatives.py) and a robustness run of n samples
@@ -36,7 +36,8 @@ from dcplace.optimizer.studies.robustness import robustness  # noqa: E402
 from dcplace.optimizer.studies.worth import site_worth  # noqa: E402
 from dcplace.reports.layers import load_plan_layers  # noqa: E402
 from dcplace.reports.style import money  # noqa: E402
-from dcplace.reports.summary import status_text, workload_costs, class_economics  # noqa: E402
+from dcplace.reports.economics import workload_costs, class_economics  # noqa: E402
+from dcplace.reports.summary import status_text  # noqa: E402
 from dcplace.reports.why import save_report, save_why_figures  # noqa: E402
 
 

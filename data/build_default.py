@@ -70,6 +70,15 @@ def _num(x):
     return "" if x is None else f"{x:g}" if isinstance(x, float) else str(x)
 
 
+def catalog_key(row: dict) -> str:
+    """A row's id in provenance.csv: its id, else chip/workload, @ tok/s per user for a curve's point."""
+    if row.get("id"):
+        return str(row["id"])
+    point = row.get("tok_s_per_user")
+    point = point.value if isinstance(point, Cell) else point
+    return f"{row['chip']}/{row['workload']}" + (f"@{float(point):g}" if point not in (None, "") else "")
+
+
 def write_table(path: Path, rows: list[dict], provenance: list[dict], table: str) -> None:
     """Write plain values to `path`; append one provenance row per Cell to `provenance`."""
     columns = list(rows[0])
@@ -78,7 +87,7 @@ def write_table(path: Path, rows: list[dict], provenance: list[dict], table: str
         writer.writeheader()
         for row in rows:
             writer.writerow({k: (v.value if isinstance(v, Cell) else v) for k, v in row.items()})
-            key = row.get("id") or f"{row['chip']}/{row['workload']}"
+            key = catalog_key(row)
             for field, v in row.items():
                 if isinstance(v, Cell):
                     provenance.append({"table": table, "id": key, "field": field, "basis": v.basis, "reference": v.reference,
@@ -282,51 +291,100 @@ WORKLOADS = [
      "load_factor": A(0.4, "longer, less diurnal sessions than chat")},
 ]
 
-# Throughput per GPU and class: MLPerf Inference v5.1 (2025), closed division, datacenter suite,
-# systems available now, the best per-accelerator result of each chip (reference file
-# mlperf_inference_v5_1.csv, extracted from the round's summary_results.json). Each class uses
-# one benchmark and one scenario, i.e. one interactivity target for every chip:
+# Throughput per GPU and class as a curve over interactivity (issue 48 item 6): MLPerf Inference
+# v5.1 (2025), closed division, datacenter suite, systems available now, the best per-accelerator
+# result of each chip in each scenario (reference file mlperf_inference_v5_1.csv, extracted from the
+# round's summary_results.json). Each scenario is one interactivity point: the per-user rate its
+# 99th-percentile time-per-output-token bound guarantees, 1000 / TPOT ms (mlperf_interactivity.csv,
+# from MLCommons' loadgen/mlperf.conf). Offline has no latency bound: not a point. Each class has one
+# benchmark (its model) and a target (workloads.csv), read on the curve by models/interactivity.py.
 MLPERF_ROUND = "MLPerf Inference v5.1 closed datacenter"
-CLASS_BENCHMARK = {
-    "chat_small": ("llama3.1-8b", "Server", "Llama 3.1 8B Server: TTFT <= 2 s, TPOT <= 100 ms (>= 10 tok/s per user)"),
-    "chat": ("llama2-70b-99", "Interactive", "Llama 2 70B Interactive: TTFT <= 450 ms, TPOT <= 40 ms (>= 25 tok/s per user)"),
-    "reasoning": ("llama3.1-405b", "Interactive",
-                  "Llama 3.1 405B Interactive: TTFT <= 4.5 s, TPOT <= 80 ms (>= 12.5 tok/s per user; DeepSeek-R1 has only Blackwell results)"),
-}
+MLPERF_RESULTS = ("MLCommons, MLPerf Inference v5.1 results (2025), summary_results.json, github.com/mlcommons/inference_results_v5.1 "
+                  "(as mirrored at github.com/ntuhpc/inference_results_v5.1)")
+CLASS_MODEL = {"chat_small": "llama3.1-8b", "chat": "llama2-70b-99", "reasoning": "llama3.1-405b"}
+SCENARIOS = ("Server", "Interactive")  # loosest first
+CURVE_CHIPS = ("gb200", "b200", "h200", "h100", "mi300x", "l40s")
 
 
-def mlperf_best() -> dict[tuple[str, str, str], dict]:
-    best: dict[tuple[str, str, str], dict] = {}
+def mlperf_results() -> dict[tuple[str, str, str], list[dict]]:
+    """(chip, model, scenario) -> the round's results, best per accelerator first."""
+    out: dict[tuple[str, str, str], list[dict]] = {}
     for row in _read("mlperf_inference_v5_1.csv"):
-        key = (row["chip"], row["model"], row["scenario"])
-        if key not in best or float(row["tok_s_per_accelerator"]) > float(best[key]["tok_s_per_accelerator"]):
-            best[key] = row
-    return best
+        out.setdefault((row["chip"], row["model"], row["scenario"]), []).append(row)
+    for rows in out.values():
+        rows.sort(key=lambda r: -float(r["tok_s_per_accelerator"]))
+    return out
+
+
+def mlperf_bounds() -> dict[tuple[str, str], dict]:
+    """(model, scenario) -> its row of mlperf_interactivity.csv (TTFT and TPOT bounds, source)."""
+    return {(r["model"], r["scenario"]): r for r in _read("mlperf_interactivity.csv")}
+
+
+def interactivity_ratios(results, model: str) -> dict[str, float]:
+    """chip -> its best Interactive over its best Server tok/s per GPU on `model`, for the chips with both."""
+    best = {k: float(v[0]["tok_s_per_accelerator"]) for k, v in results.items()}
+    return {chip: best[(chip, model, "Interactive")] / best[(chip, model, "Server")]
+            for chip in CURVE_CHIPS if (chip, model, "Interactive") in best and (chip, model, "Server") in best}
+
+
+# Each class's interactivity target: the bound of the MLPerf scenario the catalog planned the class
+# with before the curves (chat_small at Llama 3.1 8B Server, chat and reasoning at Interactive), so the
+# change reads the same published points; a user moves a class along its curve with this one cell.
+CLASS_TARGET_SCENARIO = {"chat_small": "Server", "chat": "Interactive", "reasoning": "Interactive"}
+
+
+def workloads() -> list[dict]:
+    bounds = mlperf_bounds()
+    out = []
+    for w in WORKLOADS:
+        model, scenario = CLASS_MODEL[w["id"]], CLASS_TARGET_SCENARIO[w["id"]]
+        b = bounds[(model, scenario)]
+        low, high = (float(bounds[(model, sc)]["tok_s_per_user"]) for sc in SCENARIOS)
+        out.append({**w, "interactivity_tok_s_per_user": R(
+            float(b["tok_s_per_user"]), f"rule: the class's benchmark scenario ({model} {scenario}); {b['publisher']}, {b['title']}, "
+                                        f"{b['year']}, {b['address']}: \"{b['quote']}\" (1000 / {b['tpot_ms']} ms); range: the "
+                                        f"benchmark's Server to Interactive bound", low, high)})
+    return out
 
 
 def throughput() -> list[dict]:
-    best = mlperf_best()
-    rows: dict[tuple[str, str], Cell] = {}
+    results, bounds = mlperf_results(), mlperf_bounds()
+    rows = []
 
-    def measured(chip, workload) -> Cell:
-        model, scenario, _ = CLASS_BENCHMARK[workload]
-        r = best[(chip, model, scenario)]
-        return D(float(r["tok_s_per_accelerator"]),
-                 f"{MLPERF_ROUND} {r['model']} {r['scenario']}, {r['submitter']} {r['platform']} (result {r['id']}): "
-                 f"{float(r['result']):g} tok/s / {r['accelerators']} accelerators; target {CLASS_BENCHMARK[workload][2]}")
+    def per_user(model, scenario) -> Cell:
+        b = bounds[(model, scenario)]
+        return S(float(b["tok_s_per_user"]), f"{b['publisher']}, {b['title']}, {b['year']}, {b['address']}: \"{b['quote']}\" "
+                                           f"(99th-percentile TPOT {b['tpot_ms']} ms: 1000 / {b['tpot_ms']} tok/s per user)")
 
-    for workload, (model, scenario, _) in CLASS_BENCHMARK.items():
-        for chip in ("gb200", "b200", "h200", "h100", "mi300x", "l40s"):
-            if (chip, model, scenario) in best:
-                rows[(chip, workload)] = measured(chip, workload)
-    # A chip without a result for a class at the class's interactivity target is not offered
-    # for it: filling the gap by a rule (bandwidth scaling, another chip's ratio) would let an
-    # unmeasured number choose hardware. Not offered, for that reason: GB200, MI300X, Gaudi 3
-    # and L4 for small-model chat; H100, Gaudi 3, L40S and L4 for 70B chat (H100 has only a
-    # Server result, 3821 tok/s, at the looser 200 ms TPOT); H100, MI300X, Gaudi 3, L40S and
-    # L4 for reasoning. Gaudi 3 has no MLPerf Inference v5.1 result at all.
-    return [{"chip": chip, "workload": workload, "tok_s_per_gpu": cell} for (chip, workload), cell in
-            sorted(rows.items(), key=lambda kv: (list(CLASS_BENCHMARK).index(kv[0][1]), kv[0][0]))]
+    for workload, model in CLASS_MODEL.items():
+        ratios = interactivity_ratios(results, model)
+        for chip in CURVE_CHIPS:
+            have = [sc for sc in SCENARIOS if (chip, model, sc) in results]
+            if not have:
+                continue  # no result: not offered for the class (no rule fill from another benchmark or chip)
+            for scenario in SCENARIOS:
+                if scenario in have:
+                    subs = results[(chip, model, scenario)]
+                    r, values = subs[0], [float(x["tok_s_per_accelerator"]) for x in subs]
+                    cell = D(float(r["tok_s_per_accelerator"]),
+                             f"{MLPERF_RESULTS}: {MLPERF_ROUND} {model} {scenario}, {r['submitter']} {r['platform']} (result {r['id']}): "
+                             f"{float(r['result']):g} tok/s / {r['accelerators']} accelerators; range: the {len(values)} submissions "
+                             f"of the chip in the scenario", min(values), max(values))
+                else:  # one published point: the other by the median ratio of the chips that have both
+                    other = SCENARIOS[1 - SCENARIOS.index(scenario)]
+                    base = float(results[(chip, model, other)][0]["tok_s_per_accelerator"])
+                    mid = statistics.median(ratios.values())
+                    scale = mid if scenario == "Interactive" else 1 / mid
+                    lo, hi = sorted((base * min(ratios.values()), base * max(ratios.values())) if scenario == "Interactive"
+                                    else (base / max(ratios.values()), base / min(ratios.values())))
+                    cell = R(round(base * scale, 1),
+                             f"fill: no {model} {scenario} result for {chip} in {MLPERF_ROUND}; its {other} figure {base:g} "
+                             f"{'x' if scenario == 'Interactive' else '/'} the median Interactive/Server ratio {mid:.4f} of the chips "
+                             f"with both ({', '.join(f'{c} {v:.4f}' for c, v in sorted(ratios.items()))}); range: their smallest to "
+                             f"largest ratio", round(lo, 1), round(hi, 1))
+                rows.append({"chip": chip, "workload": workload, "tok_s_per_user": per_user(model, scenario), "tok_s_per_gpu": cell})
+    return rows
 
 
 def build_catalog() -> None:
@@ -334,7 +392,7 @@ def build_catalog() -> None:
     out.mkdir(exist_ok=True)
     provenance: list[dict] = []
     for name, rows in (("chips", CHIPS), ("rack_configs", RACKS), ("cooling", COOLING), ("fabrics", FABRICS),
-                       ("workloads", WORKLOADS), ("throughput", throughput())):
+                       ("workloads", workloads()), ("throughput", throughput())):
         write_table(out / f"{name}.csv", rows, provenance, name)
     write_provenance(out / "provenance.csv", provenance)
 

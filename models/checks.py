@@ -26,6 +26,7 @@ import numpy as np
 
 from dcplace.models.errors import InputProblem
 from dcplace.models.geo import great_circle_km
+from dcplace.models.interactivity import interactivity_warnings
 from dcplace.models.records import Scenario
 
 TOLERANCE_KM = 50.0
@@ -261,4 +262,4 @@ def failover_warnings(scenario: Scenario) -> list[InputProblem]:
 def scenario_warnings(scenario: Scenario) -> list[InputProblem]:
     """Everything allowed but probably a mistake, as InputProblems; never blocks a solve."""
     return country_warnings(scenario) + power_warnings(scenario) + rental_warnings(scenario) + job_warnings(scenario) \
-        + failover_warnings(scenario)
+        + failover_warnings(scenario) + interactivity_warnings(scenario.catalog)

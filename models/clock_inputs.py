@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dcplace.models.errors import ProblemLog
+from dcplace.models.interactivity import tok_s_at_target
 from dcplace.models.records import Catalog, Clock
 from dcplace.models.tables import known_hint
 
@@ -51,7 +52,7 @@ def check_clock_inputs(ptable: str, ctable: str, label: str, clock: Clock, profi
                 log.add(label, None, "clock.hours", f"the clock is on (hours {clock.hours}) but class '{w}' has no daily profile.",
                         f"add 24 rows (workload {w}, local_hour 0..23, load) to the profiles table ({ptable}), named under profiles: in the scenario.")
     chips = {c.id: c for c in catalog.chips}
-    serves = {t.chip for t in catalog.throughput}
+    serves = {chip for chip, _ in tok_s_at_target(catalog)}
     tiers = sorted({f.tier for f in catalog.fabrics})
     tiers_text = f"the catalog's fabrics have tiers {', '.join(map(str, tiers))}" if tiers else "the catalog has no fabric"
     if clock.on and clock.inference_fabric_tier > max(tiers, default=0):

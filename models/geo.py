@@ -1,7 +1,7 @@
 """The one great-circle distance of dcplace: the haversine on a sphere of radius 6371.0088 km
 (the IUGG mean radius). The model's latency (optimizer.model.latency), the clock's time zones,
 the input warnings (models.checks) and the map layers' distance_km (reports.layers) all use it;
-the independent checker (optimizer/check.py) keeps its own copy, since it imports nothing of
+the independent checker (optimizer/checker/) keeps its own copy, since it imports nothing of
 dcplace.
 """
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from dcplace.models.interactivity import throughput_id
 from dcplace.models.records import Scenario
 
 AS_GIVEN = "as given"
@@ -56,6 +57,10 @@ def _cell_values(scenario: Scenario) -> dict[tuple[str, str, str], float]:
             for f, v in r.model_dump().items():
                 if isinstance(v, (int, float)) and not isinstance(v, bool):
                     cells[(table, r.id, f)] = float(v)
+    for t in c.throughput:
+        for f in ("tok_s_per_gpu", "tok_s_per_user"):
+            if getattr(t, f) is not None:
+                cells[("throughput", throughput_id(t.chip, t.workload, t.tok_s_per_user), f)] = float(getattr(t, f))
     return cells
 
 
@@ -64,15 +69,16 @@ def _default_cell_values() -> dict[tuple[str, str, str], float]:
     out: dict[tuple[str, str, str], float] = {}
     for table, rel in (("sites", "default/sites.csv"), ("chips", "catalog/chips.csv"), ("cooling", "catalog/cooling.csv"),
                        ("fabrics", "catalog/fabrics.csv"), ("rack_configs", "catalog/rack_configs.csv"),
-                       ("workloads", "catalog/workloads.csv")):
+                       ("workloads", "catalog/workloads.csv"), ("throughput", "catalog/throughput.csv")):
         path = root / rel
         if not path.is_file():
             continue
         with path.open(newline="", encoding="utf-8") as fh:
             for row in csv.DictReader(fh):
+                ident = row.get("id") or throughput_id(row["chip"], row["workload"], float(row.get("tok_s_per_user") or "nan"))
                 for f, v in row.items():
                     try:
-                        out[(table, row["id"], f)] = float(v)
+                        out[(table, ident, f)] = float(v)
                     except (TypeError, ValueError):
                         pass
     return out

@@ -101,6 +101,7 @@ GPUS_MAX = 1e8  # GPUs of one job, one cluster or one cloud cap: a hundred times
 TOK_S_MAX = 1e12  # tokens per second: peak demand of one region and class, or one GPU's throughput
 RTT_MS_MAX = 10_000.0  # a round trip: twice around the Earth in fibre is about 400 ms
 TIER_MAX = 100  # fabric tiers are small integers
+TOK_S_PER_USER_MAX = 1000.0  # one user's decode rate: fifteen times MLPerf's strictest bound (DeepSeek-R1 Interactive, TPOT 15 ms = 66.7 tok/s)
 CARBON_PRICE_USD_PER_T_MAX = 1e9  # far above any policy's: the trade-off curve's least-carbon anchor prices carbon this high
 
 
@@ -290,14 +291,22 @@ class Workload(Record):
     id: str = Field(min_length=1)
     name: str = Field(min_length=1)
     load_factor: float = Field(gt=0, le=1, json_schema_extra=fix("average / peak utilisation of capacity, 0..1"))
+    interactivity_tok_s_per_user: float | None = Field(default=None, gt=0, le=TOK_S_PER_USER_MAX, json_schema_extra=fix(
+        f"the tokens per second each user must see (1000 / time per output token in ms), > 0 and at most {TOK_S_PER_USER_MAX:,.0f}; "
+        "needed when throughput.csv gives the class a curve (rows with tok_s_per_user)"))
 
 
 class Throughput(Record):
-    """Inference throughput of one GPU of a chip on one workload class."""
+    """Inference throughput of one GPU of a chip on one workload class: one fixed figure, or one
+    point of a curve (tok_s_per_user given; several rows per chip and class), read at the class's
+    interactivity target (models/interactivity.py)."""
 
     chip: str = Field(min_length=1)
     workload: str = Field(min_length=1)
     tok_s_per_gpu: float = Field(gt=0, le=TOK_S_MAX, json_schema_extra=fix("tokens per second per GPU, > 0; omit the row if the chip cannot serve the class"))
+    tok_s_per_user: float | None = Field(default=None, gt=0, le=TOK_S_PER_USER_MAX, json_schema_extra=fix(
+        f"the per-user rate at which tok_s_per_gpu was measured, > 0 and at most {TOK_S_PER_USER_MAX:,.0f}; empty = one fixed figure "
+        "for the chip and class"))
 
 
 class TrainingJob(Record):

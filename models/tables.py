@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from dcplace.models.csvtext import one_line, read_csv_text
 from dcplace.models.errors import DANGLING_LINK, ProblemLog, unreadable
+from dcplace.models.interactivity import check_curves
 from dcplace.models.ranges import RANGE_ERRORS, range_text
 from dcplace.models.xlsx import SHEET_SEPARATOR, XLSX_SUFFIXES, CellLog, read_xlsx, split_sheet
 from dcplace.models.records import (
@@ -464,15 +465,12 @@ def catalog_from_tables(tables: dict[str, Table | None], log: ProblemLog) -> Cat
     for row, rc in parts["rack_configs"]:
         if check_chips and rc.chip not in chips:
             log.add(labels["rack_configs"], row, "chip", f"rack config '{rc.id}' names unknown chip '{rc.chip}'.", known_hint("chips", chips))
-    seen_pairs: set[tuple[str, str]] = set()
     for row, tp in parts["throughput"]:
         if check_chips and tp.chip not in chips:
             log.add(labels["throughput"], row, "chip", f"unknown chip '{tp.chip}'.", known_hint("chips", chips))
         if check_workloads and tp.workload not in workloads:
             log.add(labels["throughput"], row, "workload", f"unknown workload '{tp.workload}'.", known_hint("workloads", workloads))
-        if (tp.chip, tp.workload) in seen_pairs:
-            log.add(labels["throughput"], row, "chip", f"throughput for ({tp.chip}, {tp.workload}) given twice.", "keep one row per chip and workload.")
-        seen_pairs.add((tp.chip, tp.workload))
+    check_curves(parts["throughput"], parts["workloads"], labels, log)
     if not parts["workloads"] and not log:
         log.add(labels["workloads"], None, None, "no workload classes.", "add at least one row.")
     if log:

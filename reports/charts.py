@@ -32,7 +32,8 @@ def draw_cost_by_category(ax, plan: Plan) -> None:
     values = [v / 1e6 for _, v in items]
     ax.barh([category_label(c) for c, _ in items], values, color=[CATEGORY_COLOURS.get(c, "#888888") for c, _ in items])
     total = plan.objective_usd_per_year or 1.0
-    from dcplace.reports.summary import money_at, money_step_usd  # money as precise as the solver's gap supports (issue 49)
+    from dcplace.reports.economics import money_step_usd
+    from dcplace.reports.summary import money_at  # money as precise as the solver's gap supports (issue 49)
 
     step = money_step_usd(plan)
     for y, (_, v) in enumerate(items):

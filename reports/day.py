@@ -23,7 +23,8 @@ from dcplace.reports.layers import PlanLayers
 from dcplace.reports.mpl import plt
 from dcplace.reports.report import EXTRA_SECTIONS, Block, Image, Paragraphs, Section, Table, _png
 from dcplace.reports.style import DAY_COLOURS, money, short_name, tok_s_text
-from dcplace.reports.summary import HOURS, PlaceDay, class_economics, clock_facts, clock_sentences, place_days, rental_by_use
+from dcplace.reports.economics import HOURS, PlaceDay, class_economics, clock_facts, place_days, rental_by_use
+from dcplace.reports.summary import clock_sentences
 
 BANDS = ((0, 6), (6, 12), (12, 18), (18, 24))  # UTC hour bands of the utilisation table
 MAX_OWNED_PANELS, MAX_RENTED_PANELS, PANEL_COLUMNS = 8, 4, 4

@@ -212,7 +212,8 @@ def write_gpkg_extras(gpkg: Path, layers: PlanLayers) -> None:
 
 def metadata_rows(layers: PlanLayers, exported_utc: str) -> list[tuple[str, str]]:
     """The plan an export came from, as (key, value) text rows."""
-    from dcplace.reports.summary import overrides_label, variant_overrides
+    from dcplace.reports.economics import variant_overrides
+    from dcplace.reports.summary import overrides_label
 
     plan = layers.plan
     solve = plan.solve

@@ -31,7 +31,8 @@ from pyproj import Transformer
 from dcplace.optimizer.studies.outages import AT_RISK_TOL_TOK_S
 from dcplace.reports.layers import PlanLayers, line_ends, line_parts, plan_extent, window_outline
 from dcplace.reports.output import check_destination
-from dcplace.reports.summary import money_at, money_step_usd, status_word, variant_title
+from dcplace.reports.economics import money_step_usd
+from dcplace.reports.summary import money_at, status_word, variant_title
 from dcplace.reports.style import (
     RISK_COLOUR, short_name,
     CLOSED_COLOUR, DAY_COLOURS, LAND_COLOUR, OCEAN_COLOUR, REGION_COLOUR, ROLE_COLOURS, ROLE_SYMBOLS, class_colours, flow_scale,
@@ -115,7 +116,7 @@ def _add_day(fig: go.Figure, layers: PlanLayers, mw_max: float) -> dict | None:
     GPUs rented), with an hour slider under the map that restyles both traces (no animation
     frames, no network; the page's script is unchanged). GPUs and MW add up across classes;
     tok/s (in the hover) do not weigh them alike."""
-    from dcplace.reports.summary import place_days  # numpy only
+    from dcplace.reports.economics import place_days  # numpy only
 
     plan = layers.plan
     if not plan.clock.get("on") or not plan.hourly:

@@ -28,6 +28,7 @@ from typing import Callable, Union
 
 from matplotlib.figure import Figure
 
+from dcplace.models.interactivity import throughput_id
 from dcplace.models.plan import Plan
 from dcplace.reports.charts import cost_by_category_figure, cost_by_site_figure, figure_data_uri
 from dcplace.reports.layers import PlanLayers
@@ -37,7 +38,8 @@ from dcplace.reports.pdf import write_report_files
 from dcplace.reports.staticmap import draw_static_map
 from dcplace.reports.style import ROLE_COLOURS, money, mw_number, mw_text, short_name, tok_s_text
 from dcplace.reports.summary import (
-    FULL_COST_RULE, SMALL_SITE_FIXED_SHARE, TRAINING_HOUR_RULE, Provenance, Summary, class_tokens_per_year, executive_summary, latency_reason,
+    CHIP_COST_RULE, FULL_COST_RULE, SMALL_SITE_FIXED_SHARE, TRAINING_HOUR_RULE, Provenance, Summary, chip_economics, class_tokens_per_year,
+    executive_summary, latency_reason,
     money_at, provenance_text, site_tokens_share, small_site, status_text, variant_title, vintages, workload_costs,
 )
 
@@ -220,6 +222,47 @@ def _workload_section(layers: PlanLayers, summary: Summary) -> Section:
         Paragraphs([summary.class_rule + " RTT percentiles are weighted by tokens/s served."], "note"),
         *_full_cost_blocks(layers),
     ])
+
+
+def _chip_section(layers: PlanLayers, prov: Provenance) -> Section | None:
+    """Each chip on each class at the class's interactivity target: tok/s per GPU, how the curve was
+    read, whether a published point or a fill carries it, and the chip's own cost per M tokens."""
+    rows_in = chip_economics(layers.plan, layers.scenario)
+    if not rows_in:
+        return None
+    chips = {c.id: short_name(c.name) for c in layers.scenario.catalog.chips}
+    classes = {w.id: w.name for w in layers.scenario.catalog.workloads}
+    rows, flags = [], []
+    for c in rows_in:
+        bases = {p[0] for u in _points_read(c) if (p := prov.get("throughput", throughput_id(c.chip, c.workload, u), "tok_s_per_gpu"))}
+        basis = "fill (rule)" if "rule" in bases else "published" if bases else "as given"
+        rows.append([classes.get(c.workload, c.workload), "—" if c.target_tok_s_per_user is None else f"{c.target_tok_s_per_user:g}",
+                     chips.get(c.chip, c.chip), "not offered" if c.tok_s_per_gpu is None else _num(c.tok_s_per_gpu, 1),
+                     c.how, basis, _num(c.gpus) if c.gpus else "—",
+                     "—" if c.usd_per_m_tokens is None else f"${c.usd_per_m_tokens:,.3f}", c.site or "—"])
+        flags.append(basis.startswith("fill"))
+    return Section("chips", "Chips at the interactivity target", [
+        Table("chips-at-target", ["Class", "Target, tok/s per user", "Chip", "Tok/s per GPU at target", "Read", "Carried by", "GPUs in plan",
+                                  "$ per M tokens (chip's own)", "At site"],
+              rows, [False, True, False, True, False, False, True, True, False], flags,
+              caption="Each chip's tok/s per GPU and $ per M tokens at its class's interactivity target"),
+        Paragraphs(["Tok/s per GPU comes from each chip's published curve (MLPerf Inference Server and Interactive points), "
+                    "read at the class's target: linear between points, the loosest point's figure below it, not offered "
+                    "beyond the strictest (models/interactivity.py). Highlighted rows rest on a filled point. " + CHIP_COST_RULE],
+                   "note"),
+    ])
+
+
+def _points_read(c) -> list[float | None]:
+    """The curve points (tok/s per user) the figure at the target rests on; [None]: a fixed figure."""
+    if c.target_tok_s_per_user is None or not c.points:
+        return [None]
+    users = [u for u, _ in c.points]
+    if c.target_tok_s_per_user <= users[0]:
+        return [users[0]]
+    if c.target_tok_s_per_user in users:
+        return [c.target_tok_s_per_user]
+    return [u for u0, u1 in zip(users, users[1:]) if u0 < c.target_tok_s_per_user < u1 for u in (u0, u1)]
 
 
 def _why_section(layers: PlanLayers, summary: Summary) -> Section:
@@ -512,6 +555,7 @@ def report_content(layers: PlanLayers) -> ReportContent:
                 new_page=True),
         _key_figures_section(plan),  # the charts come before the tables (issue 49: they were on page 9, after the outage tables)
         _workload_section(layers, summary),
+        _chip_section(layers, prov),
         _why_section(layers, summary),
         _reconcile_section(layers),
         *[build(layers) for build in EXTRA_SECTIONS],

@@ -458,7 +458,8 @@ def _wrap(text: str, width: int = 22) -> str:
 
 def _title_block(fig: Figure, layers: PlanLayers, result: StaticMap) -> None:
     plan, k = layers.plan, layers.plan.kpis
-    from dcplace.reports.summary import money_at, money_step_usd, status_word, variant_title
+    from dcplace.reports.economics import money_step_usd
+    from dcplace.reports.summary import money_at, status_word, variant_title
 
     title = fig.text(0.01, 0.965, f"dcplace plan — {variant_title(plan)}", fontsize=15, weight="bold", va="top", parse_math=False)
     # a variant's title names its changed inputs: it shrinks to fit the page's width (then wraps), never runs off it

@@ -21,7 +21,7 @@ from dcplace.models.plan import read_plan
 from dcplace.models.sweep import load_sweep
 from dcplace.models.synthetic import synthetic_scenario
 from dcplace.optimizer.studies.batch import read_batch, run_batch
-from dcplace.optimizer.check import check_plan_folder
+from dcplace.optimizer.checker import check_plan_folder
 
 runner = CliRunner()
 

@@ -11,7 +11,7 @@ import yaml
 
 from helpers import job, make_scenario, region, site
 from dcplace.optimizer import SolveOptions
-from dcplace.optimizer.check import check_plan_folder
+from dcplace.optimizer.checker import check_plan_folder
 from dcplace.optimizer.solving.pipeline import solve_to_folder
 
 

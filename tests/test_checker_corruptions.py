@@ -23,7 +23,7 @@ import yaml
 from helpers import TINY_CATALOG, job, make_scenario, region, site
 from dcplace.models.plan import write_manifest
 from dcplace.optimizer import SolveOptions
-from dcplace.optimizer.check import check_plan_folder
+from dcplace.optimizer.checker import check_plan_folder
 from dcplace.optimizer.solving.pipeline import solve_to_folder
 
 OPTIONS = SolveOptions(mip_gap=0.0, time_limit_s=60)
@@ -648,7 +648,7 @@ def test_a_schedule_holds_its_inputs_to_the_rules_and_its_periods_to_their_deriv
     give): the period's inputs are derived, not refused. The schedule's own inputs are held to every rule."""
     from dcplace.models import load_scenario
     from dcplace.models.schedule import write_schedule_folder
-    from dcplace.optimizer.check_schedule import check_schedule_folder
+    from dcplace.optimizer.checker import check_schedule_folder
     from dcplace.optimizer.solving.periods import solve_periods
 
     path = make_scenario(tmp_path / "in", sites=[site("hub", 0, 0, power_price_usd_per_mwh=300)], regions=[region("town", 0, 0.01)],
@@ -672,7 +672,7 @@ def test_a_schedule_holds_its_inputs_to_the_rules_and_its_periods_to_their_deriv
 
 def _rule_cases():
     """(where, key, value) just outside and just inside every range the checker holds a plain folder's inputs to."""
-    import dcplace.optimizer.check as check
+    import dcplace.optimizer.checker.inputs as check
 
     if not hasattr(check, "TABLE_RULES"):  # a checker without written-again input rules: no case to compare
         return []
@@ -700,7 +700,7 @@ def _rule_cases():
 
 @pytest.mark.parametrize("where, key, value", _rule_cases())
 def test_the_checker_refuses_exactly_what_dcplace_validate_refuses(where, key, value, solved, tmp_path):
-    """Each range check.py writes again, at and beyond its bounds, against the loader's own verdict on the same
+    """Each range the checker writes again (checker/inputs.py), at and beyond its bounds, against the loader's own verdict on the same
     inputs/ (a folder's inputs load as a scenario): both refuse, or neither does."""
     from dcplace.models import ScenarioError, load_scenario
 

@@ -18,7 +18,7 @@ import pytest
 from helpers import job, make_scenario, region, site
 from dcplace.models.plan import write_manifest
 from dcplace.optimizer import SolveOptions
-from dcplace.optimizer.check import check_plan_folder
+from dcplace.optimizer.checker import check_plan_folder
 from dcplace.optimizer.solving.pipeline import solve_to_folder
 
 SITES = [site("a", 0, 0, cooling_allowed="air;liquid"), site("b", 0, 1, power_price_usd_per_mwh=30)]

@@ -20,7 +20,7 @@ from helpers import TINY_CATALOG, job, make_scenario, region, site
 from dcplace.models import ScenarioError, load_scenario
 from dcplace.models.plan import write_plan_folder
 from dcplace.optimizer import SolveOptions, solve
-from dcplace.optimizer.check import check_plan_folder
+from dcplace.optimizer.checker import check_plan_folder
 from dcplace.optimizer.model.clock import best_blocks, utc_profile
 
 import numpy as np

@@ -17,7 +17,7 @@ from helpers import TINY_CATALOG, job, make_scenario, region, site
 from test_clock import BUSY_USD_PER_GPU_HOUR, OPTIONS, RACK_CAPEX_USD, RACK_IDLE_USD, SITE_USD, checked, clocked, profile, racks
 from dcplace.models import ScenarioError, load_scenario
 from dcplace.optimizer import solve
-from dcplace.optimizer.check import check_plan_folder
+from dcplace.optimizer.checker import check_plan_folder
 
 RACK_USD = RACK_CAPEX_USD + RACK_IDLE_USD  # $12,776.80 a year
 

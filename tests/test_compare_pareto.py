@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from dcplace.cli import app
 from dcplace.models import load_scenario
 from dcplace.models.plan import read_plan
-from dcplace.optimizer.check import check_plan_folder
+from dcplace.optimizer.checker import check_plan_folder
 from dcplace.optimizer.studies.pareto import trace_pareto
 from dcplace.optimizer.solving.pipeline import solve_to_folder
 from dcplace.reports.compare import collect_plans, comparison_table

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from dcplace.models import load_scenario
+from dcplace.models.interactivity import throughput_id
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 BASES = {"source", "derived", "rule", "assumption"}
@@ -20,7 +21,7 @@ def read(path):
 
 def numeric_cells(path):
     for row in read(path):
-        key = row.get("id") or f"{row['chip']}/{row['workload']}"
+        key = row.get("id") or throughput_id(row["chip"], row["workload"], float(row.get("tok_s_per_user") or "nan"))
         for field, value in row.items():
             try:
                 float(value)

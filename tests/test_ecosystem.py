@@ -20,7 +20,8 @@ from openpyxl import Workbook, load_workbook
 from typer.testing import CliRunner
 
 import dcplace
-from dcplace.cli import EXIT_CODE_MEANINGS, ExitCode, app
+from dcplace.cli import app
+from dcplace.reports.terminal import EXIT_CODE_MEANINGS, ExitCode
 from helpers import job, make_scenario, region, site
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,7 +63,7 @@ def test_exit_codes_one_table_in_readme_and_help():
     readme = " ".join((ROOT / "README.md").read_text().split())
     for code, meaning in EXIT_CODE_MEANINGS.items():
         if code < 100:
-            assert f"`{int(code)}` {meaning}" in readme, f"README's exit code {int(code)} differs from cli.EXIT_CODE_MEANINGS"
+            assert f"`{int(code)}` {meaning}" in readme, f"README's exit code {int(code)} differs from reports.terminal.EXIT_CODE_MEANINGS"
     shown = " ".join(runner.invoke(app, ["--help"], terminal_width=200).output.split())
     for code, meaning in EXIT_CODE_MEANINGS.items():
         assert f"{int(code)}: {meaning}" in shown
@@ -107,7 +108,7 @@ def test_check_json_pass_fail_and_not_a_plan(solved, tmp_path):
     result = runner.invoke(app, ["check", str(broken), "--json"])
     doc = json.loads(result.stdout)
     assert result.exit_code == ExitCode.CHECK_FAILED == doc["exit_code"] and doc["status"] == "fail"
-    assert doc["violations"] and all(set(v) == {"family", "message"} for v in doc["violations"])
+    assert doc["violations"] and all(set(v) == {"family", "message", "registry_families"} for v in doc["violations"])
 
     result = runner.invoke(app, ["check", str(tmp_path), "--json"])
     doc = json.loads(result.stdout)

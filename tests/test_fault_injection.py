@@ -26,7 +26,7 @@ import yaml
 from test_batch import children_of, synthetic_base
 
 from dcplace.models.plan import read_plan
-from dcplace.optimizer.check import check_plan_folder
+from dcplace.optimizer.checker import check_plan_folder
 from dcplace.optimizer.studies.batch import read_batch
 
 pytestmark = pytest.mark.slow

@@ -68,7 +68,7 @@ def test_backbone_bad_distance(tmp_path):
 
 def test_a_plans_inputs_reload_to_the_same_hash_whatever_the_backbone_file_was_called(tmp_path):
     """inputs/ renames the backbone to backbone.csv; the hash is of content, so it must not change."""
-    from dcplace.optimizer.check import check_plan_folder
+    from dcplace.optimizer.checker import check_plan_folder
     from dcplace.optimizer.solving.pipeline import solve_to_folder
     from dcplace.optimizer.solving.solve import SolveOptions
 

@@ -4,7 +4,7 @@
            <- reports <- cli <- dcplace (the public API)
 
 A module may import its own layer and the layers to its left; the independent checker
-(optimizer/check.py) imports nothing of dcplace. The solver engines (highspy, pyomo, ortools)
+(the package optimizer/checker/) imports nothing of dcplace but its own modules. The solver engines (highspy, pyomo, ortools)
 are imported only under optimizer/solvers/: the layers above solve through it
 (optimizer/solvers/lp.py for their own LPs and MIPs); tests, benchmarks and data scripts aside. Imports inside functions count too (an
 import may not hide in a function to dodge a cycle); only `if TYPE_CHECKING:` blocks,
@@ -33,9 +33,13 @@ LAYERS = [  # (module prefix, rank); the longest matching prefix decides
     ("dcplace.cli", 6),
     ("dcplace", 7),
 ]
-INDEPENDENT = {"dcplace.optimizer.check", "dcplace.optimizer.check_schedule"}  # the second runs the first per period
+INDEPENDENT = "dcplace.optimizer.checker"  # the independent checker's package: its modules import one another only
 ENGINES = ("highspy", "pyomo", "ortools")  # imported only under ENGINE_LAYER
 ENGINE_LAYER = "dcplace.optimizer.solvers"
+
+
+def independent(module: str) -> bool:
+    return module == INDEPENDENT or module.startswith(INDEPENDENT + ".")
 
 
 def rank(module: str) -> int:
@@ -108,7 +112,7 @@ def layer_violations(modules: dict[str, str]) -> list[str]:
             if target not in known:
                 out.append(f"{module}:{line} imports unknown dcplace module '{target}'")
                 continue
-            if module in INDEPENDENT and target != module and target not in INDEPENDENT:
+            if independent(module) and not independent(target):
                 out.append(f"{module}:{line} imports '{target}': the independent checker imports nothing of dcplace")
             elif rank(target) > rank(module) and not module.startswith(target + "."):
                 out.append(f"{module}:{line} imports '{target}', a higher layer ({rank(target)} > {rank(module)})")
@@ -156,7 +160,9 @@ def test_the_package_imports_one_way_without_cycles():
 @pytest.mark.parametrize("module, source, expected", [
     ("dcplace.optimizer.model.costs", "from dcplace.optimizer.solvers.highs_model import to_highs", "higher layer"),
     ("dcplace.models.plan", "def f():\n    from dcplace.reports import export\n", "higher layer"),
-    ("dcplace.optimizer.check", "import dcplace.models", "independent checker"),
+    ("dcplace.optimizer.checker.clock", "import dcplace.models", "independent checker"),
+    ("dcplace.optimizer.checker.plan", "def f():\n    from dcplace.optimizer.model.families import REGISTRY\n", "independent checker"),
+    ("dcplace.optimizer.checker", "from dcplace.optimizer.solving.pipeline import solve_to_folder", "independent checker"),
     ("dcplace.optimizer.solving.solve", "from models import load_scenario", "import it as 'dcplace.models'"),
     ("dcplace.models.plan", "from ..reports import export", "relatively"),
     ("dcplace.optimizer.studies.duals", "import highspy", "the engine 'highspy'"),
@@ -169,6 +175,16 @@ def test_a_deliberate_violation_is_caught(module, source, expected):
     modules[module] = modules[module] + "\n" + source + "\n"
     found = layer_violations(modules)
     assert any(expected in v and v.startswith(module) for v in found), found
+
+
+def test_the_checker_is_a_package_that_imports_only_itself():
+    """Every module of optimizer/checker/ is read, and each imports only its siblings of dcplace."""
+    modules = sources()
+    checker = {m for m in modules if independent(m)}
+    assert {f"{INDEPENDENT}.{name}" for name in ("plan", "inputs", "constraints", "resilience", "clock", "costs", "folder",
+                                                "schedule")} <= checker
+    outside = {t for m in checker for _, t in imports(modules[m]) if t.startswith("dcplace") and not independent(t)}
+    assert outside == set(), outside
 
 
 def test_a_cycle_hidden_in_a_function_is_caught():

@@ -12,7 +12,7 @@ import pytest
 from helpers import TINY_CATALOG, job, make_scenario, region, site
 from dcplace.models import load_scenario
 from dcplace.optimizer import SolveOptions, solve
-from dcplace.optimizer.check import check_plan_folder
+from dcplace.optimizer.checker import check_plan_folder
 from dcplace.optimizer.solving.pipeline import solve_to_folder
 
 EXACT = SolveOptions(mip_gap=0.0, time_limit_s=60)

@@ -48,9 +48,12 @@ def test_the_wheel_holds_only_dcplace_with_its_data(wheel):
     assert {n.split("/")[0] for n in names} == {"dcplace", wheel.name.split("-py3")[0] + ".dist-info"}
     for needed in ("dcplace/cli.py", "dcplace/data/default/scenario.yaml", "dcplace/data/catalog/chips.csv",
                    "dcplace/data/geo/ne_110m_countries.gpkg", "dcplace/reports/templates/report.html.j2",
-                   "dcplace/optimizer/check.py", "dcplace/optimizer/model/formulation.py"):
+                   "dcplace/optimizer/checker/plan.py", "dcplace/optimizer/model/formulation.py"):
         assert needed in names
     assert not [n for n in names if n.startswith(("dcplace/tests/", "dcplace/benchmarks/", "dcplace/.venv/"))]
+    packages = {"dcplace/" + p.relative_to(ROOT).as_posix() for folder in ("models", "optimizer", "reports", "data")
+                for p in (ROOT / folder).rglob("__init__.py")}
+    assert packages - set(names) == set(), "pyproject.toml's [tool.setuptools] packages lacks these (the wheel would too)"
     entry = zipfile.ZipFile(wheel).read(f"{wheel.name.split('-py3')[0]}.dist-info/entry_points.txt").decode()
     assert "dcplace = dcplace.cli:main" in entry
 

@@ -15,7 +15,7 @@ from dcplace.cli import app
 from dcplace.models import load_scenario
 from dcplace.models.plan import PlanFileError, read_plan
 from dcplace.optimizer import SolveOptions
-from dcplace.optimizer.check import check_plan_folder
+from dcplace.optimizer.checker import check_plan_folder
 from dcplace.optimizer.solving.pipeline import solve_to_folder
 
 runner = CliRunner()

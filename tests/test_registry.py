@@ -5,7 +5,8 @@ The rule for "shown to hold something" (tests/test_registry.py is where it is en
 every registered family has a case in CASES, a tiny scenario where the family binds. The
 case is solved twice: with every family, the plan passes the family's checker method; with
 the family left out (build_model(ix, without=(name,))), the solver takes the cheaper plan
-that breaks exactly that constraint, and the family's checker method reports it. Families
+that breaks exactly that constraint, and the family's checker method reports it under the
+family's name (Violation.registry_families; tests/test_checker_families.py). Families
 that are implied in the MIP by others and only tighten the LP relaxation are listed in
 TIGHTENING with the families that imply them: for them the test shows that leaving them out
 keeps the optimum and the plan still passes their checker (their rows must still exist). A
@@ -23,8 +24,8 @@ from helpers import TINY_CATALOG, job, make_scenario, region, site, solved_lp
 from dcplace.models import load_scenario
 from dcplace.models.plan import write_plan_folder
 from dcplace.optimizer import SolveOptions, solve
-from dcplace.optimizer.check import PlanChecker
-from dcplace.optimizer.check_schedule import ScheduleChecker
+from dcplace.optimizer.checker import PlanChecker
+from dcplace.optimizer.checker import ScheduleChecker
 from dcplace.optimizer.model import formulation
 from dcplace.optimizer.model.families import BOUNDS, REGISTRY, ROWS, family, render_markdown
 from dcplace.optimizer.model.failover import spread_rows
@@ -204,9 +205,13 @@ def solved_folder(path: Path, out: Path, monkeypatch, without: tuple[str, ...] =
 
 
 def violations(folder: Path, method: str) -> list[str]:
+    return [str(v) for v in run_method(folder, method).violations]
+
+
+def run_method(folder: Path, method: str):
     checker = PlanChecker(folder)
     getattr(checker, method)()
-    return [str(v) for v in checker.report.violations]
+    return checker.report
 
 
 def test_every_family_is_covered():
@@ -271,8 +276,9 @@ def test_leaving_a_family_out_breaks_exactly_it(name, tmp_path, monkeypatch):
     path = CASES[name](tmp_path / "in")
     full = solved_folder(path, tmp_path / "full", monkeypatch)
     assert violations(full, method) == []
-    broken = solved_folder(path, tmp_path / "broken", monkeypatch, without=(name,))
-    assert violations(broken, method), f"leaving out {name} let nothing break that {method} sees"
+    broken = run_method(solved_folder(path, tmp_path / "broken", monkeypatch, without=(name,)), method)
+    assert broken.violations, f"leaving out {name} let nothing break that {method} sees"
+    assert name in broken.registry_families_violated(), broken.violations  # reported under the registry's name
 
 
 @pytest.mark.parametrize("name", sorted(TIGHTENING))

@@ -243,14 +243,14 @@ def shutil_which(name: str):
     return shutil.which(name)
 
 
-def test_the_terminal_cuts_a_long_name(long_named_plan, monkeypatch):
-    import dcplace.cli as cli
+def test_the_terminal_cuts_a_long_name(long_named_plan):
     from dcplace.models.plan import read_plan
+    from dcplace.reports.terminal import print_plan
     from rich.console import Console
 
-    monkeypatch.setattr(cli, "console", Console(width=200, record=True))
-    cli.print_plan(read_plan(long_named_plan), long_named_plan)
-    shown = cli.console.export_text()
+    console = Console(width=200, record=True)
+    print_plan(read_plan(long_named_plan), long_named_plan, console)
+    shown = console.export_text()
     assert "…" in shown
     assert "X" * 200 not in shown.replace("\n", "").replace(" ", "").replace("│", "")
 

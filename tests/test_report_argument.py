@@ -130,7 +130,8 @@ def test_summary_is_on_page_1_with_the_training_site_and_total_cost(default_repo
     main_name = next(s["name"] for s in plan["sites"] if s["id"] == main)
     assert f"Training goes to {main_name}" in text
     # money on page 1 is rounded to what the solver's gap supports (issue 49)
-    from dcplace.reports.summary import money_at, money_step_usd
+    from dcplace.reports.economics import money_step_usd
+    from dcplace.reports.summary import money_at
 
     step = money_step_usd(layers.plan)
     assert money_at(plan["objective_usd_per_year"], step) in memo
@@ -283,7 +284,7 @@ def test_a_variant_says_what_it_is_in_plan_json_and_every_title(n1_variant):
     from dcplace.reports.export import metadata_rows
 
     assert dict(metadata_rows(layers, "2026-01-01T00:00:00Z"))["overrides"] == title.split(" · ", 1)[1]  # the GeoPackage's record
-    from dcplace.optimizer.check import check_plan_folder
+    from dcplace.optimizer.checker import check_plan_folder
 
     assert check_plan_folder(root / "plan").ok  # the provenance record stays consistent for the checker
 
@@ -295,7 +296,8 @@ def test_the_carbon_charge_is_apart_from_real_spend_on_page_1(n1_variant):
     assert carbon > 0
     text = " ".join(page_text(root / "report" / "report.pdf", 1).split())
     assert "Carbon is priced at $100 per t CO₂" in text and "notional carbon charge" in text
-    from dcplace.reports.summary import money_at, money_step_usd
+    from dcplace.reports.economics import money_step_usd
+    from dcplace.reports.summary import money_at
 
     step = money_step_usd(plan)
     assert f"real spend is {money_at(plan.objective_usd_per_year - carbon, step)} a year" in text
@@ -304,7 +306,8 @@ def test_the_carbon_charge_is_apart_from_real_spend_on_page_1(n1_variant):
 def test_money_on_page_1_is_rounded_to_what_the_gap_supports():
     from types import SimpleNamespace
 
-    from dcplace.reports.summary import money_at, money_step_usd
+    from dcplace.reports.economics import money_step_usd
+    from dcplace.reports.summary import money_at
 
     def plan(objective, bound):
         return SimpleNamespace(solve=SimpleNamespace(objective_usd_per_year=objective, best_bound_usd_per_year=bound))

@@ -24,7 +24,8 @@ from dcplace.reports.day import place_days  # importing reports.day registers it
 from dcplace.reports.htmlmap import plan_figure
 from dcplace.reports.report import Table, report_content
 from dcplace.reports.style import money, tok_s_text
-from dcplace.reports.summary import clock_facts, clock_terminal_lines, workload_costs
+from dcplace.reports.economics import clock_facts, workload_costs
+from dcplace.reports.summary import clock_terminal_lines
 
 HOSTILE_CLOUD = "<b>Cloud</b> & $1$"
 HOSTILE_JOB = "<script>tune</script>"
@@ -257,7 +258,7 @@ def test_local_time_is_the_time_zones_standard_time():
     import numpy as np
 
     from dcplace.optimizer.model.clock import standard_offset_h
-    from dcplace.reports.summary import PlaceDay
+    from dcplace.reports.economics import PlaceDay
 
     zero = np.zeros(24)
     mumbai = PlaceDay("mumbai", "Mumbai", "owned", 72.88, zero, zero, zero, zero, 8.0, standard_offset_h(19.08, 72.88)[0])

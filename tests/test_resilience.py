@@ -22,7 +22,7 @@ from dcplace.models import ScenarioError, load_scenario
 from dcplace.models.files import write_scenario
 from dcplace.models.plan import write_plan_folder
 from dcplace.optimizer import SolveOptions, solve
-from dcplace.optimizer.check import PlanChecker, check_plan_folder
+from dcplace.optimizer.checker import PlanChecker, check_plan_folder
 from dcplace.optimizer.studies.outages import outage_table
 import dcplace.optimizer.solving.solve as solve_module
 

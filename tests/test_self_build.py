@@ -30,7 +30,7 @@ from helpers import job, make_scenario, region, site
 from dcplace.models import load_scenario
 from dcplace.models.errors import ScenarioError
 from dcplace.optimizer import SolveOptions, solve
-from dcplace.optimizer.check import check_plan_folder
+from dcplace.optimizer.checker import check_plan_folder
 from dcplace.optimizer.solving.pipeline import solve_to_folder
 
 EXACT = SolveOptions(mip_gap=0.0, time_limit_s=60)

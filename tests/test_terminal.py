@@ -20,6 +20,8 @@ from dcplace.cli import app
 from dcplace.models.plan import read_plan
 from dcplace.optimizer.solving.progress import ProgressFeed, SolveProgress
 from dcplace.optimizer.solving.solve import SolveOptions, solve
+from dcplace.reports import terminal
+from dcplace.reports.style import money
 from dcplace.models import load_scenario
 
 runner = CliRunner()
@@ -86,7 +88,7 @@ def test_solve_output_keeps_every_money_figure_whole(small, tmp_path, monkeypatc
     out = result.stdout
     plan = read_plan(tmp_path / "plan")
     figures = money_figures_whole(out)
-    expected = [cli.money(s.total_cost_usd_per_year) for s in plan.sites if s.open] + [cli.money(plan.objective_usd_per_year)]
+    expected = [money(s.total_cost_usd_per_year) for s in plan.sites if s.open] + [money(plan.objective_usd_per_year)]
     assert all(len(a) >= len("$1,111.00 M") for a in expected)
     for amount in expected:
         assert amount in figures, (amount, out)
@@ -114,12 +116,11 @@ def test_default_plan_printing_keeps_money_whole(default_solved, monkeypatch, wi
     plan = read_plan(out)
     _consoles(monkeypatch, width)
     buffer = io.StringIO()
-    monkeypatch.setattr(cli, "console", Console(width=width, file=buffer))
-    cli.print_plan(plan, out)
+    terminal.print_plan(plan, out, Console(width=width, file=buffer))
     printed = buffer.getvalue()
     figures = money_figures_whole(printed)
     assert len(figures) >= sum(1 for s in plan.sites if s.open) + len([v for v in plan.cost_breakdown_usd_per_year.values() if v]) + 1
-    assert cli.money(plan.objective_usd_per_year) in figures
+    assert money(plan.objective_usd_per_year) in figures
     assert max(len(line) for line in printed.splitlines()) <= width
     assert str(out / "sites.csv") in printed.replace("\n", " ") or str(out / "sites.csv") in printed
 
@@ -149,7 +150,7 @@ def test_solve_shows_live_progress_on_a_terminal_only(small, tmp_path, monkeypat
 
 def test_live_line_fits_the_terminal_and_never_cuts_a_figure():
     to = Console(width=80)
-    line = cli._SolveLine(300, to)
+    line = terminal.solve_line(300, to)
     line(SolveProgress("search", 12.0, 300, 1_250_800_897.0, 1_244_815_034.8))
     text = line.text()
     assert text.startswith("search · ") and "best $1,250.80 M/yr" in text and "gap 0.48%" in text
@@ -163,7 +164,7 @@ def test_live_line_fits_the_terminal_and_never_cuts_a_figure():
 
 def test_paragraphs_wrap_between_words_not_inside_money():
     buffer = io.StringIO()
-    cli._say("the gap is against the full model's LP bound ($1,243,183.17 M/yr) and costs $0.803 per M tokens "
+    terminal.say("the gap is against the full model's LP bound ($1,243,183.17 M/yr) and costs $0.803 per M tokens "
              "while -$12.50 M is saved", Console(width=24, file=buffer))
     text = buffer.getvalue()
     assert max(len(line) for line in text.splitlines()) <= 24 or "$1,243,183.17 M/yr" in text
@@ -209,7 +210,7 @@ def test_quiet_batch_prints_one_line(sweep, tmp_path, monkeypatch):
 def test_batch_line_counts_members(monkeypatch):
     from dcplace.optimizer.studies.batch import MemberResult, Progress
 
-    line = cli._BatchLine("sweep", Console(width=80))
+    line = terminal.batch_line("sweep", Console(width=80))
     p = Progress(total=5, done=2, failed=1, running=2)
     p.last = MemberResult("cap-02", "optimal", {}, objective_usd_per_year=1_250_800_000.0)
     line(p)

@@ -22,7 +22,7 @@ import dcplace.cli as cli
 from dcplace.cli import app
 from dcplace.optimizer import SolveOptions
 from dcplace.optimizer.solving.pipeline import solve_to_folder
-from dcplace.reports import load_plan_layers, read_layer
+from dcplace.reports import load_plan_layers, read_layer, terminal
 from dcplace.reports.output import from_spreadsheet_text, spreadsheet_frame, spreadsheet_text
 from dcplace.reports.style import money
 
@@ -211,7 +211,8 @@ def test_an_unexpected_error_is_one_line_exit_6_with_a_saved_traceback(hostile, 
     def broken(folder):
         raise RuntimeError("boom [/] [link=https://evil.example]x[/link]\nsecond line")
 
-    monkeypatch.setattr(cli, "check_plan_folder", broken)
+    monkeypatch.setattr(terminal, "check_plan_folder", broken)  # `dcplace check`
+    monkeypatch.setattr(cli, "check_plan_folder", broken)  # the damaged-folder test of an error
     result = runner.invoke(app, ["check", str(root / "plan")])
     assert result.exit_code == cli.EXIT_INTERNAL_ERROR == 6, result.output
     first, second = result.output.strip().splitlines()
@@ -231,7 +232,8 @@ def test_a_machine_error_is_exit_2_naming_the_path(hostile, monkeypatch):
     def full(folder):
         raise OSError(errno.ENOSPC, "No space left on device", str(root / "plan" / "x"))
 
-    monkeypatch.setattr(cli, "check_plan_folder", full)
+    monkeypatch.setattr(terminal, "check_plan_folder", full)  # `dcplace check`
+    monkeypatch.setattr(cli, "check_plan_folder", full)  # the damaged-folder test of an error
     result = runner.invoke(app, ["check", str(root / "plan")])
     assert result.exit_code == 2, result.output
     assert "No space left on device" in result.output and "Fix:" in result.output

@@ -44,7 +44,7 @@ def three_site_scenario(tmp_path):
 
 
 def test_workload_costs_add_up_to_the_plan_total(tmp_path):
-    from dcplace.reports.summary import workload_costs
+    from dcplace.reports.economics import workload_costs
 
     path = two_price_scenario(tmp_path, training=True)
     scenario = load_scenario(path)
@@ -155,7 +155,7 @@ def test_site_worth_is_the_difference_of_two_solves_by_hand(tmp_path):
 
 
 def test_alternatives_are_checked_within_the_slack_and_differ(tmp_path):
-    from dcplace.optimizer.check import check_plan_folder
+    from dcplace.optimizer.checker import check_plan_folder
     from dcplace.optimizer.studies.alternatives import near_optimal_alternatives
 
     # four sites around one town at $50-$53/MWh: any one of them is within 2 % of the best

@@ -54,6 +54,7 @@ import numpy as np
 
 from dcplace.models import Scenario
 from dcplace.models.geo import great_circle_km
+from dcplace.models.interactivity import tok_s_at_target
 
 HOURS_PER_DAY = 24
 
@@ -345,7 +346,7 @@ def _rentals(ix, sets: ClockSets) -> None:
     sets.cloud_rtt_ms = cloud_rtt_matrix_ms(scenario)
     if not clouds:
         return
-    tok = {(t.chip, t.workload) for t in scenario.catalog.throughput}
+    tok = tok_s_at_target(scenario.catalog)
     for i, region in enumerate(scenario.regions):
         for w in ix.workloads:
             if region.demand_tok_s.get(w, 0.0) <= 0:
@@ -385,10 +386,7 @@ def rented_training_gpus(ix, j: str, chip: str) -> float:
 
 def tok_s_per_gpu(ix, chip: str, w: str) -> float:
     """A GPU's tokens/s on class w at the target utilization (0 if it cannot serve w)."""
-    for t in ix.scenario.catalog.throughput:
-        if t.chip == chip and t.workload == w:
-            return t.tok_s_per_gpu * ix.scenario.economics.inference_target_utilization
-    return 0.0
+    return tok_s_at_target(ix.scenario.catalog).get((chip, w), 0.0) * ix.scenario.economics.inference_target_utilization
 
 
 # ------------------------------------------------------------------ per GPU, per share

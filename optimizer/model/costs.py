@@ -1,7 +1,7 @@
 """Annualized cost coefficients: what one rack, one zone, one site costs per year.
 
 The formulation's objective and the plan's cost breakdown both read these, so the two
-can never disagree; the independent checker (optimizer/check.py) recomputes them on its
+can never disagree; the independent checker (optimizer/checker/costs.py) recomputes them on its
 own from the plan's inputs.
 """
 

@@ -2,9 +2,10 @@
 
 A family is one record: its name (the name its rows carry in the LinearModel and the
 Pyomo model), its builder, its statement in math (the builder's docstring), the method of
-the independent checker that verifies it (by name: optimizer/check.py imports nothing of
+the independent checker that verifies it (by name: optimizer/checker/ imports nothing of
 dcplace, so the link is a string, and tests/test_registry.py asserts that the method
-exists), and how the elastic diagnosis may relax it (a `Relax`) or why it is not relaxed.
+exists; the checker's violations name the family the same way, Violation.registry_family,
+held to these names by tests/test_checker_families.py), and how the elastic diagnosis may relax it (a `Relax`) or why it is not relaxed.
 A family that only tightens the LP relaxation (other rows imply it in the MIP) may be
 registered `lp_lazy=True`: LP relaxations then hold its rows back and add those a
 solution breaks (optimizer.solvers.lazy_rows), with the rest of their `lp_lazy_group`
@@ -135,10 +136,11 @@ Each family is one function in `optimizer/model/formulation.py` (the resilience 
 `optimizer/model/failover.py`, docs/resilience.md; the clock's in
 `optimizer/model/clock_families.py`, docs/clock.md; the families that tie the periods of a
 multi-period plan in `optimizer/model/periods.py`, docs/periods.md, checked by
-`ScheduleChecker` in `optimizer/check_schedule.py`); its rows carry the
+`ScheduleChecker` in `optimizer/checker/schedule.py`); its rows carry the
 family's name in the LinearModel, in the Pyomo model and in HiGHS's infeasible subset.
-The independent checker (`optimizer/check.py`) verifies each family with the method named
-here, from the plan folder alone. When no plan exists, the elastic diagnosis
+The independent checker (`optimizer/checker/`) verifies each family with the method named
+here, from the plan folder alone, and names the family in each violation it finds
+(`Violation.registry_family`). When no plan exists, the elastic diagnosis
 (`optimizer/solving/diagnose.py`) gives each relaxable row a slack of
 `magnitude x t` (t >= 0 dimensionless, penalised `weight x t`), so every penalty is
 relative to the row's own size.

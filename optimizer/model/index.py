@@ -37,6 +37,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from dcplace.models import Chip, Cooling, Fabric, RackConfig, Region, Scenario, ScenarioError, Site, TrainingJob, Workload
+from dcplace.models.interactivity import tok_s_at_target
 from dcplace.models.limits import size_problem
 from dcplace.optimizer.model.candidates import candidate_mask
 from dcplace.optimizer.model.clock import ClockSets, build_clock
@@ -399,7 +400,7 @@ def build_index(scenario: Scenario, max_full_pairs: int = MAX_FULL_PAIRS, prunin
         site_pos={s.id: j for j, s in enumerate(scenario.sites)},
     )
     econ = scenario.economics
-    tok_s = {(t.chip, t.workload): t.tok_s_per_gpu for t in cat.throughput}
+    tok_s = tok_s_at_target(cat)
     for k, rack in ix.racks.items():
         for w in ix.workloads:
             if (rack.chip, w) in tok_s:

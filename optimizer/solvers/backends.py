@@ -76,6 +76,12 @@ def relative_gap(objective: float | None, bound: float | None) -> float | None:
     return abs(objective - bound) / max(abs(objective), 1e-9)
 
 
+def gap_status(gap: float | None, mip_gap: float) -> str:
+    """"optimal" when `gap` is proven within the asked `mip_gap` (to rounding), else "feasible": the one
+    rule by which every phase of a solve (race, N-1, periods, dispatch) names a plan it has a bound for."""
+    return "optimal" if gap is not None and gap <= mip_gap + 1e-12 else "feasible"
+
+
 @dataclass(frozen=True)
 class Capabilities:
     time_limit: bool

@@ -30,7 +30,7 @@ optimum. (The LP of step 2 is exactly the full model's rows for f with the plan'
 decisions fixed: a max-flow from f's lost load to the surviving sites' spare capacity.)
 
 `SolveRecord.failover` records the rounds, the losses generated and the check of the
-final plan; the independent checker re-routes every loss itself (optimizer/check.py,
+final plan; the independent checker re-routes every loss itself (optimizer/checker/resilience.py,
 check_failover, a max-flow in networkx).
 """
 
@@ -50,6 +50,7 @@ from dcplace.optimizer.model.index import IndexSets
 from dcplace.optimizer.model.failover import hall_cuts
 from dcplace.optimizer.model.linear import LinearModel
 from dcplace.optimizer.model.resilience import failover_budget_ms, survivable
+from dcplace.optimizer.solvers.backends import gap_status
 from dcplace.optimizer.solvers.highs_model import HighsAbandoned, run_until, set_deadline, to_highs
 
 UNSERVED_MS = 1e5  # the re-route LP's price of a tok/s left unserved, in ms: above any round trip, so the most is re-served first
@@ -461,7 +462,7 @@ def secure(ix: IndexSets, lm: LinearModel, result, x, build: Callable[[IndexSets
                     objective = again.objective_usd_per_year
                     gap = max(0.0, objective - bound) / max(abs(objective), 1e-9) if math.isfinite(bound) else None
                     result = replace(again, best_bound_usd_per_year=bound if math.isfinite(bound) else None, gap=gap,
-                                     status="optimal" if gap is not None and gap <= mip_gap + 1e-12 else "feasible")
+                                     status=gap_status(gap, mip_gap))
                     x = y
                     rounds.append(Round(result.objective_usd_per_year, again.solve_time_s, len(losses), [], 0, 0.0))
             break
@@ -537,7 +538,7 @@ def secure(ix: IndexSets, lm: LinearModel, result, x, build: Callable[[IndexSets
         bound = min(max(bounds + [result.best_bound_usd_per_year or -math.inf]), objective)
         gap = max(0.0, objective - bound) / max(abs(objective), 1e-9)
         result = replace(result, best_bound_usd_per_year=bound, gap=gap,
-                         status="optimal" if record["secure"] and gap <= mip_gap + 1e-12 else "feasible")
+                         status=gap_status(gap, mip_gap) if record["secure"] else "feasible")
     lost_sites = sorted({f for f, _, _ in ix.failover_lost})
     record.update({
         "scenarios_generated": len(lost_sites),  # single-site losses with a re-routing in the final model

@@ -32,7 +32,7 @@ from dcplace.optimizer.model.index import IndexSets
 from dcplace.optimizer.model.linear import LinearModel
 from dcplace.optimizer.model.periods import (CAPEX_CATEGORIES, PeriodModel, annuities, build_period_sets, build_periods_model,
                                              capex_rise, start_from_periods, zone_it_kw)
-from dcplace.optimizer.solvers.backends import run_backend
+from dcplace.optimizer.solvers.backends import gap_status, run_backend
 from dcplace.optimizer.solvers.pairs import BOUND_TOLERANCE, GAP_SHARE, NO_BOUND, PricedLP, in_model_mask, solve_priced_lp
 from dcplace.optimizer.solving.extract import extract
 from dcplace.optimizer.solving.budget import Budget
@@ -316,7 +316,7 @@ def _schedule(scenario: Scenario, options: SolveOptions, pm: PeriodModel, x: np.
     npv = sum(line.operating_npv_usd for line in lines) + sum(b.npv_usd for b in builds) + sum(h.npv_usd for h in halls)
     bound = record.get("best_bound_usd_per_year")
     gap = max(0.0, npv - bound) / max(abs(npv), 1e-9) if bound is not None else None
-    status = "optimal" if gap is not None and gap <= options.mip_gap + 1e-12 else "feasible"
+    status = gap_status(gap, options.mip_gap)
     solve_record = SolveRecord(**{**record, "objective_usd_per_year": npv, "gap": gap, "status": status,
                                   "extract_time_s": time.perf_counter() - extract_start,
                                   "termination": f"{record['termination']}; objective and bound are net present values in USD"})

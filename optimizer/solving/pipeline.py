@@ -16,7 +16,7 @@ from pathlib import Path
 from dcplace.models import Scenario, load_scenario
 from dcplace.models.outputs import destination_lock
 from dcplace.models.plan import Plan, write_plan_folder
-from dcplace.optimizer.check import CheckReport, check_plan_folder
+from dcplace.optimizer.checker import CheckReport, check_plan_folder, check_schedule_folder
 from dcplace.optimizer.solving.budget import job_budget
 from dcplace.optimizer.solving.progress import ProgressCallback, as_feed
 from dcplace.optimizer.solving.solve import InfeasibleScenario, SolveOptions, solve
@@ -93,7 +93,6 @@ def solve_schedule_to_folder(scenario: Scenario | str | Path | None, out_dir: st
 
 def _solve_schedule_to_folder(scenario, out_dir, options, progress, started=None):
     from dcplace.models.schedule import write_schedule_folder
-    from dcplace.optimizer.check_schedule import check_schedule_folder
     from dcplace.optimizer.solving.periods import solve_periods
 
     feed, _ = as_feed(progress, (options or SolveOptions()).time_limit_s)

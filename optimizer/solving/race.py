@@ -28,7 +28,7 @@ import numpy as np
 
 from dcplace.optimizer.model.index import IndexSets
 from dcplace.optimizer.model.linear import LinearModel
-from dcplace.optimizer.solvers.backends import RunResult, relative_gap
+from dcplace.optimizer.solvers.backends import RunResult, gap_status, relative_gap
 from dcplace.optimizer.solvers.highs_model import to_highs
 from dcplace.optimizer.solvers.scip_racer import ScipAnswer, ScipRacer
 from dcplace.optimizer.solvers.warmstart import complete_start
@@ -81,7 +81,7 @@ class Race:
             self.stop_event.set()
         elif answer.status == "optimal" and answer.x is not None and self.lm.is_feasible(answer.x):
             gap = relative_gap(float(self.lm.objective() @ answer.x), answer.best_bound_usd_per_year)
-            if gap is not None and gap <= self.mip_gap + 1e-12:
+            if gap_status(gap, self.mip_gap) == "optimal":
                 self.stop_event.set()
 
     def proven(self) -> bool:
@@ -153,7 +153,7 @@ def combine(lm: LinearModel, highs: RunResult, x_highs: np.ndarray | None, answe
     bound_from = max(bounds, key=bounds.get) if bounds else None
     bound = min(bounds[bound_from], objective) if bound_from else None
     gap = relative_gap(objective, bound)
-    status = "optimal" if gap is not None and gap <= mip_gap + 1e-12 else "feasible"
+    status = gap_status(gap, mip_gap)
     record.update(winner=winner, bound_from=bound_from)
     if winner == "highs":
         termination = highs.termination

@@ -35,7 +35,7 @@ from dcplace.models.plan import HAS_PLAN, Plan, SolveRecord
 from dcplace.models.versions import package_versions
 from dcplace.optimizer.solving.extract import extract
 from dcplace.optimizer.model.formulation import build_model
-from dcplace.optimizer.solvers.backends import RunResult, get_backend, relative_gap, run_backend
+from dcplace.optimizer.solvers.backends import RunResult, gap_status, get_backend, relative_gap, run_backend
 from dcplace.optimizer.solving.diagnose import diagnose
 from dcplace.optimizer.solving.failover import ROUND_SHARE as N1_ROUND_SHARE, needs_n1, secure
 from dcplace.optimizer.solving.failover_sites import HELD_SHARE, secure_on_sites
@@ -260,7 +260,7 @@ def _tighten_for_dispatch(lm, ix, options, feed, budget: Budget, reserve: float,
         best_bound = min(best_bound, parts["objective"])
         gap = max(0.0, parts["objective"] - best_bound) / max(abs(parts["objective"]), 1e-9)
         record_args.update(objective_usd_per_year=parts["objective"], best_bound_usd_per_year=best_bound, gap=gap,
-                           status="optimal" if gap <= options.mip_gap + 1e-12 else "feasible")
+                           status=gap_status(gap, options.mip_gap))
         if again.status != "optimal":
             break
     return x, parts, record_args
@@ -371,7 +371,7 @@ def _continue_on_full(scenario, options, feed, budget, reserve, ix, lm, result, 
     bound = min(max(bounds), objective) if bounds else None
     gap = relative_gap(objective, bound)
     merged = replace(again, best_bound_usd_per_year=bound, gap=gap,
-                     status="optimal" if gap is not None and gap <= options.mip_gap + 1e-12 else "feasible",
+                     status=gap_status(gap, options.mip_gap),
                      termination=f"{result.termination}; then searched on the full model: {again.termination}")
     return full_lm, full_ix, merged, x_full
 
@@ -410,7 +410,7 @@ def _against_dispatch(record: dict, plan_objective: float, mip_gap: float) -> di
     update = {"objective_usd_per_year": plan_objective}
     if bound is not None:
         gap = max(0.0, plan_objective - bound) / max(abs(plan_objective), 1e-9)
-        update.update(gap=gap, status="optimal" if gap <= mip_gap + 1e-12 else "feasible")
+        update.update(gap=gap, status=gap_status(gap, mip_gap))
     update["termination"] = f"{record['termination']}; energy by merit-order dispatch, gap against the model's bound"
     return update
 
@@ -436,5 +436,5 @@ def against_full_bound(result: RunResult, priced: PricedLP, mip_gap: float) -> R
                        termination=f"{result.termination}; {priced.bound_kind}")
     bound = priced.full_lp_bound
     gap = max(0.0, objective - bound) / max(abs(objective), 1e-9)
-    return replace(result, best_bound_usd_per_year=bound, gap=gap, status="optimal" if gap <= mip_gap + 1e-12 else "feasible",
+    return replace(result, best_bound_usd_per_year=bound, gap=gap, status=gap_status(gap, mip_gap),
                    termination=f"{result.termination}; gap against {priced.bound_kind}")

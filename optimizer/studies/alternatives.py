@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from dcplace.models.plan import Plan, SolveRecord, write_plan_folder
-from dcplace.optimizer.check import check_plan_folder
+from dcplace.optimizer.checker import check_plan_folder
 from dcplace.optimizer.model.formulation import OPTIMALITY_ROWS, build_model
 from dcplace.optimizer.solvers.highs_model import HighsAbandoned
 from dcplace.optimizer.solvers.lp import LpSession

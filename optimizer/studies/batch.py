@@ -57,7 +57,7 @@ from dcplace.models.outputs import ExclusiveLock, check_destination, claim_folde
 from dcplace.models.plan import HAS_PLAN, Plan, SolveRecord, read_plan, write_plan_folder
 from dcplace.models.schedule import read_schedule, schedule_kpis
 from dcplace.models.sweep import Member, Sweep, load_member
-from dcplace.optimizer.check import check_plan_folder
+from dcplace.optimizer.checker import check_plan_folder
 from dcplace.optimizer.model.formulation import OPTIMALITY_ROWS, build_model
 from dcplace.optimizer.model.index import PruningRules
 from dcplace.optimizer.solving.extract import extract

@@ -1,6 +1,6 @@
 """The independent checker of a multi-period schedule folder (docs/periods.md).
 
-Like optimizer/check.py, whose PlanChecker it runs on every period's plan folder, it reads
+Like the plan checker (plan.py), whose PlanChecker it runs on every period's plan folder, it reads
 files with nothing but pandas, yaml and json and shares no code with the formulation: it
 re-derives each period's scenario from the top-level inputs (demand multipliers, time to
 power, chip availability, the jobs of each period) and compares it with the period folder's
@@ -21,8 +21,10 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from dcplace.optimizer.check import (ABS_TOL, MANIFEST, REL_TOL, CheckReport, PlanChecker, Violation, _Inputs, _InputRules, _close,
-                                     _rule_problem, spreadsheet_cell)
+from dcplace.optimizer.checker.common import close, spreadsheet_cell
+from dcplace.optimizer.checker.inputs import InputRules, Inputs, rule_problem
+from dcplace.optimizer.checker.plan import PlanChecker
+from dcplace.optimizer.checker.report import CheckReport, Violation
 
 CAPEX = ("chips", "cooling_capex", "fabric")
 
@@ -47,7 +49,7 @@ def _equal(a, b) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
         return str(a).lower() == str(b).lower()
     try:
-        return _close(float(a), float(b), rel=1e-9, abs_=1e-9)
+        return close(float(a), float(b), rel=1e-9, abs_=1e-9)
     except (TypeError, ValueError):
         return a == b if not isinstance(a, (list, tuple)) else list(a) == list(b)
 
@@ -66,7 +68,7 @@ def _steps(cell) -> list[tuple[int, float]]:
 def _read_spreadsheet_csv(path: Path, text_columns: tuple[str, ...]) -> list[dict]:
     """The rows of builds.csv or halls.csv with their ids as schedule.json has them: these CSVs
     are for spreadsheets, so an id a spreadsheet would run as a formula carries a leading '
-    there (check.spreadsheet_cell)."""
+    there (common.spreadsheet_cell)."""
     frame = pd.read_csv(path, keep_default_na=False, na_values=[""], dtype={c: str for c in text_columns})
     for column in text_columns:
         if column in frame:
@@ -82,7 +84,7 @@ class ScheduleChecker:
         self.folder = Path(folder)
         self.report = CheckReport(str(self.folder))
         self.schedule = json.loads((self.folder / "schedule.json").read_text())
-        self.inp = _Inputs(self.folder / "inputs")
+        self.inp = Inputs(self.folder / "inputs")
         spec = yaml.safe_load((self.folder / "inputs" / "scenario.yaml").read_text())
         self.periods = spec.get("periods") or []
         self.rate = float(self.inp.economics["discount_rate"])
@@ -91,10 +93,10 @@ class ScheduleChecker:
         self.halls = _read_spreadsheet_csv(self.folder / "halls.csv", ("site", "cooling"))
         self.plans = {int(p["year"]): json.loads((self.folder / "periods" / str(p["year"]) / "plan.json").read_text())
                       for p in self.periods}
-        self.period_inputs = {int(p["year"]): _Inputs(self.folder / "periods" / str(p["year"]) / "inputs") for p in self.periods}
+        self.period_inputs = {int(p["year"]): Inputs(self.folder / "periods" / str(p["year"]) / "inputs") for p in self.periods}
 
-    def fail(self, family: str, message: str) -> None:
-        self.report.violations.append(Violation(family, message))
+    def fail(self, family: str, message: str, breaks: str | tuple[str, ...] = ()) -> None:
+        self.report.add(family, message, breaks)
 
     # ------------------------------------------------------------------ the arithmetic
     def discount(self, year: float) -> float:
@@ -167,7 +169,7 @@ class ScheduleChecker:
                 if not _equal(value, other):
                     self.fail("period_inputs", f"period {year}: {table} {key} {column} is {other!r}; the top-level inputs say {value!r}.")
 
-    def _unchanged(self, year: int, got: _Inputs) -> None:
+    def _unchanged(self, year: int, got: Inputs) -> None:
         """Everything a period does not change is the top level's: sites, regions, jobs and catalog
         columns, latency, policies (but the sites without power), economics (but the period's keys)."""
         period = next(p for p in self.periods if int(p["year"]) == year)
@@ -208,7 +210,7 @@ class ScheduleChecker:
         """The schedule's inputs/ hold what `dcplace validate` accepts: every rule of a plan folder's inputs (each
         period's, derived from these, is checked against them by check_period_inputs), and each period's year,
         length, demand multipliers and power factors within their ranges (models/records.py Period)."""
-        for problem in _InputRules(self.inp).run():
+        for problem in InputRules(self.inp).run():
             self.fail("inputs", problem)
         years = []
         for i, period in enumerate(self.periods):
@@ -218,11 +220,11 @@ class ScheduleChecker:
                 continue
             for key, low, high, flags in (("year", 1900, 2200, "i"), ("years", 1, 20, "io"), ("power_price_factor", 0, 10, "go"),
                                           ("power_limit_factor", 0, 100, "go")):
-                why = _rule_problem(period.get(key), low, high, flags)
+                why = rule_problem(period.get(key), low, high, flags)
                 if why:
                     self.fail("inputs", f"{where}.{key} {why}: `dcplace validate` refuses it.")
             for w, factor in (period.get("demand") or {}).items():
-                why = _rule_problem(factor, 0, None, "")
+                why = rule_problem(factor, 0, None, "")
                 if why:
                     self.fail("inputs", f"{where}.demand.{w} {why}: `dcplace validate` refuses it.")
             years.append((period.get("year"), period.get("years", 1)))
@@ -241,7 +243,7 @@ class ScheduleChecker:
             for r, region in self.inp.regions.items():
                 for w in self.inp.workloads:
                     want = self.inp.demand(r, w) * float(factor.get(w, 1.0))
-                    if not _close(got.demand(r, w), want):
+                    if not close(got.demand(r, w), want):
                         self.fail("period_inputs", f"period {year}: region {r} {w} demand is {got.demand(r, w):,.3f} tok/s; "
                                   f"the top-level {self.inp.demand(r, w):,.3f} x {float(factor.get(w, 1.0)):g} = {want:,.3f}.")
             forbidden = set(got.policies.get("forbidden_sites") or [])
@@ -251,10 +253,10 @@ class ScheduleChecker:
                 if kw <= 0 and s not in forbidden:
                     self.fail("period_inputs", f"period {year}: site {s} has no power before {site.get('power_from_year')} "
                               "but is not forbidden in the period's inputs.")
-                if kw > 0 and s not in forbidden and not _close(float(got.sites[s]["power_limit_kw"]), kw):
+                if kw > 0 and s not in forbidden and not close(float(got.sites[s]["power_limit_kw"]), kw):
                     self.fail("period_inputs", f"period {year}: site {s} power limit is {got.sites[s]['power_limit_kw']:,.1f} kW; "
                               f"its steps give {kw:,.1f} kW.")
-                if not _close(float(got.sites[s]["power_price_usd_per_mwh"]), float(site["power_price_usd_per_mwh"]) * price):
+                if not close(float(got.sites[s]["power_price_usd_per_mwh"]), float(site["power_price_usd_per_mwh"]) * price):
                     self.fail("period_inputs", f"period {year}: site {s} power price is not the top-level price x {price:g}.")
             for chip in got.chips:
                 if not self.chip_available(chip, year):
@@ -267,7 +269,7 @@ class ScheduleChecker:
                     self.fail("period_inputs", f"period {year}: job {j} {'runs' if runs else 'does not run'} in this period "
                               f"(from_year {job.get('from_year')}, to_year {job.get('to_year')}) but the period's inputs "
                               f"{'lack' if runs else 'have'} it.")
-                elif runs and not _close(float(got.jobs[j]["gpus_h100_equiv"]), float(job["gpus_h100_equiv"]) * training):
+                elif runs and not close(float(got.jobs[j]["gpus_h100_equiv"]), float(job["gpus_h100_equiv"]) * training):
                     self.fail("period_inputs", f"period {year}: job {j} needs {got.jobs[j]['gpus_h100_equiv']:g} GPUs; "
                               f"the top-level {job['gpus_h100_equiv']:g} x training {training:g}.")
 
@@ -281,13 +283,13 @@ class ScheduleChecker:
                             and self.serves(int(b["year"]), period, self.life(b)))
                 if count > alive:
                     self.fail("periods", f"period {year}: {count} racks of {key[1]} ({key[2]}) in use at {key[0]}, "
-                              f"but only {alive} bought and still within their life.")
+                              f"but only {alive} bought and still within their life.", breaks="rack_stock")
             for key, count in fabric.items():
                 alive = sum(int(b["count"]) for b in self.builds if b["kind"] == "fabric"
                             and (b["site"], b["config"], b["cooling"], b["fabric"]) == key and self.serves(int(b["year"]), period, self.life(b)))
                 if count > alive:
                     self.fail("periods", f"period {year}: {count} training racks on {key[3]} at {key[0]}, but fabric for only {alive} "
-                              "bought and still within its life.")
+                              "bought and still within its life.", breaks="fabric_stock")
         for b in self.builds:
             if int(b["count"]) < 1:
                 self.fail("periods", f"builds.csv lists {b['count']} racks of {b['config']} at {b['site']} in {b['year']}: a purchase is at least one rack.")
@@ -313,11 +315,11 @@ class ScheduleChecker:
                     continue
                 nxt = later.get(s)
                 if nxt is None or not nxt["open"]:
-                    self.fail("periods", f"site {s} is open in {y0} but closed in {y1}: a site once built stays open.")
+                    self.fail("periods", f"site {s} is open in {y0} but closed in {y1}: a site once built stays open.", breaks="open_persists")
                     continue
                 missing = set(site["zones"]) - set(nxt["zones"])
                 if missing:
-                    self.fail("periods", f"site {s} loses its {', '.join(sorted(missing))} zone(s) between {y0} and {y1}.")
+                    self.fail("periods", f"site {s} loses its {', '.join(sorted(missing))} zone(s) between {y0} and {y1}.", breaks="zone_persists")
 
     def _retrofits(self) -> None:
         """A zone of a cooling with a retrofit cost, new at a site that operated the period before, pays
@@ -331,7 +333,7 @@ class ScheduleChecker:
                 if y == year and float(h["ready_kw"]) > 1e-6:
                     if before.get(s, {}).get("open") or not self._sites(year).get(s, {}).get("open"):
                         self.fail("periods", f"{year}: {s} is built ready for {float(h['ready_kw']):,.1f} kW of {c}, but it does not "
-                                  "open in this period (readiness is bought when a site is built).")
+                                  "open in this period (readiness is bought when a site is built).", breaks="ready_at_opening")
             for s, site in self._sites(year).items():
                 old = before.get(s)
                 for c in site["zones"]:
@@ -344,7 +346,7 @@ class ScheduleChecker:
                     paid = float(halls.get((year, s, c), {}).get("retrofit_kw", 0.0))
                     if owed > paid + max(1e-3, 1e-6 * it_kw):
                         self.fail("periods", f"{year}: {s} adds a {c} zone of {it_kw:,.1f} kW to a site that operated without one; "
-                                  f"{owed:,.1f} kW must be paid as a retrofit (less {ready[s, c]:,.1f} kW built ready), halls.csv says {paid:,.1f}.")
+                                  f"{owed:,.1f} kW must be paid as a retrofit (less {ready[s, c]:,.1f} kW built ready), halls.csv says {paid:,.1f}.", breaks="retrofit_needed")
             for (y, s, c), h in halls.items():
                 if y == year:
                     ready[s, c] += float(h["ready_kw"])
@@ -359,14 +361,14 @@ class ScheduleChecker:
             capex = sum(float(plan["cost_breakdown_usd_per_year"].get(c, 0.0)) for c in CAPEX)
             operating = (float(plan["objective_usd_per_year"]) - capex) * self.weight(period)
             line = lines.get(year)
-            if line is None or not _close(float(line["operating_npv_usd"]), operating, rel=1e-6, abs_=1.0):
+            if line is None or not close(float(line["operating_npv_usd"]), operating, rel=1e-6, abs_=1.0):
                 self.fail("npv", f"period {year}: operating NPV should be ({plan['objective_usd_per_year']:,.2f} - {capex:,.2f}) x "
                           f"{self.weight(period):.6f} = {operating:,.2f}; schedule.json says {line and line['operating_npv_usd']}.")
             total += operating
         for b in self.builds:
             served = sum(self.weight(p) for p in self.periods if self.serves(int(b["year"]), p, self.life(b)))
             npv = int(b["count"]) * self.annuity(b) * served
-            if not _close(float(b["npv_usd"]), npv, rel=1e-6, abs_=1.0):
+            if not close(float(b["npv_usd"]), npv, rel=1e-6, abs_=1.0):
                 self.fail("npv", f"build {b['count']} x {b['config']} ({b['kind']}) at {b['site']} in {b['year']}: NPV should be "
                           f"{b['count']} x {self.annuity(b):,.2f} $/yr x {served:.6f} = {npv:,.2f}; builds.csv says {b['npv_usd']:,.2f}.")
             total += npv
@@ -374,12 +376,12 @@ class ScheduleChecker:
             cooling = self.inp.cooling[h["cooling"]]
             npv = (float(h["ready_kw"]) * float(cooling.get("ready_usd_per_kw") or 0)
                    + float(h["retrofit_kw"]) * float(cooling.get("retrofit_usd_per_kw") or 0)) * self.discount(int(h["year"]))
-            if not _close(float(h["npv_usd"]), npv, rel=1e-6, abs_=1.0):
+            if not close(float(h["npv_usd"]), npv, rel=1e-6, abs_=1.0):
                 self.fail("npv", f"{h['cooling']} hall at {h['site']} in {h['year']}: {h['ready_kw']:,.1f} kW ready and "
                           f"{h['retrofit_kw']:,.1f} kW retrofitted should cost {npv:,.2f} in NPV; halls.csv says {h['npv_usd']:,.2f}.")
             total += npv
         reported = self.schedule.get("npv_usd")
-        if reported is None or not _close(float(reported), total, rel=1e-6, abs_=1.0):
+        if reported is None or not close(float(reported), total, rel=1e-6, abs_=1.0):
             self.fail("npv", f"the schedule's NPV should be {total:,.2f} USD; schedule.json says {reported}.")
         self.report.recomputed_cost_usd_per_year = total
         solve = self.schedule["solve"]
@@ -397,7 +399,7 @@ class ScheduleChecker:
         for period in self.periods:
             sub = PlanChecker(self.folder / "periods" / str(period["year"]), period=True).run()
             for v in sub.violations:
-                self.fail(v.family, f"period {period['year']}: {v.message}")
+                self.fail(v.family, f"period {period['year']}: {v.message}", v.registry_families)
             self.report.checked += [f"{period['year']}:{name}" for name in sub.checked]
         for name in ("check_inputs", "check_period_inputs", "check_periods", "check_npv"):
             try:
@@ -418,4 +420,4 @@ def check_schedule_folder(folder: str | Path) -> CheckReport:
         return report
 
 
-__all__ = ["ScheduleChecker", "check_schedule_folder", "MANIFEST"]
+__all__ = ["ScheduleChecker", "check_schedule_folder"]
