@@ -198,6 +198,7 @@ class _Col:
     header: str
     cells: list[str]  # rich markup (user text already through _text)
     kind: str = "text"  # "money" and "number": right-aligned, never wrapped or cut; "text": folds
+    min_width: int = 0  # a text column kept at least this wide (a list of names), else by its words
 
 
 def _fit_table(title: str, columns: list[_Col], drop_order: list[str], to: Console | None = None) -> tuple[Table, list[str]]:
@@ -214,7 +215,8 @@ def _fit_table(title: str, columns: list[_Col], drop_order: list[str], to: Conso
         for c in shown:
             if c.kind == "text":  # whole words where they are short enough; a longer one folds
                 words = [w for x in [c.header, *c.cells] for w in Text.from_markup(x).plain.split()]
-                table.add_column(c.header, overflow="fold", min_width=min(max(map(cell_len, words), default=1), TEXT_WORD_MAX))
+                table.add_column(c.header, overflow="fold",
+                                 min_width=max(c.min_width, min(max(map(cell_len, words), default=1), TEXT_WORD_MAX)))
             else:
                 full = max(Text.from_markup(x).cell_len for x in [*c.header.split("\n"), *c.cells])
                 table.add_column(c.header, justify="right", no_wrap=True, min_width=full)
@@ -710,7 +712,7 @@ def outages(
 ) -> None:
     """What losing each open site costs: tok/s at risk and where, fallback RTT, training stalled (any plan folder)."""
     from dcplace.optimizer.studies.outages import NoOutageTable, outage_table
-    from dcplace.reports.outages import region_rows, site_rows, summary_lines
+    from dcplace.reports.outages import summary_lines, terminal_tables
 
     _warn_if_edited(folder)
     try:
@@ -723,16 +725,11 @@ def outages(
         raise typer.Exit(EXIT_BAD_INPUT)
     for line in summary_lines(table):
         console.print(_clean(line), markup=False, highlight=False)
-    for title, (columns, rows, numeric) in (("Single-site losses", site_rows(table)),
-                                            ("Demand at risk", region_rows(table, regions) if regions else ([], [], []))):
-        if not rows:
-            continue
-        grid = Table(title=title, show_lines=False)
-        for column, right in zip(columns, numeric):
-            grid.add_column(column, justify="right" if right else "left")
-        for row in rows:
-            grid.add_row(*[Text(_clean(cell)) for cell in row])
+    for shown in terminal_tables(table, regions):
+        grid, dropped = _fit_table(shown.title, [_Col(c.header, [_text(cell) for cell in c.cells], "number" if c.numeric else "text",
+                                                      c.min_width) for c in shown.columns], shown.drop_order)
         console.print(grid)
+        _left_out(dropped, shown.full_table)
 
 
 class _BatchLine:
