@@ -47,7 +47,7 @@ from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text
 
-from dcplace.models import ScenarioError, export_default, load_scenario, scenario_warnings
+from dcplace.models import ScenarioError, export_default, load_scenario, scenario_warnings, with_footprint
 from dcplace.models.outputs import OutputRefused, check_destination
 from dcplace.models.overrides import OverrideError, parse_assignments
 from dcplace.models.plan import HAS_PLAN, Plan, PlanFileError, manifest_removed, plan_json_edited, read_plan
@@ -402,6 +402,8 @@ def solve(
                                    "e.g. --set clock.hours=24 (docs/clock.md), --set 'sites[ashburn].power_limit_kw=*1.2'. Repeatable."),
     json_: bool = typer.Option(False, "--json", help="For scripts: no progress; one JSON object on stdout (status, objective, "
                                "gap, sites open, folder, or the problems / diagnosis, and exit_code)."),
+    as_is: Optional[Path] = typer.Option(None, "--as-is", help="Today's footprint (a CSV of site, config, cooling, workload or "
+                                         "fabric, racks), held fixed: the cost of today's sites and racks (docs/as-is.md)."),
 ) -> None:
     """Solve a scenario and write its plan folder."""
     quiet = quiet or json_
@@ -418,6 +420,8 @@ def solve(
     try:
         check_destination(out, "plan")  # refuse --out before any work
         loaded = load_scenario(scenario, overrides=overrides or None, overrides_origin="--set")
+        if as_is is not None:
+            loaded = with_footprint(loaded, as_is)
         if not quiet:
             _print_warnings(loaded)
             # The solve can take its whole time limit: say at once what is being solved.
@@ -438,6 +442,8 @@ def solve(
     except InfeasibleScenario as exc:
         if json_:
             _emit_json({**head, "status": "infeasible", "exit_code": int(EXIT_INFEASIBLE), "diagnosis": list(exc.diagnosis)})
+        if exc.scenario.footprint:
+            err.print("[bold red]Today's footprint (--as-is) cannot keep every limit:[/] what it leaves unserved or breaks follows.")
         _print_infeasible(exc.diagnosis)
         err.print(f"The diagnosis is recorded in {_text(out / 'plan.json')}.")
         raise typer.Exit(EXIT_INFEASIBLE)

@@ -39,7 +39,7 @@ REQUIRED_FILES = (
     "inputs/sites.csv", "inputs/regions.csv", "inputs/jobs.csv",
     *(f"inputs/catalog/{t}.csv" for t in ("chips", "rack_configs", "cooling", "fabrics", "workloads", "throughput")),
 )
-OPTIONAL_FILES = ("inputs/pair_costs.csv", "inputs/backbone.csv", "inputs/profiles.csv", "inputs/cloud_regions.csv",
+OPTIONAL_FILES = ("inputs/pair_costs.csv", "inputs/footprint.csv", "inputs/backbone.csv", "inputs/profiles.csv", "inputs/cloud_regions.csv",
                   "hourly.csv", "dispatch.csv", "backfill.csv", "rentals.csv", "rent_assignments.csv", "routing.csv")
 PLAN_STATUSES = ("optimal", "feasible")  # solve.status with a plan (docs/plan-format.md)
 NO_PLAN_STATUSES = ("infeasible", "unbounded", "no_solution", "error")  # ... and without one: the folder records why
@@ -47,7 +47,7 @@ DECISION_KEYS = ("sites", "assignments", "jobs", "hourly", "dispatch", "backfill
 # The fields of plan.json's records (docs/plan-format.md): "required" and "optional" (the second may be absent).
 PLAN_FIELDS = ("format_version scenario scenario_hash created_utc solve objective_usd_per_year cost_breakdown_usd_per_year "
                "kpis sites assignments jobs provenance")
-PLAN_OPTIONAL = "clock hourly dispatch backfill rentals rent_assignments routing diagnosis"
+PLAN_OPTIONAL = "clock hourly dispatch backfill rentals rent_assignments routing diagnosis as_is"
 SOLVE_FIELDS = ("solver solver_version status termination objective_usd_per_year best_bound_usd_per_year gap build_time_s "
                 "solve_time_s options model")
 SOLVE_OPTIONAL = "extract_time_s warm_start pairs failover race"
@@ -80,7 +80,7 @@ HOURS_PER_DAY = 24
 SECONDS_PER_HOUR = 3600.0
 # Columns of the input tables read as text whatever they hold (an id "1" stays "1").
 TEXT_COLUMNS = ("id", "name", "country", "chip", "workload", "region", "site", "from", "to",
-                "cooling_allowed", "allowed_countries", "eligible_chips")
+                "cooling_allowed", "allowed_countries", "eligible_chips", "config", "cooling", "fabric")
 # The plan's CSVs are for spreadsheets: text that a spreadsheet would run as a formula (it
 # starts with = + - @, tab or CR, after any quotes) carries one more leading ' there (OWASP;
 # docs/plan-format.md), while plan.json keeps it exact. Written out here, not imported: the
@@ -129,6 +129,11 @@ def _list(cell) -> list[str]:
     if cell is None or (isinstance(cell, float) and math.isnan(cell)):
         return []
     return [p.strip() for p in str(cell).split(";") if p.strip()]
+
+
+def _text(cell) -> str:
+    """A text cell as written, "" for an empty one (NaN as pandas reads it, None in plan.json)."""
+    return ";".join(_list(cell))
 
 
 class _Inputs:
@@ -184,6 +189,9 @@ class _Inputs:
         self.pair_costs = {}
         if spec.get("pair_costs"):
             self.pair_costs = {(r["region"], r["workload"], r["site"]): r["usd_per_year"] for r in rows("pair_costs", spec["pair_costs"])}
+        # today's racks, held fixed (the as-is baseline, docs/as-is.md): (site, config, cooling, class or fabric) -> racks
+        self.footprint = {(r["site"], r["config"], r["cooling"], _text(r.get("workload")), _text(r.get("fabric"))): int(r["racks"])
+                          for r in rows("footprint", spec["footprint"])} if spec.get("footprint") else {}
 
     def gpus_per_rack(self, k: str) -> int:
         rack = self.racks[k]
@@ -281,11 +289,12 @@ PROFILE_RULES = (("local_hour", 0, 23, "i"), ("load", 0, 1, ""))
 CLOUD_RULES = (("lat", -90, 90, ""), ("lon", -180, 180, ""), ("usd_per_gpu_hour_on_demand", 0, 1000, "go"),
                ("usd_per_gpu_hour_reserved", 0, 1000, "go"), ("cap_gpus", 0, INF, "go"), ("fabric_tier", 0, INF, "io"))
 PAIR_COST_RULES = (("usd_per_year", 0, INF, ""),)
+FOOTPRINT_RULES = (("racks", 1, INF, "i"),)
 BACKBONE_RULES = (("km", 0, INF, ""),)
 TABLE_RULES = {"sites": SITE_RULES, "regions": REGION_RULES, "chips": CHIP_RULES, "rack_configs": RACK_RULES,
                "cooling": COOLING_RULES, "fabrics": FABRIC_RULES, "workloads": WORKLOAD_RULES, "throughput": THROUGHPUT_RULES,
                "jobs": JOB_RULES, "profiles": PROFILE_RULES, "cloud_regions": CLOUD_RULES, "pair_costs": PAIR_COST_RULES,
-               "backbone": BACKBONE_RULES}
+               "backbone": BACKBONE_RULES, "footprint": FOOTPRINT_RULES}
 SECTION_RULES = {
     "economics": (("discount_rate", 0, 1, ""), ("training_load_factor", 0, 1, "g"), ("inference_target_utilization", 0, 1, "g"),
                   ("carbon_price_usd_per_t", 0, INF, ""), ("transport_usd_per_tok_s_1000km_year", 0, INF, ""),
@@ -905,6 +914,30 @@ class PlanChecker:
             self.fail("policy", f"emissions {emitted:,.0f} t/yr exceed the carbon cap {pol['carbon_cap_t_per_year']:,.0f} t/yr.")
         if pol.get("capex_budget_usd") is not None and capex > pol["capex_budget_usd"] * (1 + REL_TOL):
             self.fail("policy", f"upfront capex ${capex:,.0f} exceeds the budget ${pol['capex_budget_usd']:,.0f}.")
+
+    def check_footprint(self) -> None:
+        """With today's footprint (inputs/footprint.csv, the as-is baseline): the open sites are its sites and
+        every site's racks are its racks, line for line; plan.json says it is an as-is plan."""
+        held = self.inp.footprint
+        if not held:
+            if self.plan.get("as_is"):
+                self.fail("footprint", "plan.json says it is an as-is plan, but inputs/ holds no footprint.")
+            return
+        if not self.plan.get("as_is"):
+            self.fail("footprint", "inputs/ holds today's footprint, but plan.json does not say it is an as-is plan (as_is).")
+        built = {}
+        for site, ln in self.lines():
+            key = (site["id"], ln["config"], ln["cooling"], _text(ln.get("workload")), _text(ln.get("fabric")))
+            built[key] = built.get(key, 0) + int(ln["racks"])
+        for key in sorted(set(held) | set(built)):
+            if held.get(key, 0) != built.get(key, 0):
+                self.fail("footprint", f"site {key[0]} has {built.get(key, 0)} racks of {key[1]} in {key[2]} for "
+                          f"{key[3] or key[4]}; today's footprint has {held.get(key, 0)}.")
+        want = {key[0] for key in held}
+        for site in self.plan["sites"]:
+            if bool(site["open"]) != (site["id"] in want):
+                self.fail("footprint", f"site {site['id']} is {'open' if site['open'] else 'closed'}; today's footprint "
+                          f"{'has' if site['id'] in want else 'does not have'} it.")
 
     # ------------------------------------------------------------------ resilience (docs/resilience.md)
 

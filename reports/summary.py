@@ -633,6 +633,8 @@ def status_text(plan: Plan) -> str:
     objective, bound = s.objective_usd_per_year, s.best_bound_usd_per_year
     if objective is None:
         return s.status
+    if plan.as_is:  # its bound is the bound of today's footprint, not of every plan (docs/as-is.md)
+        return "as-is: the cost of today's footprint, held as it is (only its routing and job placements were chosen)"
     if bound is None or s.gap is None:
         return "a feasible plan; no bound was proven, so how much better a plan may exist is unknown"
     if s.gap <= PROVEN_OPTIMAL_GAP:

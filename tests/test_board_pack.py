@@ -134,3 +134,115 @@ def test_outages_fit_the_terminal_by_leaving_columns_out(plans, monkeypatch, wid
     end = next(i for i in range(head, len(lines)) if lines[i].startswith("└"))
     body = [cell for line in lines[head:end] if line.startswith("│") and (cell := _cells(line, "│")[column])]
     assert body and sum(len(cell.split()) for cell in body) / len(body) >= 3, body
+
+
+# ----------------------------------------------------------------------------- the as-is baseline
+
+
+def _footprint(path, rows):
+    from helpers import write_csv
+
+    write_csv(path, [{"site": s, "config": k, "cooling": c, "workload": w, "fabric": f, "racks": n} for s, k, c, w, f, n in rows],
+              ["site", "config", "cooling", "workload", "fabric", "racks"])
+    return path
+
+
+def test_as_is_holds_todays_footprint_and_compare_shows_the_saving(tmp_path):
+    """Today: 6 chat racks at b and 2 at c (8 x $13,828 + 2 sites x $1,000 = $112,624 a year), held as they are:
+    nothing added, nothing removed; the plan says it is as-is, inputs/ keeps the footprint, the checker passes,
+    and `dcplace compare` says what the least-cost plan (6 racks at one site: $83,968) saves against it."""
+    import dcplace
+    from dcplace.cli import app
+    from typer.testing import CliRunner
+
+    scenario = _three_sites(tmp_path / "s")
+    fp = _footprint(tmp_path / "today.csv", [("b", "server-air", "air", "chat", "", 6), ("c", "server-air", "air", "chat", "", 2)])
+    held = dcplace.with_footprint(dcplace.load_scenario(scenario), fp)  # the library call behind --as-is
+    plan = dcplace.solve(held, OPTIONS)
+    assert plan.objective_usd_per_year == pytest.approx(8 * RACK_USD + 2 * SITE_USD)  # $112,624
+    assert {s.id: s.racks_total for s in plan.sites if s.open} == {"b": 6, "c": 2}
+    assert plan.as_is["racks"] == 8 and plan.as_is["sites"] == 2 and "held as they are" in plan.as_is["rule"]
+    from dcplace.reports.summary import status_text
+
+    assert status_text(plan).startswith("as-is: the cost of today's footprint")  # not "no cheaper plan exists"
+
+    runner = CliRunner()
+    result = runner.invoke(app, ["solve", str(scenario), "--as-is", str(fp), "--out", str(tmp_path / "as-is"), "-q"])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "as-is" / "inputs" / "footprint.csv").is_file()
+    assert dcplace.check_plan_folder(tmp_path / "as-is").ok
+    assert dcplace.read_plan(tmp_path / "as-is").as_is["footprint"] == str(fp)
+    assert runner.invoke(app, ["solve", str(scenario), "--out", str(tmp_path / "new"), "-q"]).exit_code == 0
+    result = runner.invoke(app, ["compare", str(tmp_path / "as-is"), str(tmp_path / "new"), "--out", str(tmp_path / "cmp")],
+                           env={"COLUMNS": "160"})
+    assert result.exit_code == 0, result.output
+    saving = 8 * RACK_USD + 2 * SITE_USD - (6 * RACK_USD + SITE_USD)  # $28,656
+    assert f"saves ${saving / 1e6:,.2f} M a year against today's footprint (as-is)" in " ".join(result.output.split())
+    import pandas as pd
+
+    table = pd.read_csv(tmp_path / "cmp" / "compare.csv")
+    assert table["saving against today's footprint (as-is baseline), $M/yr"].iloc[1] == pytest.approx(saving / 1e6)
+
+
+def test_the_checker_refuses_a_plan_that_moved_off_the_footprint(tmp_path):
+    """The independent checker holds an as-is plan to inputs/footprint.csv: one rack more breaks it."""
+    import json
+
+    import dcplace
+    from dcplace.models.plan import write_plan_folder
+
+    held = dcplace.with_footprint(dcplace.load_scenario(_three_sites(tmp_path / "s")),
+                                  _footprint(tmp_path / "today.csv", [("b", "server-air", "air", "chat", "", 7)]))
+    plan = dcplace.solve(held, OPTIONS)
+    write_plan_folder(plan, held, tmp_path / "plan")
+    assert dcplace.check_plan_folder(tmp_path / "plan").ok
+    doc = json.loads((tmp_path / "plan" / "plan.json").read_text())
+    doc["as_is"] = {}
+    (tmp_path / "plan" / "plan.json").write_text(json.dumps(doc))
+    report = dcplace.check_plan_folder(tmp_path / "plan")
+    assert "footprint" in report.families_violated()
+
+
+def test_an_as_is_footprint_that_cannot_serve_names_the_unserved_demand(tmp_path):
+    """Two racks (1,600 tok/s) for 4,800 tok/s: exit 3, and the diagnosis names the towns left short."""
+    from dcplace.cli import app
+    from typer.testing import CliRunner
+
+    scenario = _three_sites(tmp_path / "s")
+    fp = _footprint(tmp_path / "small.csv", [("c", "server-air", "air", "chat", "", 2)])
+    result = CliRunner().invoke(app, ["solve", str(scenario), "--as-is", str(fp), "--out", str(tmp_path / "p")])
+    assert result.exit_code == 3, result.output
+    text = " ".join(result.output.split())
+    assert "Today's footprint (--as-is) cannot keep every limit" in text
+    short = [town for town in TOWNS if f"region {town} 'chat' demand 1,200 tok/s is short by" in text]
+    assert len(short) >= 3  # 3,200 tok/s unserved: at least three towns of 1,200 are short
+    assert "Traceback" not in result.output
+
+
+def test_bad_footprint_rows_name_file_row_field_and_fix(tmp_path):
+    """Exit 2, one line per problem: the file, the row, the field, what is wrong and the fix; nothing written."""
+    from dcplace.cli import app
+    from typer.testing import CliRunner
+
+    scenario = _three_sites(tmp_path / "s")
+    fp = _footprint(tmp_path / "bad.csv", [("zz", "server-air", "air", "chat", "", 2), ("a", "server-air", "liquid", "", "", 1),
+                                           ("b", "trainer-dense", "air", "chat", "", 1), ("c", "server-air", "air", "chat", "", 0)])
+    result = CliRunner().invoke(app, ["solve", str(scenario), "--as-is", str(fp), "--out", str(tmp_path / "p")])
+    assert result.exit_code == 2, result.output
+    text = " ".join(result.output.split())
+    assert f"{fp}, row 2, field 'site': unknown site 'zz'" in text
+    assert f"{fp}, row 3, field 'workload': give either workload (inference racks) or fabric (training racks), not neither" in text
+    assert f"{fp}, row 4, field 'cooling': 'air' cools at most 30 kW a rack; 'trainer-dense' draws 60 kW" in text
+    assert f"{fp}, row 5, field 'racks'" in text
+    assert text.count("Fix:") >= 4 and not (tmp_path / "p").exists()
+
+
+def test_the_documented_example_footprint_fits_the_default_world():
+    """docs/examples/footprint.csv (docs/as-is.md) is a valid footprint of the embedded default."""
+    from pathlib import Path
+
+    import dcplace
+
+    example = Path(dcplace.__file__).parent / "docs" / "examples" / "footprint.csv"
+    held = dcplace.with_footprint(dcplace.load_scenario(), example)
+    assert len({ln.site for ln in held.footprint}) > 10 and held.content_hash != dcplace.load_scenario().content_hash
