@@ -172,6 +172,10 @@ def test_as_is_holds_todays_footprint_and_compare_shows_the_saving(tmp_path):
     assert (tmp_path / "as-is" / "inputs" / "footprint.csv").is_file()
     assert dcplace.check_plan_folder(tmp_path / "as-is").ok
     assert dcplace.read_plan(tmp_path / "as-is").as_is["footprint"] == str(fp)
+    from dcplace.reports.summary import recommendation
+
+    memo = recommendation(load_plan_layers(tmp_path / "as-is"), 1e4)  # the report's page 1 states a cost, not a build
+    assert memo.startswith("Today's footprint, held as it is: runs") and "at Hong Kong Tseung Kwan O, Singapore Jurong West" in memo
     assert runner.invoke(app, ["solve", str(scenario), "--out", str(tmp_path / "new"), "-q"]).exit_code == 0
     result = runner.invoke(app, ["compare", str(tmp_path / "as-is"), str(tmp_path / "new"), "--out", str(tmp_path / "cmp")],
                            env={"COLUMNS": "160"})
