@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dcplace.models.errors import ProblemLog
 from dcplace.models.records import Catalog, FootprintLine, Policies
-from dcplace.models.tables import known_hint
+from dcplace.models.tables import Table, known_hint, parse_rows
 
 
 def check_pairs(pairs, label: str, sites, regions, catalog: Catalog | None, log: ProblemLog) -> None:
@@ -113,3 +113,17 @@ def check_footprint(lines: list[tuple[int, FootprintLine]], label: str, sites, c
             log.add(label, row, "racks", f"this site, configuration, cooling and class or fabric is already in row {seen[key]}.",
                     "keep one row per site, configuration, cooling and class or fabric (add the racks up).")
         seen.setdefault(key, row)
+
+
+def footprint_rows(table: Table | None, label: str, sites, catalog: Catalog | None, policies: Policies,
+                   log: ProblemLog) -> list[tuple[int, FootprintLine]]:
+    """The footprint table's lines, each validated and checked against the scenario (problems logged)."""
+    if table is None:
+        return []
+    lines = parse_rows(table, FootprintLine, log)
+    if catalog is not None:
+        check_footprint(lines, label, sites, catalog, policies, log)
+    if not table.rows:
+        log.add(label, None, None, "has no rows: today's footprint needs at least one site with racks.",
+                "list today's racks, one row per site, configuration, cooling and class or fabric (docs/as-is.md).")
+    return lines

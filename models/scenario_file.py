@@ -33,7 +33,7 @@ from typing import Any, Callable
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from dcplace.models.clock_inputs import check_clock_inputs, check_routing
-from dcplace.models.references import check_cloud_ids, check_footprint, check_pairs, cross_check
+from dcplace.models.references import check_cloud_ids, check_pairs, cross_check, footprint_rows
 from dcplace.models.period_inputs import check_periods, read_periods
 from dcplace.models.limits import size_problem
 from dcplace.models.errors import ProblemLog
@@ -43,7 +43,6 @@ from dcplace.models.records import (
     Clock,
     CloudRegion,
     Economics,
-    FootprintLine,
     Latency,
     PairCost,
     Policies,
@@ -167,7 +166,7 @@ def with_footprint(scenario: Scenario, path: str | Path) -> Scenario:
     exactly the checks a scenario file's `footprint:` key does; raises ScenarioError listing every problem."""
     log = ProblemLog()
     label = str(path)
-    lines = _footprint_rows(read_table(Path(path), label, log), label, list(enumerate(scenario.sites, start=2)),
+    lines = footprint_rows(read_table(Path(path), label, log), label, list(enumerate(scenario.sites, start=2)),
                             scenario.catalog, scenario.policies, log)
     if scenario.periods:
         log.add(label, None, None, "an as-is baseline is today's cost, one year: the scenario plans several periods.",
@@ -176,20 +175,6 @@ def with_footprint(scenario: Scenario, path: str | Path) -> Scenario:
     held = scenario.model_copy(update={"footprint": tuple(line for _, line in lines),
                                        "files": {**scenario.files, "footprint": label}})
     return held.model_copy(update={"content_hash": scenario_hash(held)})
-
-
-def _footprint_rows(table: Table | None, label: str, sites, catalog: Catalog | None, policies: Policies,
-                    log: ProblemLog) -> list[tuple[int, FootprintLine]]:
-    """The footprint table's lines, each validated and checked against the scenario (problems logged)."""
-    if table is None:
-        return []
-    lines = parse_rows(table, FootprintLine, log)
-    if catalog is not None:
-        check_footprint(lines, label, sites, catalog, policies, log)
-    if not table.rows:
-        log.add(label, None, None, "has no rows: today's footprint needs at least one site with racks.",
-                "list today's racks, one row per site, configuration, cooling and class or fabric (docs/as-is.md).")
-    return lines
 
 
 def parse_spec(raw: dict[str, Any], label: str, log: ProblemLog) -> ScenarioFile:
@@ -277,9 +262,7 @@ def build_scenario(
         pair_costs = parse_rows(pairs_table, PairCost, log) if pairs_table else []
         check_pairs(pair_costs, spec.pair_costs, sites, regions, catalog, log)
 
-    footprint: list[tuple[int, FootprintLine]] = []
-    if spec.footprint:
-        footprint = _footprint_rows(open_table(spec.footprint), spec.footprint, sites, catalog, policies, log)
+    footprint = footprint_rows(open_table(spec.footprint), spec.footprint, sites, catalog, policies, log) if spec.footprint else []
 
     profiles: list[tuple[int, Profile]] = []
     profile_rows_dropped = False

@@ -8,6 +8,8 @@ a 'server-air' rack serves 16 GPUs x 50 tok/s = 800 tok/s of chat and costs $13,
 
 from __future__ import annotations
 
+import io
+
 import geopandas as gpd
 import pytest
 from helpers import make_scenario, region, site
@@ -112,7 +114,8 @@ def test_outages_fit_the_terminal_by_leaving_columns_out(plans, monkeypatch, wid
     import dcplace.cli as cli
     from dcplace.reports.outages import REGION_COLUMNS, SITE_COLUMNS
 
-    monkeypatch.setattr(cli, "console", Console(width=width, file=(out := __import__("io").StringIO())))
+    out = io.StringIO()
+    monkeypatch.setattr(cli, "console", Console(width=width, file=out))
     result = CliRunner().invoke(cli.app, ["outages", str(plans[0])])
     assert result.exit_code == 0, result.output
     text = out.getvalue()
