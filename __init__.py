@@ -4,6 +4,7 @@
     scenario = dcplace.load_scenario()                 # the embedded default, or a YAML path
     plan = dcplace.solve(scenario, dcplace.SolveOptions(time_limit_s=120))
     plan, report = dcplace.solve_to_folder(scenario, "plan")
+    today = dcplace.solve(dcplace.with_footprint(scenario, "footprint.csv"))  # the as-is baseline: today's racks held
     dcplace.check_plan_folder("plan").ok
 
 Step by step (what `solve` does): `build_index` -> `build_model` -> `to_highs` / `to_pyomo`
@@ -15,7 +16,7 @@ The folders of the repository are its subpackages: models/ (dcplace.models), opt
 """
 
 from dcplace.models import (InputProblem, Scenario, ScenarioError, export_default, load_scenario, scenario_from_cost_matrix,
-                            scenario_from_frames, write_scenario)
+                            scenario_from_frames, with_footprint, write_scenario)
 from dcplace.models.outputs import OutputRefused
 from dcplace.models.plan import Plan, read_plan
 from dcplace.models.schema import scenario_json_schema
@@ -32,7 +33,7 @@ __all__ = [
     "CheckReport", "InfeasibleScenario", "InputProblem", "NoPlanFound", "OutputRefused", "Plan", "PlanCheckFailed",
     "Scenario", "ScenarioError", "SolveOptions", "build_index", "build_model", "check_plan_folder", "export_default",
     "extract", "load_scenario", "plan_layers", "read_plan", "scenario_from_cost_matrix", "scenario_from_frames",
-    "scenario_json_schema", "solve", "solve_to_folder", "to_highs", "to_pyomo", "write_scenario",
+    "scenario_json_schema", "solve", "solve_to_folder", "to_highs", "to_pyomo", "with_footprint", "write_scenario",
 ]
 
 

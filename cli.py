@@ -32,10 +32,9 @@ from typing import Optional
 import click
 import typer
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
-from dcplace.models import ScenarioError, export_default, load_scenario, scenario_warnings
+from dcplace.models import ScenarioError, export_default, load_scenario, scenario_warnings, with_footprint
 from dcplace.models.outputs import OutputRefused, check_destination
 from dcplace.models.overrides import OverrideError, parse_assignments
 from dcplace.models.plan import PlanFileError, plan_json_edited
@@ -50,7 +49,7 @@ from dcplace.reports.style import money
 from dcplace.reports.terminal import (EXIT_CODE_MEANINGS, ExitCode, PipeSafe, batch_line, check_outcome, clean as _clean,
                                       hide_engine_log, live_status, markup_name as _name, markup_text as _text, member_line,
                                       plan_summary, print_alternatives, print_batch_summary, print_comparison, print_frontier,
-                                      print_infeasible, print_plan, print_prices, print_problems, print_robustness, print_schedule,
+                                      print_infeasible, print_outages, print_plan, print_prices, print_problems, print_robustness, print_schedule,
                                       print_warnings, print_worth, print_written, say, show_engine_log, solve_line)
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Placement engine for AI infrastructure.",
@@ -101,6 +100,8 @@ def solve(
                                    "e.g. --set clock.hours=24 (docs/clock.md), --set 'sites[ashburn].power_limit_kw=*1.2'. Repeatable."),
     json_: bool = typer.Option(False, "--json", help="For scripts: no progress; one JSON object on stdout (status, objective, "
                                "gap, sites open, folder, or the problems / diagnosis, and exit_code)."),
+    as_is: Optional[Path] = typer.Option(None, "--as-is", help="Today's footprint (a CSV of site, config, cooling, workload or "
+                                         "fabric, racks), held fixed: the cost of today's sites and racks (docs/as-is.md)."),
 ) -> None:
     """Solve a scenario and write its plan folder."""
     quiet = quiet or json_
@@ -117,6 +118,8 @@ def solve(
     try:
         check_destination(out, "plan")  # refuse --out before any work
         loaded = load_scenario(scenario, overrides=overrides or None, overrides_origin="--set")
+        if as_is is not None:
+            loaded = with_footprint(loaded, as_is)
         if not quiet:
             print_warnings(scenario_warnings(loaded), err)
             # The solve can take its whole time limit: say at once what is being solved.
@@ -137,6 +140,8 @@ def solve(
     except InfeasibleScenario as exc:
         if json_:
             _emit_json({**head, "status": "infeasible", "exit_code": int(EXIT_INFEASIBLE), "diagnosis": list(exc.diagnosis)})
+        if exc.scenario.footprint:
+            err.print("[bold red]Today's footprint (--as-is) cannot keep every limit:[/] what it leaves unserved or breaks follows.")
         print_infeasible(exc.diagnosis, err)
         err.print(f"The diagnosis is recorded in {_text(out / 'plan.json')}.")
         raise typer.Exit(EXIT_INFEASIBLE)
@@ -341,7 +346,6 @@ def outages(
 ) -> None:
     """What losing each open site costs: tok/s at risk and where, fallback RTT, training stalled (any plan folder)."""
     from dcplace.optimizer.studies.outages import NoOutageTable, outage_table
-    from dcplace.reports.outages import region_rows, site_rows, summary_lines
 
     _warn_if_edited(folder)
     try:
@@ -352,18 +356,7 @@ def outages(
     except (ScenarioError, ValueError) as exc:
         err.print(f"[red]{_text(folder)}: the plan folder is damaged[/] ({_text(exc, newlines=True)}). Fix: re-run `dcplace solve`.")
         raise typer.Exit(EXIT_BAD_INPUT)
-    for line in summary_lines(table):
-        console.print(_clean(line), markup=False, highlight=False)
-    for title, (columns, rows, numeric) in (("Single-site losses", site_rows(table)),
-                                            ("Demand at risk", region_rows(table, regions) if regions else ([], [], []))):
-        if not rows:
-            continue
-        grid = Table(title=title, show_lines=False)
-        for column, right in zip(columns, numeric):
-            grid.add_column(column, justify="right" if right else "left")
-        for row in rows:
-            grid.add_row(*[Text(_clean(cell)) for cell in row])
-        console.print(grid)
+    print_outages(table, regions, console)
 
 
 @app.command()

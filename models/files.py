@@ -21,6 +21,7 @@ from dcplace.models.scenario_file import (  # noqa: F401
     load_scenario,
     parse_spec,
     scenario_hash,
+    with_footprint,
 )
 from dcplace.models.tables import (  # noqa: F401
     CATALOG_TABLES,

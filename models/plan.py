@@ -202,6 +202,8 @@ class Plan(PlanRecord):
     rentals: list[RentalLine] = []
     rent_assignments: list[Assignment] = []  # demand served from cloud regions (site = the cloud region id)
     routing: list[RouteLine] = []  # routing per hour only (clock.routing hour): shares per represented hour
+    # the as-is baseline only (docs/as-is.md): today's footprint, held fixed; empty for a plan the optimizer chose
+    as_is: dict[str, Any] = {}
     diagnosis: list[str] = []
     provenance: dict[str, Any]
 

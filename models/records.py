@@ -511,6 +511,22 @@ class Catalog(Record):
     throughput: tuple[Throughput, ...]
 
 
+class FootprintLine(Record):
+    """One line of today's footprint (the as-is baseline, docs/as-is.md): racks of one configuration
+    in one cooling zone at one site, serving one inference class or training on one fabric."""
+
+    site: str = Field(min_length=1, json_schema_extra=fix("a site id from the sites table"))
+    config: str = Field(min_length=1, json_schema_extra=fix("a rack configuration id from the catalog's rack_configs"))
+    cooling: str = Field(min_length=1, json_schema_extra=fix("a cooling type id the site allows (cooling_allowed)"))
+    workload: str = Field(default="", json_schema_extra=fix("the inference class the racks serve; empty for training racks"))
+    fabric: str = Field(default="", json_schema_extra=fix("the training fabric of training racks; empty for inference racks"))
+    racks: int = Field(ge=1, le=FLOOR_RACKS_MAX, json_schema_extra=fix("racks installed, a whole number of at least 1"))
+
+    @property
+    def purpose(self) -> str:
+        return "training" if self.fabric else "inference"
+
+
 class Scenario(Record):
     """A validated scenario: everything the optimizer needs, in dcplace's units.
 
@@ -525,6 +541,7 @@ class Scenario(Record):
     catalog: Catalog
     jobs: tuple[TrainingJob, ...] = ()
     pair_costs: tuple[PairCost, ...] = ()
+    footprint: tuple[FootprintLine, ...] = ()  # today's sites and racks, held fixed: the as-is baseline (docs/as-is.md)
     profiles: tuple[Profile, ...] = ()
     cloud_regions: tuple[CloudRegion, ...] = ()
     clock: Clock = Clock()

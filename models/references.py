@@ -6,8 +6,8 @@ take no site's id."""
 from __future__ import annotations
 
 from dcplace.models.errors import ProblemLog
-from dcplace.models.records import Catalog, Policies
-from dcplace.models.tables import known_hint
+from dcplace.models.records import Catalog, FootprintLine, Policies
+from dcplace.models.tables import Table, known_hint, parse_rows
 
 
 def check_pairs(pairs, label: str, sites, regions, catalog: Catalog | None, log: ProblemLog) -> None:
@@ -63,3 +63,67 @@ def cross_check(spec, label: str, catalog: Catalog, sites, jobs, policies: Polic
         log.add(label, None, "policies.forced_sites", f"sites both forced and forbidden: {', '.join(sorted(both))}.", "remove them from one of the two lists.")
     if policies.max_sites is not None and policies.max_sites < policies.min_sites:
         log.add(label, None, "policies.max_sites", f"max_sites {policies.max_sites} < min_sites {policies.min_sites}.", "raise max_sites or lower min_sites.")
+
+
+def check_footprint(lines: list[tuple[int, FootprintLine]], label: str, sites, catalog: Catalog, policies: Policies,
+                    log: ProblemLog) -> None:
+    """Today's footprint (docs/as-is.md) names known sites, rack configurations, cooling types the site
+    allows and that can cool the rack, and for each line either an inference class the chip serves or a
+    training fabric of a training chip; one line per (site, config, cooling, class or fabric)."""
+    site_of = {s.id: s for _, s in sites}
+    configs = {k.id: k for k in catalog.rack_configs}
+    cooling = {c.id: c for c in catalog.cooling}
+    chips = {c.id: c for c in catalog.chips}
+    classes = {w.id for w in catalog.workloads}
+    fabrics = {f.id for f in catalog.fabrics}
+    serves = {(t.chip, t.workload) for t in catalog.throughput if t.tok_s_per_gpu > 0}
+    seen: dict[tuple, int] = {}
+    for row, line in lines:
+        site, config, cool = site_of.get(line.site), configs.get(line.config), cooling.get(line.cooling)
+        if site is None:
+            log.add(label, row, "site", f"unknown site '{line.site}'.", known_hint("sites", site_of))
+        elif line.site in policies.forbidden_sites:
+            log.add(label, row, "site", f"site '{line.site}' is in policies.forbidden_sites, so it cannot be open today.",
+                    "drop it from forbidden_sites, or from the footprint.")
+        if config is None:
+            log.add(label, row, "config", f"unknown rack configuration '{line.config}'.", known_hint("rack configurations", configs))
+        if cool is None:
+            log.add(label, row, "cooling", f"unknown cooling type '{line.cooling}'.", known_hint("cooling types", cooling))
+        elif site is not None and line.cooling not in site.cooling_allowed:
+            log.add(label, row, "cooling", f"site '{line.site}' does not allow cooling '{line.cooling}' "
+                    f"(cooling_allowed: {';'.join(site.cooling_allowed)}).", "name a cooling the site allows, or allow it in the sites table.")
+        elif config is not None and config.kw_per_rack > cool.max_kw_per_rack:
+            log.add(label, row, "cooling", f"'{line.cooling}' cools at most {cool.max_kw_per_rack:g} kW a rack; '{line.config}' "
+                    f"draws {config.kw_per_rack:g} kW.", "name a cooling type that holds the rack (liquid for dense racks).")
+        if bool(line.workload) == bool(line.fabric):
+            log.add(label, row, "workload", "give either workload (inference racks) or fabric (training racks), not "
+                    f"{'both' if line.workload else 'neither'}.", "inference racks name the class they serve; training racks their fabric.")
+        elif line.workload and line.workload not in classes:
+            log.add(label, row, "workload", f"unknown inference class '{line.workload}'.", known_hint("workload classes", classes))
+        elif line.workload and config is not None and (config.chip, line.workload) not in serves:
+            log.add(label, row, "workload", f"chip '{config.chip}' of '{line.config}' has no throughput for '{line.workload}'.",
+                    "name a class the chip serves (the catalog's throughput table), or another configuration.")
+        elif line.fabric and line.fabric not in fabrics:
+            log.add(label, row, "fabric", f"unknown fabric '{line.fabric}'.", known_hint("fabrics", fabrics))
+        elif line.fabric and config is not None and not getattr(chips.get(config.chip), "h100_equiv", 0):
+            log.add(label, row, "fabric", f"chip '{config.chip}' of '{line.config}' is not a training chip (h100_equiv 0).",
+                    "give inference racks a workload instead of a fabric, or name a training configuration.")
+        key = (line.site, line.config, line.cooling, line.workload, line.fabric)
+        if key in seen:
+            log.add(label, row, "racks", f"this site, configuration, cooling and class or fabric is already in row {seen[key]}.",
+                    "keep one row per site, configuration, cooling and class or fabric (add the racks up).")
+        seen.setdefault(key, row)
+
+
+def footprint_rows(table: Table | None, label: str, sites, catalog: Catalog | None, policies: Policies,
+                   log: ProblemLog) -> list[tuple[int, FootprintLine]]:
+    """The footprint table's lines, each validated and checked against the scenario (problems logged)."""
+    if table is None:
+        return []
+    lines = parse_rows(table, FootprintLine, log)
+    if catalog is not None:
+        check_footprint(lines, label, sites, catalog, policies, log)
+    if not table.rows:
+        log.add(label, None, None, "has no rows: today's footprint needs at least one site with racks.",
+                "list today's racks, one row per site, configuration, cooling and class or fabric (docs/as-is.md).")
+    return lines

@@ -33,7 +33,7 @@ from typing import Any, Callable
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from dcplace.models.clock_inputs import check_clock_inputs, check_routing
-from dcplace.models.references import check_cloud_ids, check_pairs, cross_check
+from dcplace.models.references import check_cloud_ids, check_pairs, cross_check, footprint_rows
 from dcplace.models.period_inputs import check_periods, read_periods
 from dcplace.models.limits import size_problem
 from dcplace.models.errors import ProblemLog
@@ -78,6 +78,7 @@ class ScenarioFile(BaseModel):
     overrides: dict[str, Any] = {}  # path -> value, see models/overrides.py (`extends` is folded in before this)
     jobs: str | None = None
     pair_costs: str | None = None
+    footprint: str | None = None  # today's sites and racks, held fixed: the as-is baseline (docs/as-is.md)
     profiles: str | None = None
     cloud_regions: str | None = None
     catalog: str | None = None
@@ -157,6 +158,23 @@ def load_scenario(path: str | Path | None = None, overrides: dict[str, Any] | No
     # what makes this scenario a variant of its file (its own overrides, then --set or a sweep's):
     # not content (the hash is of the values they produce), but a plan's provenance records them
     return scenario.model_copy(update={"overrides": applied}) if applied else scenario
+
+
+def with_footprint(scenario: Scenario, path: str | Path) -> Scenario:
+    """`scenario` as it is today: with the footprint table at `path` (docs/as-is.md) held fixed, so that a
+    solve gives the cost of today's sites and racks (`dcplace solve --as-is footprint.csv`). The table gets
+    exactly the checks a scenario file's `footprint:` key does; raises ScenarioError listing every problem."""
+    log = ProblemLog()
+    label = str(path)
+    lines = footprint_rows(read_table(Path(path), label, log), label, list(enumerate(scenario.sites, start=2)),
+                            scenario.catalog, scenario.policies, log)
+    if scenario.periods:
+        log.add(label, None, None, "an as-is baseline is today's cost, one year: the scenario plans several periods.",
+                "solve the as-is baseline on a scenario without periods (docs/as-is.md).")
+    log.raise_if_any()
+    held = scenario.model_copy(update={"footprint": tuple(line for _, line in lines),
+                                       "files": {**scenario.files, "footprint": label}})
+    return held.model_copy(update={"content_hash": scenario_hash(held)})
 
 
 def parse_spec(raw: dict[str, Any], label: str, log: ProblemLog) -> ScenarioFile:
@@ -244,6 +262,8 @@ def build_scenario(
         pair_costs = parse_rows(pairs_table, PairCost, log) if pairs_table else []
         check_pairs(pair_costs, spec.pair_costs, sites, regions, catalog, log)
 
+    footprint = footprint_rows(open_table(spec.footprint), spec.footprint, sites, catalog, policies, log) if spec.footprint else []
+
     profiles: list[tuple[int, Profile]] = []
     profile_rows_dropped = False
     if spec.profiles:
@@ -287,6 +307,7 @@ def build_scenario(
         catalog=catalog,
         jobs=tuple(rec for _, rec in jobs),
         pair_costs=tuple(rec for _, rec in pair_costs),
+        footprint=tuple(rec for _, rec in footprint),
         profiles=tuple(rec for _, rec in profiles),
         cloud_regions=tuple(rec for _, rec in clouds),
         clock=clock,
@@ -296,7 +317,7 @@ def build_scenario(
         policies=policies,
         backbone_edges=tuple(backbone),
         files={"scenario": label, "sites": spec.sites, "regions": spec.regions, "jobs": spec.jobs or "",
-               "profiles": spec.profiles or "", "cloud_regions": spec.cloud_regions or ""},
+               "profiles": spec.profiles or "", "cloud_regions": spec.cloud_regions or "", "footprint": spec.footprint or ""},
         source_path=source_path,
     )
     return scenario.model_copy(update={"content_hash": scenario_hash(scenario)})
@@ -308,7 +329,7 @@ def _origin_label(label: str, path: str, origins: dict[str, str] | None) -> str:
 
 # ------------------------------------------------------------------ extends / overrides
 
-TABLE_KEYS = ("sites", "regions", "jobs", "pair_costs", "profiles", "cloud_regions", "catalog")
+TABLE_KEYS = ("sites", "regions", "jobs", "pair_costs", "footprint", "profiles", "cloud_regions", "catalog")
 SECTION_KEYS = ("economics", "latency", "policies", "clock")
 
 

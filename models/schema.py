@@ -64,7 +64,7 @@ def scenario_json_schema() -> dict[str, Any]:
                         "description": "Planning periods (docs/periods.md); empty = one annualized year."}
     props["extends"] = {"type": "string", "description": "A base scenario file (relative to this one) or 'default': its keys "
                         "first, this file's on top (docs/batch.md)."}
-    for key in ("sites", "regions", "jobs", "pair_costs", "profiles", "cloud_regions"):
+    for key in ("sites", "regions", "jobs", "pair_costs", "footprint", "profiles", "cloud_regions"):
         if key in props:
             props[key]["description"] = (f"The {key} table: a .csv, .xlsx (first sheet, or 'book.xlsx#Sheet'), .parquet, "
                                          ".geojson or .gpkg file, relative to this YAML.")

@@ -14,7 +14,7 @@ import pandas as pd
 import yaml
 
 from dcplace.models.outputs import check_new_folder, drop_stage, new_stage
-from dcplace.models.records import CloudRegion, PairCost, Profile, Scenario, Site, TrainingJob
+from dcplace.models.records import CloudRegion, FootprintLine, PairCost, Profile, Scenario, Site, TrainingJob
 from dcplace.models.scenario_file import default_catalog_dir, default_scenario_path
 from dcplace.models.schema import SCHEMA_FILE_NAME, schema_text, stamp_schema
 from dcplace.models.tables import CATALOG_TABLES
@@ -100,6 +100,8 @@ def _write_tables(scenario: Scenario, folder: Path) -> None:
     _records_frame(scenario.jobs, _columns(TrainingJob, scenario.jobs, ("from_year", "to_year"))).to_csv(folder / "jobs.csv", index=False)
     if scenario.pair_costs:
         _records_frame(scenario.pair_costs, list(PairCost.model_fields)).to_csv(folder / "pair_costs.csv", index=False)
+    if scenario.footprint:
+        _records_frame(scenario.footprint, list(FootprintLine.model_fields)).to_csv(folder / "footprint.csv", index=False)
     if scenario.profiles:
         _records_frame(scenario.profiles, list(Profile.model_fields)).to_csv(folder / "profiles.csv", index=False)
     if scenario.cloud_regions:
@@ -116,6 +118,7 @@ def _write_tables(scenario: Scenario, folder: Path) -> None:
         "regions": "regions.csv",
         "jobs": "jobs.csv",
         **({"pair_costs": "pair_costs.csv"} if scenario.pair_costs else {}),
+        **({"footprint": "footprint.csv"} if scenario.footprint else {}),
         **({"profiles": "profiles.csv"} if scenario.profiles else {}),
         **({"cloud_regions": "cloud_regions.csv"} if scenario.cloud_regions else {}),
         "catalog": "catalog",

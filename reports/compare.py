@@ -65,7 +65,9 @@ HEADERS: dict[str, tuple[str, float]] = {
     "sites_open": ("sites open", 1), "upfront_capex_musd": ("upfront capex, $M", 1),
     "sites_opened": ("sites opened", 1), "sites_closed": ("sites closed", 1), "top_movers": ("largest site changes", 1),
     "cause": ("cause (diagnosis or error)", 1), "overrides": ("overrides", 1), "scenario_hash": ("scenario hash", 1),
-    "inputs_changed": ("inputs changed against the baseline", 1), "gap_band_musd": ("solver uncertainty, ± $M/yr", 1),
+    "inputs_changed": ("inputs changed against the baseline", 1),
+    "as_is": ("as-is plan: today's footprint held fixed", 1),
+    "savings_vs_as_is_musd_per_year": ("saving against today's footprint (as-is baseline), $M/yr", 1), "gap_band_musd": ("solver uncertainty, ± $M/yr", 1),
     "within_gap": ("cost change within the solver's uncertainty", 1), "training_moves": ("training jobs moved", 1),
     "chip_changes": ("GPUs by chip, change", 1), "worst_loss_baseline": ("worst single-site loss, baseline", 1),
     "worst_loss_plan": ("worst single-site loss, plan", 1), "classes_protected": ("classes protected against a site loss", 1),
@@ -93,7 +95,7 @@ TABLE_COLUMNS = ["plan", "baseline", "status", "proof", "gap", "cost_musd_per_ye
                  "emissions_kt_per_year", "emissions_change_kt_per_year", "emissions_change_share", "sites_open",
                  "upfront_capex_musd", "sites_opened", "sites_closed", "top_movers", "inputs_changed", "gap_band_musd", "within_gap",
                  "training_moves", "chip_changes", "worst_loss_baseline", "worst_loss_plan", "classes_protected", "training_at_risk",
-                 "cause", "overrides", "scenario_hash", "folder"]
+                 "as_is", "savings_vs_as_is_musd_per_year", "cause", "overrides", "scenario_hash", "folder"]
 SITE_COLUMNS = ["plan", "site", "site_id", "country", "role_baseline", "role_plan", "it_mw_baseline", "it_mw_plan", "it_mw_change",
                 "facility_mw_baseline", "facility_mw_plan", "facility_mw_change", "racks_baseline", "racks_plan", "racks_change",
                 "cost_musd_baseline", "cost_musd_plan", "cost_musd_change", "emissions_t_baseline", "emissions_t_plan",
@@ -361,6 +363,9 @@ def comparison_table(plans: list[NamedPlan], baseline: str, sites: pd.DataFrame 
         row["chip_changes"] = chip_changes(base.plan, p.plan) if feasible and not row["baseline"] else ""
         for key, value in resilience_of(base, p).items() if feasible and not row["baseline"] else ():
             row[key] = value
+        row["as_is"] = bool(p.plan is not None and p.plan.as_is)
+        # against an as-is baseline the change is what moving off today's footprint saves (docs/as-is.md)
+        row["savings_vs_as_is_musd_per_year"] = -change if base.plan.as_is and not row["baseline"] else np.nan
         row["cause"] = p.cause
         row["overrides"] = overrides_text(p.overrides)
         row["scenario_hash"] = p.plan.scenario_hash if p.plan is not None else ""
@@ -546,11 +551,15 @@ def story(row: dict[str, Any]) -> str:
     """One plan's change in a sentence: `+$43.60 M/yr (+3.5 %) = +$1.80 M real spend + $41.80 M
     notional (carbon); emissions -31.0 % (-250.3 kt CO2/yr)`."""
     if row["baseline"]:
-        return "baseline"
+        return "baseline: today's footprint, held as it is (as-is)" if row.get("as_is") is True else "baseline"
     if pd.isna(row["cost_change_musd_per_year"]):
         return f"no plan ({row['status']}): {row['cause']}"
     change, real, fake = (row[c] * 1e6 for c in ("cost_change_musd_per_year", "real_change_musd_per_year", "notional_change_musd_per_year"))
     text = f"{signed_money(change)}/yr ({_signed_pct(row['cost_change_share'])})"
+    saving = row.get("savings_vs_as_is_musd_per_year")
+    if saving is not None and not pd.isna(saving):
+        verb = f"saves {money(saving * 1e6)}" if saving >= 0 else f"costs {money(-saving * 1e6)} more"
+        text = f"{verb} a year against today's footprint (as-is): {text}"
     if abs(fake) >= 5e3:
         text += f" = {signed_money(real)} real spend {'+' if fake >= 0 else '-'} {money(abs(fake))} notional ({row['notional_lines'] or 'carbon'})"
     else:

@@ -68,7 +68,12 @@ class PlanLayers:
     display: bool = False  # names already as outputs show them (for_display)
 
     def layers(self) -> dict[str, gpd.GeoDataFrame]:
-        return {"sites": self.sites, "regions": self.regions, "assignments": self.assignments}
+        """The layers `dcplace export` writes: the sites carry their row of the outage table (`outage_fields`)."""
+        return {"sites": self.sites_with_outages, "regions": self.regions, "assignments": self.assignments}
+
+    @cached_property
+    def sites_with_outages(self) -> gpd.GeoDataFrame:
+        return outage_fields(self.sites, self.outages, _classes(self.scenario))
 
     def for_display(self) -> "PlanLayers":
         """These layers with every name from the inputs (sites, regions, jobs, cloud regions,
@@ -160,9 +165,12 @@ def plan_layers(plan: Plan, scenario: Scenario) -> dict[str, gpd.GeoDataFrame]:
     and `assignments` (great-circle lines), exactly the layers `dcplace export` writes.
     `scenario` is the one the plan was solved from (`dcplace.solve(scenario)`); for a plan
     folder, `load_plan_layers(folder).layers()` gives the same from the folder's own inputs."""
+    from dcplace.optimizer.studies.outages import outages_of  # a re-route LP per open site
+
     provenance = input_provenance(scenario, None)
-    return {"sites": site_layer(plan, scenario, provenance), "regions": region_layer(plan, scenario),
-            "assignments": assignment_layer(plan, scenario)}
+    table = outages_of(plan, scenario) if plan.solve.status in HAS_PLAN else None
+    return {"sites": outage_fields(site_layer(plan, scenario, provenance), table, _classes(scenario)),
+            "regions": region_layer(plan, scenario), "assignments": assignment_layer(plan, scenario)}
 
 
 def site_layer(plan: Plan, scenario: Scenario | None = None, provenance: Provenance | None = None) -> gpd.GeoDataFrame:
@@ -197,6 +205,43 @@ def site_layer(plan: Plan, scenario: Scenario | None = None, provenance: Provena
         row["geometry"] = Point(s.lon, s.lat)
         rows.append(row)
     return gpd.GeoDataFrame(rows, geometry="geometry", crs=CRS)
+
+
+# What `outage_policy` says of each site: the loss keeps the plan's N-1 policy (survive_site_loss) or not, the
+# scenario states none, or the site is not open (a closed site's loss costs nothing: its figures are 0).
+OUTAGE_POLICY = {True: "covered", False: "not covered", None: "no policy", "closed": "not open"}
+
+
+def outage_fields(sites: gpd.GeoDataFrame, table, classes: list[str]) -> gpd.GeoDataFrame:
+    """`sites` with each site's row of the outage table (optimizer.studies.outages.OutageTable, or None
+    for a plan with no sites to lose) as `outage_*` fields: what losing the site alone puts at risk,
+    the same figures as `dcplace outages`, for N-1 plans and ordinary plans alike."""
+    by_site = {o.site: o for o in table.outages} if table is not None else {}
+    peak = table.served_tok_s if table is not None else 0.0
+    rows = []
+    for site_id in sites["id"]:
+        o = by_site.get(site_id)
+        at_risk = o.at_risk_total_tok_s if o else 0.0
+        row = {
+            "outage_served_tok_s": o.lost_total_tok_s if o else 0.0,
+            "outage_reserved_tok_s": sum(o.reserved_tok_s.values()) if o else 0.0,
+            "outage_at_risk_tok_s": at_risk,
+            "outage_at_risk_share_of_peak": at_risk / peak if peak > 0 else 0.0,
+        }
+        for c in classes:
+            row[f"outage_at_risk_{c}_tok_s"] = float(o.at_risk_tok_s.get(c, 0.0)) if o else 0.0
+        fallback = o.fallback_rtt_ms if o else None
+        row.update({
+            "outage_regions_at_risk": len(o.regions_at_risk()) if o else 0,
+            "outage_fallback_rtt_ms": float("nan") if fallback is None else fallback,
+            "outage_jobs_stalled": len(o.jobs) if o else 0,
+            "outage_training_job_days": o.training_days_at_risk if o else 0.0,
+            "outage_policy": OUTAGE_POLICY[o.meets_policy if o else "closed"],
+        })
+        rows.append(row)
+    fields = pd.DataFrame(rows, index=sites.index, columns=list(rows[0]) if rows else None)
+    return gpd.GeoDataFrame(pd.concat([sites.drop(columns=sites.geometry.name), fields, sites[[sites.geometry.name]]], axis=1),
+                            geometry=sites.geometry.name, crs=sites.crs)
 
 
 def _classes(scenario: Scenario) -> list[str]:
@@ -349,6 +394,17 @@ FIELDS: dict[str, dict[str, tuple[str, str]]] = {
         "<input>_basis": ("", "provenance kind of the input: source, derived, rule, assumption, or 'as given' (no record: "
                                "changed by an override or given by the user)"),
         "imputed_inputs": ("", "the inputs filled in by a rule or an assumption, ';'-separated"),
+        "outage_served_tok_s": ("tok/s", "if this site alone is lost: the peak inference it serves, all classes"),
+        "outage_reserved_tok_s": ("tok/s", "if lost: what the other sites' spare capacity re-serves within the failover budgets"),
+        "outage_at_risk_tok_s": ("tok/s", "if lost: what nothing re-serves (at risk), all classes"),
+        "outage_at_risk_share_of_peak": ("fraction", "if lost: tok/s at risk over the plan's peak inference served"),
+        "outage_at_risk_<class>_tok_s": ("tok/s", "if lost: tok/s of the class at risk"),
+        "outage_regions_at_risk": ("regions", "if lost: (region, class) pairs left with demand at risk"),
+        "outage_fallback_rtt_ms": ("ms", "if lost: round trip of what is re-served, weighted by tok/s (empty: nothing is)"),
+        "outage_jobs_stalled": ("jobs", "if lost: training jobs that stall"),
+        "outage_training_job_days": ("job-days", "if lost: training job-days at risk, summed over the jobs that stall"),
+        "outage_policy": ("", "covered: the loss keeps the plan's N-1 policy (policies.survive_site_loss); not covered: it "
+                              "breaks it; no policy: the scenario asks no class to survive; not open: the site is closed"),
     },
     "regions": {
         "id": ("", "region id (inputs/regions.csv)"), "name": ("", "region name"), "country": ("", "ISO 3166-1 alpha-2"),

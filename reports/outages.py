@@ -8,6 +8,8 @@ optimizer.studies.outages; this module only formats them.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from dcplace.optimizer.studies.outages import AT_RISK_TOL_TOK_S, OutageTable
 from dcplace.reports.layers import PlanLayers
 from dcplace.reports.report import EXTRA_SECTIONS, Paragraphs, Section, Table
@@ -57,6 +59,62 @@ def region_rows(table: OutageTable, limit: int = 40) -> tuple[list[str], list[li
     rows = [[o.name, r.region_name, _class(table, r.workload), tok_s_text(r.lost_tok_s), tok_s_text(r.at_risk_tok_s),
              _ms(r.normal_rtt_ms), _ms(r.fallback_rtt_ms), _ms(r.failover_budget_ms)] for o, r in found[:limit]]
     return REGION_COLUMNS, rows, REGION_NUMERIC
+
+
+# `dcplace outages` on a terminal. Headers are broken where a narrow column may break them (a numeric
+# column is as wide as its widest header line), and on a narrow terminal whole columns are left out,
+# first to last in the drop order, as `solve` leaves out its own: the lost site and what is at risk stay.
+TERMINAL_HEADERS = {"Served there": "Served\nthere", "Re-served elsewhere": "Re-served\nelsewhere",
+                    "Fallback RTT (mean, all classes)": "Fallback RTT\n(mean, all\nclasses)",
+                    "Training job-days at risk": "Training\njob-days\nat risk", "Meets policy": "Meets\npolicy",
+                    "RTT before": "RTT\nbefore", "Fallback RTT": "Fallback\nRTT", "Failover budget": "Failover\nbudget"}
+SITE_DROP_ORDER = ["Fallback RTT (mean, all classes)", "Re-served elsewhere", "Served there", "Training jobs stalled",
+                   "Meets policy", "Regions at risk", "Training job-days at risk"]
+REGION_DROP_ORDER = ["RTT before", "Lost", "Failover budget", "Fallback RTT", "Class"]
+# The narrowest a list of names is shown: a name and its class over a line or two, not a word a line
+# (the narrow terminal leaves other columns out first)
+NAME_LIST_MIN_WIDTH = 24
+NAME_LISTS = ("Regions at risk", "Training jobs stalled")
+
+
+@dataclass(frozen=True)
+class TerminalColumn:
+    header: str  # broken where a narrow column may break it
+    cells: list[str]
+    numeric: bool
+    min_width: int = 0  # a text column's narrowest (0: as wide as its longest word allows)
+
+
+@dataclass(frozen=True)
+class TerminalTable:
+    """One table of `dcplace outages`: its title, columns, the headers in the order a narrow terminal
+    leaves them out, and where every column can be read instead."""
+
+    title: str
+    columns: list[TerminalColumn]
+    drop_order: list[str]
+    full_table: str
+
+
+def terminal_tables(table: OutageTable, regions: int = 20) -> list[TerminalTable]:
+    """The tables `dcplace outages` prints: single-site losses, then (when `regions` > 0) the `regions`
+    largest (lost site, region, class) with demand at risk. Without a policy, 'Meets policy' is all
+    '—' and goes first."""
+    def made(title, rows_of, drop_order, full_table):
+        columns, rows, numeric = rows_of
+        if not rows:
+            return None
+        headed = [TerminalColumn(TERMINAL_HEADERS.get(h, h), [row[i] for row in rows], numeric[i],
+                                 NAME_LIST_MIN_WIDTH if h in NAME_LISTS else 0) for i, h in enumerate(columns)]
+        return TerminalTable(title, headed, [TERMINAL_HEADERS.get(h, h) for h in drop_order], full_table)
+
+    site_order = SITE_DROP_ORDER if table.survive_site_loss else ["Meets policy", *(h for h in SITE_DROP_ORDER if h != "Meets policy")]
+    found = [made("Single-site losses", site_rows(table), site_order,
+                  "the report's section 'What losing a site costs' (dcplace report) and the GIS export's outage_* fields "
+                  "(dcplace export)"),
+             made("Demand at risk", region_rows(table, regions) if regions else ([], [], []), REGION_DROP_ORDER,
+                  "this command's output on a wider terminal (COLUMNS=160)")]
+    return [t for t in found if t is not None]
 
 
 def summary_lines(table: OutageTable) -> list[str]:

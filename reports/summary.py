@@ -309,6 +309,8 @@ def status_text(plan: Plan) -> str:
     objective, bound = s.objective_usd_per_year, s.best_bound_usd_per_year
     if objective is None:
         return s.status
+    if plan.as_is:  # its bound is the bound of today's footprint, not of every plan (docs/as-is.md)
+        return "as-is: the cost of today's footprint, held as it is (only its routing and job placements were chosen)"
     if bound is None or s.gap is None:
         return "a feasible plan; no bound was proven, so how much better a plan may exist is unknown"
     if s.gap <= PROVEN_OPTIMAL_GAP:
@@ -436,7 +438,9 @@ def recommendation(layers: PlanLayers, step: float) -> str:
     carbon = carbon_charge_usd(plan) if scenario.economics.carbon_price_usd_per_t else 0.0
     cost = (f"{money_at(total - carbon, step)} a year of real spend (plus {money_at(carbon, step)} notional carbon charge)"
             if carbon > 0 else f"{money_at(total, step)} a year")
-    parts = [f"Build {mw_text(mw)} of IT ({gpus:,} GPUs) at {where} for {cost} and {money_at(k.get('upfront_capex_usd', 0.0), step)} "
+    # an as-is plan decides nothing to build: it states what today's footprint costs (docs/as-is.md)
+    verb, spend = ("Today's footprint, held as it is: ", "runs") if plan.as_is else ("", "Build")
+    parts = [f"{verb}{spend} {mw_text(mw)} of IT ({gpus:,} GPUs) at {where} for {cost} and {money_at(k.get('upfront_capex_usd', 0.0), step)} "
              "upfront"]
     by_site: dict[str, float] = defaultdict(float)
     for j in plan.jobs:
@@ -510,7 +514,10 @@ def risks(layers: PlanLayers, prov: Provenance, step: float) -> list[str]:
     if worth:
         out.append(worth)
     gap = gap_usd(plan)
-    if gap is None:
+    if plan.as_is:
+        out.append("As-is: today's sites and racks are held as they are; a plan free to choose costs less or the same "
+                   "(`dcplace compare` this folder with one: docs/as-is.md).")
+    elif gap is None:
         out.append("Solver: a feasible plan with no proven bound; how much cheaper a plan may exist is unknown.")
     elif plan.solve.gap is not None and plan.solve.gap > PROVEN_OPTIMAL_GAP:
         out.append(f"Solver: proven within {plan.solve.gap:.2%} of the best possible plan, ± {money_at(gap, step)} a year; "

@@ -147,6 +147,7 @@ class Col:
     header: str
     cells: list[str]  # rich markup (user text already through markup_text)
     kind: str = "text"  # "money" and "number": right-aligned, never wrapped or cut; "text": folds
+    min_width: int = 0  # a text column kept at least this wide (a list of names), else by its words
 
 
 def fit_table(title: str, columns: list[Col], drop_order: list[str], to: Console) -> tuple[Table, list[str]]:
@@ -162,7 +163,8 @@ def fit_table(title: str, columns: list[Col], drop_order: list[str], to: Console
         for c in shown:
             if c.kind == "text":  # whole words where they are short enough; a longer one folds
                 words = [w for x in [c.header, *c.cells] for w in Text.from_markup(x).plain.split()]
-                table.add_column(c.header, overflow="fold", min_width=min(max(map(cell_len, words), default=1), TEXT_WORD_MAX))
+                table.add_column(c.header, overflow="fold",
+                                 min_width=max(c.min_width, min(max(map(cell_len, words), default=1), TEXT_WORD_MAX)))
             else:
                 full = max(Text.from_markup(x).cell_len for x in [*c.header.split("\n"), *c.cells])
                 table.add_column(c.header, justify="right", no_wrap=True, min_width=full)
@@ -178,6 +180,20 @@ def left_out(dropped: list[str], where: str, to: Console) -> None:
     """Say which columns a narrow terminal left out, and where the full table is."""
     if dropped:
         say(f"[dim]Left out at {to.width} columns: {markup_text(', '.join(dropped))}; all columns are in {markup_text(where)}.[/]", to)
+
+
+def print_outages(table, regions: int, to: Console) -> None:
+    """`dcplace outages`: the outage table's summary lines, then its tables fitted to the terminal
+    (whole columns left out in priority order, and said where they are: reports/outages.py)."""
+    from dcplace.reports.outages import summary_lines, terminal_tables
+
+    for line in summary_lines(table):
+        to.print(clean(line), markup=False, highlight=False)
+    for shown in terminal_tables(table, regions):
+        grid, dropped = fit_table(shown.title, [Col(c.header, [markup_text(cell) for cell in c.cells], "number" if c.numeric else "text",
+                                                    c.min_width) for c in shown.columns], shown.drop_order, to)
+        to.print(grid)
+        left_out(dropped, shown.full_table, to)
 
 
 # ------------------------------------------------------------------ the live status line

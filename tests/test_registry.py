@@ -133,6 +133,9 @@ CASES = {
         p, sites=[site("a", 0, 0), site("e", 0, 2), site("m", 0, 1, power_price_usd_per_mwh=300)],
         regions=[region("wtown", 0, 0, budget=2), region("etown", 0, 2, budget=2)], policies={"max_sites": 1}),
     "forced_sites": lambda p: two_towns(p, regions=[region("wtown", 0, 0.1, budget=5)], policies={"forced_sites": ["east"]}),
+    # today's footprint (the as-is baseline, docs/as-is.md): 3 chat racks at west where 1 serves its town, held as they are
+    "as_is_footprint": lambda p: two_towns(p, regions=[region("wtown", 0, 0.1, budget=5)], tables={"footprint": [
+        {"site": "west", "config": "server-air", "cooling": "air", "workload": "chat", "fabric": "", "racks": 3}]}),
     # the job needs the only liquid site, whose cheaper power would also win the town
     "single_purpose_sites": lambda p: make_scenario(
         p, sites=[site("liq", 0, 0, power_price_usd_per_mwh=10), site("air", 0, 0.2, cooling_allowed="air")],

@@ -14,7 +14,7 @@ HOURS_PER_DAY = 24
 SECONDS_PER_HOUR = 3600.0
 # Columns of the input tables read as text whatever they hold (an id "1" stays "1").
 TEXT_COLUMNS = ("id", "name", "country", "chip", "workload", "region", "site", "from", "to",
-                "cooling_allowed", "allowed_countries", "eligible_chips")
+                "cooling_allowed", "allowed_countries", "eligible_chips", "config", "cooling", "fabric")
 # The plan's CSVs are for spreadsheets: text that a spreadsheet would run as a formula (it
 # starts with = + - @, tab or CR, after any quotes) carries one more leading ' there (OWASP;
 # docs/plan-format.md), while plan.json keeps it exact. Written out here, not imported: the
@@ -37,6 +37,11 @@ def split_list(cell) -> list[str]:
     if cell is None or (isinstance(cell, float) and math.isnan(cell)):
         return []
     return [p.strip() for p in str(cell).split(";") if p.strip()]
+
+
+def cell_text(cell) -> str:
+    """A text cell as written, "" for an empty one (NaN as pandas reads it, None in plan.json)."""
+    return ";".join(split_list(cell))
 
 
 def haversine_km(lat1, lon1, lat2, lon2) -> float:

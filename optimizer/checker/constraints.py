@@ -7,7 +7,7 @@ from collections import defaultdict
 
 import networkx as nx
 
-from dcplace.optimizer.checker.common import ABS_TOL, REL_TOL, close, haversine_km, is_number, split_list
+from dcplace.optimizer.checker.common import ABS_TOL, REL_TOL, cell_text, close, haversine_km, is_number, split_list
 
 
 class ConstraintChecks:
@@ -199,6 +199,31 @@ class ConstraintChecks:
             if built < min_kw * (1 - REL_TOL) - 1e-6:
                 self.fail("self_build", f"site {s} self-builds {built:,.1f} kW, below the minimum campus of {min_kw:,.1f} kW "
                           "(economics.min_campus_mw).", breaks="self_build_min_campus")
+
+    def check_footprint(self) -> None:
+        """With today's footprint (inputs/footprint.csv, the as-is baseline): the open sites are its sites and
+        every site's racks are its racks, line for line; plan.json says it is an as-is plan."""
+        held = self.inp.footprint
+        if not held:
+            if self.plan.get("as_is"):
+                self.fail("footprint", "plan.json says it is an as-is plan, but inputs/ holds no footprint.", breaks="as_is_footprint")
+            return
+        if not self.plan.get("as_is"):
+            self.fail("footprint", "inputs/ holds today's footprint, but plan.json does not say it is an as-is plan (as_is).",
+                      breaks="as_is_footprint")
+        built = {}
+        for site, ln in self.lines():
+            key = (site["id"], ln["config"], ln["cooling"], cell_text(ln.get("workload")), cell_text(ln.get("fabric")))
+            built[key] = built.get(key, 0) + int(ln["racks"])
+        for key in sorted(set(held) | set(built)):
+            if held.get(key, 0) != built.get(key, 0):
+                self.fail("footprint", f"site {key[0]} has {built.get(key, 0)} racks of {key[1]} in {key[2]} for "
+                          f"{key[3] or key[4]}; today's footprint has {held.get(key, 0)}.", breaks="as_is_footprint")
+        want = {key[0] for key in held}
+        for site in self.plan["sites"]:
+            if bool(site["open"]) != (site["id"] in want):
+                self.fail("footprint", f"site {site['id']} is {'open' if site['open'] else 'closed'}; today's footprint "
+                          f"{'has' if site['id'] in want else 'does not have'} it.", breaks="as_is_footprint")
 
     def check_policies(self) -> None:
         pol = self.inp.policies

@@ -19,7 +19,7 @@ REQUIRED_FILES = (
     "inputs/sites.csv", "inputs/regions.csv", "inputs/jobs.csv",
     *(f"inputs/catalog/{t}.csv" for t in ("chips", "rack_configs", "cooling", "fabrics", "workloads", "throughput")),
 )
-OPTIONAL_FILES = ("inputs/pair_costs.csv", "inputs/backbone.csv", "inputs/profiles.csv", "inputs/cloud_regions.csv",
+OPTIONAL_FILES = ("inputs/pair_costs.csv", "inputs/footprint.csv", "inputs/backbone.csv", "inputs/profiles.csv", "inputs/cloud_regions.csv",
                   "hourly.csv", "dispatch.csv", "backfill.csv", "rentals.csv", "rent_assignments.csv", "routing.csv")
 PLAN_STATUSES = ("optimal", "feasible")  # solve.status with a plan (docs/plan-format.md)
 NO_PLAN_STATUSES = ("infeasible", "unbounded", "no_solution", "error")  # ... and without one: the folder records why

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from dcplace.optimizer.checker.common import HOURS_PER_DAY, TEXT_COLUMNS, is_number, split_list
+from dcplace.optimizer.checker.common import HOURS_PER_DAY, TEXT_COLUMNS, cell_text, is_number, split_list
 
 
 class Inputs:
@@ -65,6 +65,9 @@ class Inputs:
         self.pair_costs = {}
         if spec.get("pair_costs"):
             self.pair_costs = {(r["region"], r["workload"], r["site"]): r["usd_per_year"] for r in rows("pair_costs", spec["pair_costs"])}
+        # today's racks, held fixed (the as-is baseline, docs/as-is.md): (site, config, cooling, class or fabric) -> racks
+        self.footprint = {(r["site"], r["config"], r["cooling"], cell_text(r.get("workload")), cell_text(r.get("fabric"))): int(r["racks"])
+                          for r in rows("footprint", spec["footprint"])} if spec.get("footprint") else {}
 
     def gpus_per_rack(self, k: str) -> int:
         rack = self.racks[k]
@@ -140,11 +143,12 @@ PROFILE_RULES = (("local_hour", 0, 23, "i"), ("load", 0, 1, ""))
 CLOUD_RULES = (("lat", -90, 90, ""), ("lon", -180, 180, ""), ("usd_per_gpu_hour_on_demand", 0, 1000, "go"),
                ("usd_per_gpu_hour_reserved", 0, 1000, "go"), ("cap_gpus", 0, INF, "go"), ("fabric_tier", 0, INF, "io"))
 PAIR_COST_RULES = (("usd_per_year", 0, INF, ""),)
+FOOTPRINT_RULES = (("racks", 1, INF, "i"),)
 BACKBONE_RULES = (("km", 0, INF, ""),)
 TABLE_RULES = {"sites": SITE_RULES, "regions": REGION_RULES, "chips": CHIP_RULES, "rack_configs": RACK_RULES,
                "cooling": COOLING_RULES, "fabrics": FABRIC_RULES, "workloads": WORKLOAD_RULES, "throughput": THROUGHPUT_RULES,
                "jobs": JOB_RULES, "profiles": PROFILE_RULES, "cloud_regions": CLOUD_RULES, "pair_costs": PAIR_COST_RULES,
-               "backbone": BACKBONE_RULES}
+               "backbone": BACKBONE_RULES, "footprint": FOOTPRINT_RULES}
 SECTION_RULES = {
     "economics": (("discount_rate", 0, 1, ""), ("training_load_factor", 0, 1, "g"), ("inference_target_utilization", 0, 1, "g"),
                   ("carbon_price_usd_per_t", 0, INF, ""), ("transport_usd_per_tok_s_1000km_year", 0, INF, ""),

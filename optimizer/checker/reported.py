@@ -12,7 +12,7 @@ from dcplace.optimizer.checker.common import close, spreadsheet_cell
 
 PLAN_FIELDS = ("format_version scenario scenario_hash created_utc solve objective_usd_per_year cost_breakdown_usd_per_year "
                "kpis sites assignments jobs provenance")
-PLAN_OPTIONAL = "clock hourly dispatch backfill rentals rent_assignments routing diagnosis"
+PLAN_OPTIONAL = "clock hourly dispatch backfill rentals rent_assignments routing diagnosis as_is"
 SOLVE_FIELDS = ("solver solver_version status termination objective_usd_per_year best_bound_usd_per_year gap build_time_s "
                 "solve_time_s options model")
 SOLVE_OPTIONAL = "extract_time_s warm_start pairs failover race"

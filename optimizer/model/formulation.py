@@ -459,6 +459,28 @@ def forced_sites(lm: LinearModel, ix: IndexSets) -> None:
         lm.fix("open", s, 1.0)
 
 
+@family(checker="check_footprint", section="policies", writes=BOUNDS, not_relaxed="today's footprint is held as it is "
+        "(docs/as-is.md): what it cannot serve is named as unserved demand or an unplaced job, what breaks a limit as that limit")
+def as_is_footprint(lm: LinearModel, ix: IndexSets) -> None:
+    """open[s] = 1 at the sites of today's footprint and 0 elsewhere; zone[s,c] = 1 for each cooling its
+    racks use and 0 elsewhere; racks_inf and racks_trn = today's rack counts (the index holds no other
+    rack: index.footprint_keys). Only with a footprint (models.records.FootprintLine): the as-is baseline."""
+    lines = ix.scenario.footprint
+    if not lines:
+        return
+    sites = {ln.site for ln in lines}
+    zones = {(ln.site, ln.cooling) for ln in lines}
+    for s in ix.sites:
+        lm.fix("open", s, float(s in sites))
+    for key in ix.zones:
+        lm.fix("zone", key, float(key in zones))
+    for ln in lines:
+        if ln.purpose == "inference":
+            lm.fix("racks_inf", (ln.site, ln.config, ln.cooling, ln.workload), float(ln.racks))
+        else:
+            lm.fix("racks_trn", (ln.site, ln.config, ln.cooling, ln.fabric), float(ln.racks))
+
+
 @family(checker="check_policies", section="policies", not_relaxed="a yes/no policy with no amount to move; "
         "switch policies.single_purpose_sites off to see what it costs")
 def single_purpose_sites(lm: LinearModel, ix: IndexSets) -> None:
@@ -532,6 +554,8 @@ def build_model(ix: IndexSets, without: tuple[str, ...] | frozenset = ()) -> Lin
     unknown = set(without) - set(REGISTRY)
     if unknown:
         raise KeyError(f"no constraint family named {sorted(unknown)}; registered: {', '.join(REGISTRY)}")
+    if ix.scenario.footprint:  # today's footprint held fixed is not free to be a cheapest plan
+        without = (*without, *OPTIMALITY_ROWS)
     lm = LinearModel(ix.scenario.name)
     lm.cost_categories = COST_CATEGORIES
     add_variables(lm, ix)

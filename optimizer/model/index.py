@@ -36,7 +36,7 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
-from dcplace.models import Chip, Cooling, Fabric, RackConfig, Region, Scenario, ScenarioError, Site, TrainingJob, Workload
+from dcplace.models import Chip, Cooling, Fabric, InputProblem, RackConfig, Region, Scenario, ScenarioError, Site, TrainingJob, Workload
 from dcplace.models.interactivity import tok_s_at_target
 from dcplace.models.limits import size_problem
 from dcplace.optimizer.model.candidates import candidate_mask
@@ -417,8 +417,15 @@ def build_index(scenario: Scenario, max_full_pairs: int = MAX_FULL_PAIRS, prunin
                     if limit >= 1:
                         holdable[s].append((k, c, limit))
 
+    # as-is (docs/as-is.md): today's racks are the only racks, so only their sites serve, and only their classes;
+    # the pruning rules' proofs (an optimum exists without ...) do not hold for decisions held fixed
+    held_inf, held_trn = footprint_keys(scenario)
+    if scenario.footprint:
+        pruning = PruningRules.none()
     # inference: which classes each site can serve at all, then every allowed pair
     serves_class = {(s, w) for s in sites for (k, c, _) in holdable[s] for w in ix.workloads if (k, w) in ix.tok_s_per_rack}
+    if scenario.footprint:
+        serves_class &= {(s, w) for s, _, _, w in held_inf}
     ix.eligible = _eligible_pairs(ix, serves_class)
     site_ids = [site.id for site in scenario.sites]
     ix.failover = failover_masks(ix, serves_class)
@@ -429,6 +436,8 @@ def build_index(scenario: Scenario, max_full_pairs: int = MAX_FULL_PAIRS, prunin
     for s, site in sites.items():
         for k, c, limit in holdable[s]:
             for w in ix.workloads:
+                if scenario.footprint and (s, k, c, w) not in held_inf:
+                    continue
                 if (k, w) in ix.tok_s_per_rack and ((s, w) in served_at or not pruning.idle_inference_racks):
                     ix.inf_racks.append((s, k, c, w))
                     ix.inf_econ[s, k, c, w] = rack_economics(
@@ -450,6 +459,7 @@ def build_index(scenario: Scenario, max_full_pairs: int = MAX_FULL_PAIRS, prunin
         )
         for s, site in sites.items() for chip in training_chips
     }
+    held_trn_chips = {(s, f, ix.racks[k].chip) for s, k, _, f in held_trn}  # as-is: a job runs on today's training racks only
     for j, job in ix.jobs.items():
         chips = [c for c in (job.eligible_chips or sorted(training_chips)) if c in training_chips]
         for s, site in sites.items():
@@ -462,6 +472,8 @@ def build_index(scenario: Scenario, max_full_pairs: int = MAX_FULL_PAIRS, prunin
                     gpus_needed = job.gpus_h100_equiv / (fabric.training_efficiency * ix.chips[chip].h100_equiv)
                     if gpus_needed > fabric.max_cluster_gpus:
                         continue
+                    if scenario.footprint and (s, f, chip) not in held_trn_chips:
+                        continue
                     if not pruning.job_fits_site or most_gpus[s, chip] >= gpus_needed * (1 - 1e-9):
                         ix.place.append((j, s, f, chip))
     used = {(s, f, chip) for (_, s, f, chip) in ix.place}
@@ -470,7 +482,7 @@ def build_index(scenario: Scenario, max_full_pairs: int = MAX_FULL_PAIRS, prunin
             ix.holdable_limit[s, k, c] = limit
             chip = ix.racks[k].chip
             for f in ix.fabrics:
-                if (s, f, chip) in used:
+                if (s, k, c, f) in held_trn if scenario.footprint else (s, f, chip) in used:  # today's idle racks cost too
                     ix.trn_racks_all.append((s, k, c, f))
                     ix.trn_econ_all[s, k, c, f] = rack_economics(
                         site, ix.racks[k], ix.chips[chip], ix.cooling[c], econ.training_load_factor, econ, ix.fabrics[f]
@@ -484,10 +496,32 @@ def build_index(scenario: Scenario, max_full_pairs: int = MAX_FULL_PAIRS, prunin
         ix.serve = _serve_list(ix, ix.eligible)
     else:  # the large-scale path: candidates now, the rest priced in by optimizer.solvers.pairs
         ix.serve = _serve_list(ix, candidate_mask(ix))
+    _refuse_footprint_beyond(ix, held_inf | held_trn)
     ix.failover_lost = seed_reroutings(ix)  # N-1: losses certain to need re-routing (model.resilience)
     _refuse_hourly_routing_beyond(ix, max_full_pairs)
     ix.clock = build_clock(ix)
     return ix
+
+
+def footprint_keys(scenario: Scenario) -> tuple[set[tuple[str, str, str, str]], set[tuple[str, str, str, str]]]:
+    """Today's racks (docs/as-is.md) as the keys of racks_inf (site, config, cooling, class) and
+    racks_trn (site, config, cooling, fabric); both empty without a footprint."""
+    inference = {(ln.site, ln.config, ln.cooling, ln.workload) for ln in scenario.footprint if ln.purpose == "inference"}
+    training = {(ln.site, ln.config, ln.cooling, ln.fabric) for ln in scenario.footprint if ln.purpose == "training"}
+    return inference, training
+
+
+def _refuse_footprint_beyond(ix: IndexSets, held: set[tuple[str, str, str, str]]) -> None:
+    """Every line of today's footprint is a rack the site can physically hold (models.references checked
+    the names): a line whose site's power or floor cannot hold one such rack is refused by name."""
+    built = set(ix.inf_racks) | set(ix.trn_racks)
+    missing = sorted(key for key in held if key not in built)
+    if missing:
+        raise ScenarioError([InputProblem(
+            ix.scenario.files.get("footprint") or "footprint.csv", None, "racks",
+            f"site '{s}' cannot hold one rack of '{k}' in '{c}' (for '{w}'): its power_limit_kw or floor_racks is below "
+            "one such rack with its cooling overhead.",
+            "correct the site's power or floor in the sites table, or the line's configuration or cooling.") for s, k, c, w in missing])
 
 
 def _refuse_hourly_routing_beyond(ix: IndexSets, max_full_pairs: int) -> None:
@@ -516,7 +550,8 @@ def _training_racks(ix: IndexSets) -> None:
     """trn_racks: the options of trn_racks_all that some placement in `place` can use; then the
     rack limits, zones and self-build sites of the racks in the model."""
     used = {(s, f, chip) for (_, s, f, chip) in ix.place}
-    ix.trn_racks = [(s, k, c, f) for s, k, c, f in ix.trn_racks_all if (s, f, ix.racks[k].chip) in used]
+    held = footprint_keys(ix.scenario)[1]
+    ix.trn_racks = [(s, k, c, f) for s, k, c, f in ix.trn_racks_all if (s, f, ix.racks[k].chip) in used or (s, k, c, f) in held]
     ix.trn_econ = {key: ix.trn_econ_all[key] for key in ix.trn_racks}
     ix._groups.clear()
     ix.build_usd_per_kw_year, ix.build_limit_kw = {}, {}

@@ -111,6 +111,18 @@ class NoPlanFound(Exception):
         )
 
 
+AS_IS_RULE = ("today's sites, cooling zones and racks are held as they are (inputs/footprint.csv): nothing is added or "
+              "removed; the optimizer only routes demand to today's racks and places training jobs on today's training racks")
+
+
+def as_is_record(scenario: Scenario) -> dict:
+    """What plan.json says of an as-is plan (docs/as-is.md); empty when the scenario holds no footprint."""
+    if not scenario.footprint:
+        return {}
+    return {"footprint": scenario.files.get("footprint") or "footprint.csv", "sites": len({ln.site for ln in scenario.footprint}),
+            "racks": sum(ln.racks for ln in scenario.footprint), "rule": AS_IS_RULE}
+
+
 def plan_record(scenario: Scenario, options: SolveOptions, record: SolveRecord, parts: dict | None, diagnosis: list[str]) -> Plan:
     """The Plan record of a solve: decisions (`parts`, from extract) or none, with provenance."""
     parts = parts or {"objective": None, "breakdown": {}, "kpis": {}, "sites": [], "assignments": [], "jobs": []}
@@ -126,6 +138,7 @@ def plan_record(scenario: Scenario, options: SolveOptions, record: SolveRecord, 
         assignments=parts["assignments"],
         jobs=parts["jobs"],
         **{key: parts[key] for key in ("clock", "hourly", "dispatch", "backfill", "rentals", "rent_assignments", "routing") if key in parts},
+        as_is=as_is_record(scenario),
         diagnosis=diagnosis,
         provenance={
             "scenario_name": scenario.name,
