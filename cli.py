@@ -321,17 +321,20 @@ def report(
     """Executive report (HTML and PDF): KPIs, map, cost by category and site, sites, solver, provenance
     (of a multi-period schedule folder: NPV, builds per period, cost per period, a map per period)."""
     from dcplace.reports import save_report
+    from dcplace.reports.pdf import PdfEngineMissing
 
-    if (folder / "schedule.json").is_file():
-        from dcplace.reports.schedule import save_schedule_report
+    try:
+        if (folder / "schedule.json").is_file():
+            from dcplace.reports.schedule import save_schedule_report
 
-        paths = save_schedule_report(folder, out or folder / "report")
+            paths = save_schedule_report(folder, out or folder / "report")
+        else:
+            paths = save_report(_plan_layers(folder), out or folder / "report")
+    except PdfEngineMissing as exc:  # report.html is written; report.pdf needs the system's Pango
         console.print("Report written:")
-        print_written(paths, console)
-        return
-
-    layers = _plan_layers(folder)
-    paths = save_report(layers, out or folder / "report")
+        print_written(exc.written, console)
+        err.print(_clean(exc), markup=False, highlight=False)
+        raise typer.Exit(ExitCode.MISSING_LIBRARY)
     console.print("Report written:")  # only once it is written
     print_written(paths, console)
 

@@ -23,6 +23,7 @@ _WHERE = {
     "EXPORT_FORMATS": "export", "FORMATS": "export", "export_layers": "export", "read_layer": "export",
     "save_html_map": "htmlmap", "save_maps": "htmlmap",
     "NoPlanToReport": "layers", "NotAPlanFolder": "layers", "PlanLayers": "layers", "load_plan_layers": "layers",
+    "PdfEngineMissing": "pdf",  # save_report wrote the HTML but no PDF: the system's Pango is missing (docs/reports.md)
     "save_report": "why",  # reports.why registers the explanation sections, then hands on report.save_report
     "save_static_map": "staticmap",
 }
@@ -52,5 +53,6 @@ if TYPE_CHECKING:
     from dcplace.reports.export import EXPORT_FORMATS, FORMATS, export_layers, read_layer
     from dcplace.reports.htmlmap import save_html_map, save_maps
     from dcplace.reports.layers import NoPlanToReport, NotAPlanFolder, PlanLayers, load_plan_layers
+    from dcplace.reports.pdf import PdfEngineMissing
     from dcplace.reports.report import save_report
     from dcplace.reports.staticmap import save_static_map

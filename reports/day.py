@@ -241,7 +241,7 @@ def day_section(layers: PlanLayers) -> Section | None:
                + " under the inference GPUs installed (line)" if owned else "")
             + ("; rented: GPUs rented in each hour (blue)" if rented else "") + "."], "note"))
         columns, rows, numeric = use_rows(days)
-        blocks.append(Table("day-use", columns, rows, numeric))
+        blocks.append(Table("day-use", columns, rows, numeric, caption="The day at each site and cloud region: GPUs busy by UTC band"))
         blocks.append(Paragraphs([
             "Busy: GPUs busy serving as a share of the inference GPUs installed (all classes together; GPUs add up across "
             "classes, tok/s do not), mean over the hours of each UTC band"
@@ -268,14 +268,14 @@ def rent_section(layers: PlanLayers) -> Section | None:
     blocks: list[Block] = [Paragraphs([t for t in clock_sentences(facts) if "rents GPU-hours" in t]
                                       or ["The plan serves demand from cloud regions."], "body")]
     columns, rows, numeric = build_or_rent_rows(plan, scenario)
-    blocks.append(Table("day-build-or-rent", columns, rows, numeric))
+    blocks.append(Table("day-build-or-rent", columns, rows, numeric, caption="Build or rent, per class: owned against rented cost"))
     blocks.append(Paragraphs(["Per class: owned is the class's racks (chips, cooling, idle and busy energy, colocation) and "
                               "transport; rented is GPU-hours bought from cloud regions. Site and cooling-zone fixed costs are "
                               "left out, as in Per-workload economics."], "note"))
     if plan.rentals:
         columns, rows, numeric = rental_rows(plan, scenario)
         blocks.append(Paragraphs(["What is rented where:"], "body"))
-        blocks.append(Table("day-rentals", columns, rows, numeric))
+        blocks.append(Table("day-rentals", columns, rows, numeric, caption="What is rented where"))
         blocks.append(Paragraphs(["On demand pays only for the GPU-hours of the hours it is used; reserved pays for every hour "
                                   "of the year. GPUs at peak: the most rented at once (the total: across all cloud regions in "
                                   "the same hour)."], "note"))
@@ -293,7 +293,7 @@ def trough_section(layers: PlanLayers) -> Section | None:
         Paragraphs([f"{hours:,.0f} H100-equivalent GPU-hours a day of interruptible training run on inference GPUs the served "
                     f"load leaves idle: about {hours / HOURS:,.0f} H100-equivalent GPUs busy around the clock that need no racks "
                     "of their own (the day's panels show the hours, in orange)."], "body"),
-        Table("day-troughs", columns, rows, numeric),
+        Table("day-troughs", columns, rows, numeric, caption="Interruptible training on idle inference GPUs, by site"),
     ])
 
 

@@ -161,6 +161,7 @@ def outages_section(layers: PlanLayers) -> Section | None:
     columns, rows, numeric = site_rows(table)
     blocks = [Paragraphs(summary_lines(table)),
               Table("outages", columns, rows, numeric, flagged=[row[-1] == "NO" for row in rows],
+                    caption="Losing one open site: tok/s left unserved, where its users fall back to and the training it stalls",
                     note="Re-served: by the other sites' spare capacity (built minus their own load) within each region's "
                     "failover budget, shortest round trips first (an LP per lost site). Fallback RTT: the round trip of what is "
                     "re-served, weighted by tok/s over all classes; each region's own budget is in the next table. docs/resilience.md.")]
@@ -168,7 +169,7 @@ def outages_section(layers: PlanLayers) -> Section | None:
     if rrows:
         total = sum(len(o.regions_at_risk()) for o in table.outages)
         shown = f"the largest {len(rrows)} of {total:,}" if total > len(rrows) else f"all {total}"
-        blocks.append(Table("outage-regions", rcolumns, rrows, rnumeric,
+        blocks.append(Table("outage-regions", rcolumns, rrows, rnumeric, caption="Regions with demand at risk when a site is lost",
                             note=f"Regions with demand at risk, largest first: {shown} (every row: `dcplace outages PLAN`)."))
     return Section("resilience", "What losing a site costs", blocks)
 

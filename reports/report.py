@@ -2,20 +2,19 @@
 
 The report is an argument, built as a list of `Section`s (`report_sections`): page 1 the
 executive summary (reports/summary.py computes its sentences from the plan), then the map,
-per-workload economics, why these sites, the GPU reconciliation, key figures and cost,
-the site and job tables, the assumptions box, a glossary, the appendix and the solver
+key figures and the cost charts, per-workload economics, why these sites, the GPU
+reconciliation, the site and job tables, the assumptions box, a glossary, the appendix and the solver
 record. Later analyses (resilience, the day's load, alternatives, robustness) slot in by
 appending a builder to `EXTRA_SECTIONS`; each builder takes the `PlanLayers` and returns a
 `Section` or None, and lands before the assumptions box.
 
 Each section holds typed blocks (`Paragraphs`, `Bullets`, `Headline`, `Table`, `Image`,
-`Definitions`), rendered twice: by Jinja2 with autoescaping into HTML (so every name from
-the inputs reaches the page as text; images are data: URIs), and by a small flow layout on
-matplotlib into an A4-landscape PDF: "page N of M" on every page, table text at 8.5 pt with
-numbers right-aligned, tables split only at row boundaries with their header repeated and
-filling the page, a heading never alone at a page foot, figures embedded as images so that
-every piece of text in the PDF is the layout's own (8 pt or more). Matplotlib text is drawn
-with parse_math=False, so a '$' in a name is a dollar sign.
+`Definitions`), rendered once, by Jinja2 with autoescaping, into one HTML page (every name from
+the inputs reaches the page as text; images are data: URIs). report.pdf is that page printed by
+WeasyPrint (reports.pdf): the template's `@page` and `@media print` rules make it A4 landscape
+with the plan's title and "page N of M" on every page, bookmarks from the section headings,
+each table under its caption with its header row repeated on every page it spans, and no text
+below 8 pt. So the HTML and the PDF cannot disagree.
 """
 
 from __future__ import annotations
@@ -27,20 +26,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Union
 
-from matplotlib.backends.backend_pdf import PdfPages
 from matplotlib.figure import Figure
-from matplotlib.font_manager import FontProperties
-from matplotlib.image import imread
-from matplotlib.lines import Line2D
-from matplotlib.patches import Rectangle
-from matplotlib.textpath import TextToPath
 
 from dcplace.models.interactivity import throughput_id
 from dcplace.models.plan import Plan
 from dcplace.reports.charts import cost_by_category_figure, cost_by_site_figure, figure_data_uri
 from dcplace.reports.layers import PlanLayers
 from dcplace.reports.mpl import plt  # the one place that picks matplotlib's backend
-from dcplace.reports.output import check_destination, render_html, staged_files
+from dcplace.reports.output import check_destination, render_html
+from dcplace.reports.pdf import write_report_files
 from dcplace.reports.staticmap import draw_static_map
 from dcplace.reports.style import ROLE_COLOURS, money, mw_number, mw_text, short_name, tok_s_text
 from dcplace.reports.summary import (
@@ -49,7 +43,7 @@ from dcplace.reports.summary import (
     money_at, provenance_text, site_tokens_share, small_site, status_text, variant_title, vintages, workload_costs,
 )
 
-A4_LANDSCAPE_IN = (11.69, 8.27)
+MAP_DPI = 150  # the map's PNG: about 160 dpi across an A4-landscape page
 SMALL_SITE_FLAG = "small site: fixed cost dominates"
 
 
@@ -89,6 +83,7 @@ class Table:
     numeric: list[bool]  # right-aligned columns
     flagged: list[bool] = field(default_factory=list)  # rows to highlight
     note: str = ""
+    caption: str = ""  # what the table shows, above it on the page and in the PDF; without one, its section's title
 
 
 @dataclass(frozen=True)
@@ -96,7 +91,7 @@ class Image:
     key: str  # map | cost-by-category | cost-by-site
     alt: str
     half: bool = False  # two half-width images in a row
-    max_height: float = 10_000.0  # points, in the PDF
+    max_height: float | None = None  # points, in print (the PDF); None: as tall as the page allows
     png: bytes | None = field(default=None, repr=False)  # a section's own figure (EXTRA_SECTIONS), drawn by its builder
 
 
@@ -194,7 +189,7 @@ def _full_cost_blocks(layers: PlanLayers) -> list[Block]:
     rows.append(["Total", money(sum(u.direct_usd_per_year for u in uses)), money(sum(u.shared_usd_per_year for u in uses)),
                  money(sum(u.total_usd_per_year for u in uses)), ""])
     return [Table("workloads-full", ["Use", "Own cost lines / yr", "Share of fixed costs / yr", "Fully loaded / yr", "Fully loaded unit cost"],
-                  rows, [False, True, True, True, True]),
+                  rows, [False, True, True, True, True], caption="Fully loaded cost by use: own cost lines plus a share of fixed costs"),
             Paragraphs([FULL_COST_RULE + " " + TRAINING_HOUR_RULE], "note")]
 
 
@@ -220,7 +215,8 @@ def _workload_section(layers: PlanLayers, summary: Summary) -> Section:
         flags.append(False)
     table = Table("workloads", ["Class", "Tokens/s at peak", "Racks", "GPUs by chip", "IT MW", "Cost / yr", "$ per M tokens",
                                 "RTT p50 / p95 / max, ms", "RTT budget, ms", "Within budget"],
-                  rows, [False, True, True, False, True, True, True, True, True, True], flags)
+                  rows, [False, True, True, False, True, True, True, True, True, True], flags,
+                  caption="Per workload class: peak tokens/s, racks, GPUs, power, annual cost, $ per M tokens and round trips")
     return Section("workloads", "Per-workload economics", [
         table,
         Paragraphs([summary.class_rule + " RTT percentiles are weighted by tokens/s served."], "note"),
@@ -248,7 +244,8 @@ def _chip_section(layers: PlanLayers, prov: Provenance) -> Section | None:
     return Section("chips", "Chips at the interactivity target", [
         Table("chips-at-target", ["Class", "Target, tok/s per user", "Chip", "Tok/s per GPU at target", "Read", "Carried by", "GPUs in plan",
                                   "$ per M tokens (chip's own)", "At site"],
-              rows, [False, True, False, True, False, False, True, True, False], flags),
+              rows, [False, True, False, True, False, False, True, True, False], flags,
+              caption="Each chip's tok/s per GPU and $ per M tokens at its class's interactivity target"),
         Paragraphs(["Tok/s per GPU comes from each chip's published curve (MLPerf Inference Server and Interactive points), "
                     "read at the class's target: linear between points, the loosest point's figure below it, not offered "
                     "beyond the strictest (models/interactivity.py). Highlighted rows rest on a filled point. " + CHIP_COST_RULE],
@@ -302,7 +299,8 @@ def _why_section(layers: PlanLayers, summary: Summary) -> Section:
     text.append(f"A site is flagged \"{SMALL_SITE_FLAG}\" when its fixed costs (site fixed cost plus cooling-zone fixed costs) are "
                 f"{SMALL_SITE_FIXED_SHARE:.0%} or more of its annual cost; {sum(flags)} of {len(rows)} open sites are.")
     table = Table("why", ["Site", "Country", "Role", "Racks", "What it does", "Cost / yr", "Site + zone fixed / yr", "Fixed share", "Flag"],
-                  rows, [False, False, False, True, False, True, True, True, False], flags)
+                  rows, [False, False, False, True, False, True, True, True, False], flags,
+                  caption="Open sites, costliest first: what each does, what it costs and how much of that is fixed")
     return Section("why", "Why these sites", [Paragraphs(text, "body"), table])
 
 
@@ -331,7 +329,8 @@ def _reconcile_section(layers: PlanLayers) -> Section | None:
                 f"(fabric efficiency x chip H100-equivalence): {phys_total:,.0f} physical GPUs needed, {inst_total:,.0f} installed "
                 f"in whole racks (the site tables count these). Inference GPUs ({int(plan.kpis['gpus_inference']):,}) are physical too.")
     table = Table("reconcile", ["Site", "Chip", "Fabric", "H100-eq GPUs (jobs)", "Efficiency", "H100-equiv.", "Physical needed",
-                                "Physical installed"], rows, [False, False, False, True, True, True, True, True])
+                                "Physical installed"], rows, [False, False, False, True, True, True, True, True],
+                  caption="Training GPUs by site, chip and fabric: H100-equivalent asked, physical needed and installed")
     return Section("reconcile", "Training GPUs: H100-equivalent and physical", [Paragraphs([sentence]), table])
 
 
@@ -372,7 +371,8 @@ def _sites_section(plan: Plan) -> Section:
     columns = ["Site", "Country", "Role", "Racks", "GPUs (physical)", "Chips", "Cooling", "Fabric", "IT MW", "Facility / limit MW",
                "Cost / yr", "Share"]
     return Section("open-sites", "Open sites", [Table("sites", columns, rows, [False, False, False, True, True, False, False, False,
-                                                                              True, True, True, True])])
+                                                                              True, True, True, True],
+                                                      caption="Every open site, costliest first: racks, GPUs, chips, cooling, fabric, power and cost")])
 
 
 def _jobs_section(plan: Plan) -> Section | None:
@@ -381,7 +381,7 @@ def _jobs_section(plan: Plan) -> Section | None:
     names = {x.id: x.name for x in plan.sites}
     rows = [[j.name, names[j.site], j.chip, j.fabric, _num(j.gpus_h100_equiv)] for j in plan.jobs]
     return Section("jobs", "Training jobs", [Table("jobs", ["Job", "Site", "Chip", "Fabric", "H100-eq GPUs"], rows,
-                                                   [False, False, False, False, True])])
+                                                   [False, False, False, False, True], caption="Where each training job runs, on which chip and fabric")])
 
 
 def _load_factor_text(plan: Plan, scenario) -> str:
@@ -504,7 +504,8 @@ def _appendix_section(layers: PlanLayers, prov: Provenance) -> Section:
                "Racks", "IT MW", "Cost / yr", "Imputed inputs"]
     return Section("appendix", "Appendix: every candidate site", [
         Paragraphs([f"All {len(rows)} candidate sites, open ones first (costliest first); inputs as the plan used them."], "note"),
-        Table("all-sites", columns, rows, [False, False, False] + [True] * 10, flags),
+        Table("all-sites", columns, rows, [False, False, False] + [True] * 10, flags,
+              caption="Every candidate site: its inputs, what the plan built there and what it costs"),
     ])
 
 
@@ -552,12 +553,12 @@ def report_content(layers: PlanLayers) -> ReportContent:
         _argument_section(plan, summary),
         Section("map", "Map", [Image("map", "Map of the plan: sites by role and size, demand regions and the lines that serve them")],
                 new_page=True),
+        _key_figures_section(plan),  # the charts come before the tables (issue 49: they were on page 9, after the outage tables)
         _workload_section(layers, summary),
         _chip_section(layers, prov),
         _why_section(layers, summary),
         _reconcile_section(layers),
         *[build(layers) for build in EXTRA_SECTIONS],
-        _key_figures_section(plan),
         _sites_section(plan),
         _jobs_section(plan),
         _assumptions_section(layers, prov),
@@ -576,392 +577,10 @@ def report_html(content: ReportContent, images: dict[str, str]) -> str:
     return render_html("report.html.j2", c=content, images=images)
 
 
-# ----------------------------------------------------------------------------- PDF layout
-
-PAGE_W, PAGE_H = A4_LANDSCAPE_IN[0] * 72, A4_LANDSCAPE_IN[1] * 72  # points
-MARGIN_L, MARGIN_R, MARGIN_T, MARGIN_B = 36.0, 36.0, 34.0, 40.0
-CONTENT_W = PAGE_W - MARGIN_L - MARGIN_R
-TABLE_PT, BODY_PT, LEAD_PT, NOTE_PT, HEADING_PT, FOOTER_PT = 8.5, 9.0, 9.5, 8.0, 14.0, 8.0
-DECISION_PT = 11.0  # page 1's recommendation
-MIN_PT = 8.0  # nothing in the PDF is smaller
-MIN_GLYPH_EM = 0.2  # narrower than any DejaVu Sans glyph a name uses (its space is 0.32 em): bounds a line's characters
-_MEASURE = TextToPath()
-_WIDTH_CACHE: dict[tuple[str, float, bool], float] = {}
-
-
-def text_width(text: str, size: float, bold: bool = False) -> float:
-    key = (text, size, bold)
-    if key not in _WIDTH_CACHE:
-        prop = FontProperties(family="DejaVu Sans", size=size, weight="bold" if bold else "normal")
-        _WIDTH_CACHE[key] = _MEASURE.get_text_width_height_descent(text, prop, ismath=False)[0] if text else 0.0
-    return _WIDTH_CACHE[key]
-
-
-def wrap(text: str, width: float, size: float, bold: bool = False) -> list[str]:
-    """Greedy word wrap by measured width; a word longer than the line is broken by characters."""
-    lines: list[str] = []
-    for para in text.split("\n"):
-        line = ""
-        for word in para.split(" "):
-            candidate = f"{line} {word}" if line else word
-            if text_width(candidate, size, bold) <= width:
-                line = candidate
-                continue
-            if line:
-                lines.append(line)
-            while len(word) > 1:
-                # the longest prefix that fits, by bisection over at most the characters a line
-                # can hold: trying every length from the end measured a 5,000-character word
-                # thousands of times (minutes per table)
-                most = min(len(word), int(width / (MIN_GLYPH_EM * size)) + 1)
-                if most == len(word) and text_width(word, size, bold) <= width:
-                    break
-                low, high = 1, most  # word[:1] is kept even when it alone does not fit
-                while low < high:
-                    mid = (low + high + 1) // 2
-                    if text_width(word[:mid], size, bold) <= width:
-                        low = mid
-                    else:
-                        high = mid - 1
-                if low == len(word):
-                    break
-                lines.append(word[:low])
-                word = word[low:]
-            line = word
-        lines.append(line)
-    return lines
-
-
-@dataclass
-class _Op:
-    kind: str  # text | line | rect | image
-    args: tuple
-    kw: dict = field(default_factory=dict)
-
-
-class PdfLayout:
-    """Flows sections onto A4-landscape pages (coordinates in points from the top left)."""
-
-    def __init__(self, title: str):
-        self.title = title
-        self.pages: list[list[_Op]] = [[]]
-        self.y = MARGIN_T
-
-    # -- primitives
-    @property
-    def room(self) -> float:
-        return PAGE_H - MARGIN_B - self.y
-
-    def new_page(self) -> None:
-        if self.pages[-1]:
-            self.pages.append([])
-        self.y = MARGIN_T
-
-    def text(self, x: float, y: float, s: str, size: float, bold: bool = False, colour: str = "#1d2630", ha: str = "left") -> None:
-        assert size >= MIN_PT
-        self.pages[-1].append(_Op("text", (x, y, s), {"size": size, "bold": bold, "colour": colour, "ha": ha}))
-
-    def hline(self, x0: float, x1: float, y: float, colour: str = "#d5d9de", lw: float = 0.5) -> None:
-        self.pages[-1].append(_Op("line", (x0, x1, y), {"colour": colour, "lw": lw}))
-
-    def rect(self, x: float, y: float, w: float, h: float, colour: str) -> None:
-        self.pages[-1].append(_Op("rect", (x, y, w, h), {"colour": colour}))
-
-    # -- measuring blocks: height of the smallest piece that may start a page region
-    def first_height(self, block: Block) -> float:
-        if isinstance(block, Paragraphs):
-            size = self._size(block.style)
-            return min(2, len(wrap(block.texts[0], CONTENT_W, size))) * size * 1.35 if block.texts else 0
-        if isinstance(block, Bullets):
-            size = self._size(block.style)
-            return len(wrap(block.items[0], CONTENT_W - 14, size)[:2]) * size * 1.35 if block.items else 0
-        if isinstance(block, Headline):  # drawn whole (headline() keeps its rows together)
-            return _headline_height(block) * -(-len(block.kpis) // (4 if block.large else 3))
-        if isinstance(block, Table):
-            return self._table_opening(block, self._column_widths(block))
-        if isinstance(block, Image):
-            return 200
-        if isinstance(block, Definitions):
-            return sum(self._definition_height(r) for r in block.rows[:2])
-        return 0
-
-    @staticmethod
-    def _size(style: str) -> float:
-        return {"lead": LEAD_PT, "note": NOTE_PT, "decision": DECISION_PT, "boxhead": BODY_PT}.get(style, BODY_PT)
-
-    def ensure(self, height: float) -> None:
-        if height > self.room:
-            self.new_page()
-
-    # -- sections
-    def _opening_height(self, section: Section) -> float:
-        """What must follow a heading on its page: any short intro paragraphs in full and the
-        start of the first other block (a table's header and first rows)."""
-        height = 0.0
-        for block in section.blocks:
-            if isinstance(block, Paragraphs) and sum(len(t) for t in block.texts) < 600:
-                size = self._size(block.style)
-                height += sum(len(wrap(t, CONTENT_W, size)) for t in block.texts) * size * 1.35 + 6
-                continue
-            return height + self.first_height(block)
-        return height
-
-    def heading(self, section: Section) -> None:
-        first = self._opening_height(section)
-        if section.new_page:
-            self.new_page()
-        else:
-            self.y += 8 if self.y > MARGIN_T else 0
-            self.ensure(HEADING_PT * 1.7 + first)  # never a heading alone at a page foot
-        self.text(MARGIN_L, self.y, section.title, HEADING_PT, bold=True)
-        self.y += HEADING_PT * 1.7
-
-    def paragraphs(self, block: Paragraphs) -> None:
-        size = self._size(block.style)
-        colour = "#4a5560" if block.style == "note" else "#8a1c1c" if block.style == "boxhead" else "#1d2630"
-        bold = block.style in ("decision", "boxhead")
-        for text in block.texts:
-            for line in wrap(text, CONTENT_W, size, bold):
-                self.ensure(size * 1.35)
-                self.text(MARGIN_L, self.y, line, size, bold=bold, colour=colour)
-                self.y += size * 1.35
-            self.y += size * 0.45
-
-    def bullets(self, block: Bullets) -> None:
-        size = self._size(block.style)
-        for item in block.items:
-            lines = wrap(item, CONTENT_W - 14, size)
-            self.ensure(min(2, len(lines)) * size * 1.35)
-            if block.style == "risks":  # the risks box: a tinted band beside each item
-                self.rect(MARGIN_L - 4, self.y - 1, 2.5, len(lines) * size * 1.35, "#c0392b")
-            self.text(MARGIN_L + 3, self.y, "•", size)
-            for line in lines:
-                self.ensure(size * 1.35)
-                self.text(MARGIN_L + 14, self.y, line, size)
-                self.y += size * 1.35
-            self.y += size * 0.3
-        self.y += size * 0.3
-
-    def headline(self, block: Headline) -> None:
-        height = _headline_height(block)
-        per_row = 4 if block.large else 3
-        gap = 10
-        self.ensure(height * -(-len(block.kpis) // per_row))
-        for start in range(0, len(block.kpis), per_row):
-            row = block.kpis[start:start + per_row]
-            self.ensure(height)
-            w = (CONTENT_W - gap * (per_row - 1)) / per_row
-            for i, kpi in enumerate(row):
-                x = MARGIN_L + i * (w + gap)
-                self.rect(x, self.y, w, height - 8, "#f0f2f4")
-                self.text(x + 8, self.y + 8, kpi.label.upper(), 8, colour="#5a6570")
-                value_pt = 20 if block.large else 15
-                while value_pt > 11 and text_width(kpi.value, value_pt, True) > w - 16:
-                    value_pt -= 1
-                self.text(x + 8, self.y + 21, kpi.value, value_pt, bold=True)
-                below = 21 + (20 if block.large else 15) * 1.3  # the notes start under the value at its largest size
-                for k, note in enumerate(wrap(kpi.note, w - 16, 8)[:2] if kpi.note else []):
-                    self.text(x + 8, self.y + below + k * 10, note, 8, colour="#4a5560")
-            self.y += height
-
-    def _column_widths(self, table: Table) -> list[float]:
-        """Column widths that fill the text width. Numbers are never wrapped: a numeric
-        column is at least its widest cell. When the table is too wide, numeric headers wrap
-        first (one word a line), then text columns wrap, each shrunk in proportion to its
-        room above its longest word (at most 110 pt), so a name column keeps whole words."""
-        pad = 8.0
-        columns = range(len(table.columns))
-        cells = [[r[j] for r in table.rows] for j in columns]
-        widest_cell = [max((text_width(c, TABLE_PT) for c in cells[j]), default=0.0) for j in columns]
-        head_word = [max((text_width(w, TABLE_PT, True) for w in h.split()), default=0.0) for h in table.columns]
-        head_full = [text_width(h, TABLE_PT, True) for h in table.columns]
-        natural = [max(widest_cell[j], min(head_word[j] * 2.2, head_full[j]), head_word[j]) + pad for j in columns]
-
-        def fill(widths: list[float], give_to: list[float]) -> list[float]:
-            extra, weight = CONTENT_W - sum(widths), sum(give_to)
-            if weight <= 0:
-                return [w + extra / len(widths) for w in widths]
-            return [w + extra * g / weight for w, g in zip(widths, give_to)]
-
-        if sum(natural) <= CONTENT_W:
-            return fill(natural, [1.0] * len(natural))
-        compact = [max(widest_cell[j], head_word[j]) + pad if table.numeric[j] else natural[j] for j in columns]
-        if sum(compact) <= CONTENT_W:
-            return fill(compact, [n - c for n, c in zip(natural, compact)])
-        floors = [compact[j] if table.numeric[j] else
-                  min(110.0, max([text_width(w, TABLE_PT) for c in cells[j] for w in c.split()] + [head_word[j]]) + pad)
-                  for j in columns]
-        floors = [min(f, c) for f, c in zip(floors, compact)]
-        slack = [c - f for c, f in zip(compact, floors)]
-        over = sum(compact) - CONTENT_W
-        if sum(slack) <= over:
-            return floors
-        return [c - over * s / sum(slack) for c, s in zip(compact, slack)]
-
-    def _cell_lines(self, text: str, width: float, bold: bool) -> list[str]:
-        # + 0.01 pt: a numeric column is exactly its widest cell plus padding, and the sums that
-        # fit the columns to the page can round that cell a hair over (141.4 drawn as 141. / 4)
-        return wrap(text, width - 8 + 0.01, TABLE_PT, bold)
-
-    def _row_height(self, row: list[str], widths: list[float], header: bool) -> float:
-        lines = max(len(self._cell_lines(c, w, header)) for c, w in zip(row, widths))
-        return lines * TABLE_PT * 1.3 + 5
-
-    def _draw_row(self, row: list[str], widths: list[float], numeric: list[bool], header: bool, flagged: bool) -> None:
-        height = self._row_height(row, widths, header)
-        if header:
-            self.rect(MARGIN_L, self.y, CONTENT_W, height, "#e6eaee")
-        elif flagged:
-            self.rect(MARGIN_L, self.y, CONTENT_W, height, "#fdf1dc")
-        x = MARGIN_L
-        for cell, w, num in zip(row, widths, numeric):
-            for k, line in enumerate(self._cell_lines(cell, w, header)):
-                y = self.y + 2.5 + k * TABLE_PT * 1.3
-                if num:
-                    self.text(x + w - 4, y, line, TABLE_PT, bold=header, ha="right")
-                else:
-                    self.text(x + 4, y, line, TABLE_PT, bold=header)
-            x += w
-        self.y += height
-        self.hline(MARGIN_L, MARGIN_L + CONTENT_W, self.y)
-
-    def _table_opening(self, block: Table, widths: list[float]) -> float:
-        """A table starts where its header and first three rows fit, or all of it when it has
-        at most six rows (a short table is never split)."""
-        rows = block.rows if len(block.rows) <= 6 else block.rows[:3]
-        return self._row_height(block.columns, widths, True) + sum(self._row_height(r, widths, False) for r in rows)
-
-    def table(self, block: Table, title: str) -> None:
-        widths = self._column_widths(block)
-        flagged = block.flagged or [False] * len(block.rows)
-        rows = block.rows or [["—"] * len(block.columns)]
-        opening = self._table_opening(block, widths)
-        first = True
-        heights = [self._row_height(r, widths, False) for r in rows]
-        for i, row in enumerate(rows):
-            h = heights[i]
-            # ... and never leaves fewer than three rows alone on the next page.
-            widow = not first and i >= 3 and len(rows) - i == 3 and sum(heights[i:]) > self.room
-            if first or h > self.room or widow:
-                if not first or opening > self.room:
-                    self.new_page()
-                    self.text(MARGIN_L, self.y, f"{title} (continued)", 10, bold=True, colour="#4a5560")
-                    self.y += 16
-                self._draw_row(block.columns, widths, [n for n in block.numeric], True, False)
-                first = False
-            self._draw_row(row, widths, block.numeric, False, flagged[i] if i < len(flagged) else False)
-        self.y += 8
-
-    def images(self, pngs: list[bytes], max_height: float, min_height: float = 220.0) -> None:
-        """One image across the page, or several side by side, scaled to fit."""
-        arrs = [imread(io.BytesIO(png), format="png") for png in pngs]
-        gap = 12.0
-        slot = (CONTENT_W - gap * (len(arrs) - 1)) / len(arrs)
-        h = min(max_height, max(slot * a.shape[0] / a.shape[1] for a in arrs))
-        if h > self.room and self.room < min(min_height, h) and self.y > MARGIN_T:
-            self.new_page()
-        h = min(h, self.room)
-        x = MARGIN_L
-        for arr in arrs:
-            h_px, w_px = arr.shape[:2]
-            w = min(slot, h * w_px / h_px)
-            hh = w * h_px / w_px
-            self.pages[-1].append(_Op("image", (x + (slot - w) / 2, self.y, w, hh, arr)))
-            x += slot + gap
-        self.y += h + 8
-
-    def _definition_height(self, row: tuple[str, str]) -> float:
-        return max(len(wrap(row[0], 150, BODY_PT - 0.5, True)), len(wrap(row[1], CONTENT_W - 170, BODY_PT - 0.5))) * (BODY_PT - 0.5) * 1.35 + 4
-
-    def definitions(self, block: Definitions) -> None:
-        size = BODY_PT - 0.5
-        for label, value in block.rows:
-            self.ensure(self._definition_height((label, value)))
-            top = self.y
-            for k, line in enumerate(wrap(label, 150, size, True)):
-                self.text(MARGIN_L, top + k * size * 1.35, line, size, bold=True)
-            for k, line in enumerate(wrap(value, CONTENT_W - 170, size)):
-                self.text(MARGIN_L + 170, top + k * size * 1.35, line, size)
-            self.y = top + self._definition_height((label, value))
-        self.y += 6
-
-    # -- drawing
-    def draw(self, pdf: PdfPages) -> int:
-        total = len(self.pages)
-        for n, ops in enumerate(self.pages, start=1):
-            fig = plt.figure(figsize=A4_LANDSCAPE_IN)
-            for op in ops:
-                if op.kind == "text":
-                    x, y, s = op.args
-                    fig.text(x / PAGE_W, 1 - y / PAGE_H, s, fontsize=op.kw["size"], weight="bold" if op.kw["bold"] else "normal",
-                             color=op.kw["colour"], ha=op.kw["ha"], va="top", family="DejaVu Sans", parse_math=False)
-                elif op.kind == "line":
-                    x0, x1, y = op.args
-                    fig.add_artist(Line2D([x0 / PAGE_W, x1 / PAGE_W], [1 - y / PAGE_H] * 2, transform=fig.transFigure,
-                                          color=op.kw["colour"], lw=op.kw["lw"]))
-                elif op.kind == "rect":
-                    x, y, w, h = op.args
-                    fig.add_artist(Rectangle((x / PAGE_W, 1 - (y + h) / PAGE_H), w / PAGE_W, h / PAGE_H, transform=fig.transFigure,
-                                             facecolor=op.kw["colour"], edgecolor="none", zorder=-1))
-                elif op.kind == "image":
-                    x, y, w, h, arr = op.args
-                    ax = fig.add_axes((x / PAGE_W, 1 - (y + h) / PAGE_H, w / PAGE_W, h / PAGE_H))
-                    ax.imshow(arr, interpolation="none", aspect="auto")
-                    ax.set_axis_off()
-            footer_y = 1 - (PAGE_H - 20) / PAGE_H
-            fig.text(MARGIN_L / PAGE_W, footer_y, self.title, fontsize=FOOTER_PT, color="#5a6570", va="baseline", parse_math=False)
-            fig.text(1 - MARGIN_R / PAGE_W, footer_y, f"page {n} of {total}", fontsize=FOOTER_PT, color="#5a6570", ha="right",
-                     va="baseline")
-            pdf.savefig(fig)
-            plt.close(fig)
-        return total
-
-
 def _png(fig: Figure, dpi: int) -> bytes:
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=dpi)
     return buffer.getvalue()
-
-
-def _headline_height(block: Headline) -> float:
-    """A row of KPI cards with its gap: label, value (15 pt, 20 pt large), two lines of note."""
-    return 78 if block.large else 70
-
-
-def write_pdf(path: Path, content: ReportContent, images: dict[str, bytes]) -> int:
-    """Lay the sections out and write the PDF; returns the number of pages."""
-    layout = PdfLayout(content.title)
-    title_pt = 18.0 if text_width(content.title, 18.0, True) <= CONTENT_W else 14.0  # a variant's title names its changed inputs
-    for line in wrap(content.title, CONTENT_W, title_pt, True):
-        layout.text(MARGIN_L, layout.y, line, title_pt, bold=True)
-        layout.y += title_pt * 1.35
-    layout.y += 25 - title_pt * 1.35
-    for line in wrap(content.subtitle, CONTENT_W, 9.5):
-        layout.text(MARGIN_L, layout.y, line, 9.5, colour="#4a5560")
-        layout.y += 14
-    layout.y += 4
-    for section in content.sections:
-        layout.heading(section)
-        blocks = list(section.blocks)
-        while blocks:
-            block = blocks.pop(0)
-            if isinstance(block, Image):
-                group = [block]
-                while block.half and blocks and isinstance(blocks[0], Image) and blocks[0].half and len(group) < 2:
-                    group.append(blocks.pop(0))
-                layout.images([images[b.key] for b in group], min(b.max_height for b in group))
-            elif isinstance(block, Paragraphs):
-                layout.paragraphs(block)
-            elif isinstance(block, Bullets):
-                layout.bullets(block)
-            elif isinstance(block, Headline):
-                layout.headline(block)
-            elif isinstance(block, Table):
-                layout.table(block, section.title)
-            elif isinstance(block, Definitions):
-                layout.definitions(block)
-    with PdfPages(path, metadata={"Title": content.title, "Creator": "dcplace"}) as pdf:
-        return layout.draw(pdf)
 
 
 def _own_pngs(content: ReportContent) -> dict[str, bytes]:
@@ -970,29 +589,23 @@ def _own_pngs(content: ReportContent) -> dict[str, bytes]:
 
 
 def save_report(layers: PlanLayers, out_dir: str | Path, html: bool = True, pdf: bool = True) -> list[Path]:
-    """Write report.html and/or report.pdf into `out_dir`; returns the paths."""
+    """Write report.html and/or report.pdf into `out_dir`; returns the paths. Both are one page of
+    one template: the PDF is that HTML printed (reports.pdf). Without the PDF engine's system
+    libraries, report.html is written and reports.pdf.PdfEngineMissing raised."""
     layers = layers.for_display()  # names as outputs show them (reports.style.display_name)
     check_destination(out_dir, "report")  # refuse a bad --out before drawing, not after
     content = report_content(layers)
-    map_fig = draw_static_map(layers).figure
-    category = cost_by_category_figure(layers.plan)
-    by_site = cost_by_site_figure(layers.plan)
-    figures = {"map": map_fig, "cost-by-category": category, "cost-by-site": by_site}
+    figures = {"map": draw_static_map(layers).figure, "cost-by-category": cost_by_category_figure(layers.plan),
+               "cost-by-site": cost_by_site_figure(layers.plan)}
     try:
-        with staged_files(out_dir, "report") as stage:
-            if html:
-                uris = {"map": figure_data_uri(map_fig, "png", dpi=130), "cost-by-category": figure_data_uri(category),
-                        "cost-by-site": figure_data_uri(by_site)}
-                uris.update({key: "data:image/png;base64," + base64.b64encode(png).decode("ascii") for key, png in _own_pngs(content).items()})
-                (stage.dir / "report.html").write_text(report_html(content, uris), encoding="utf-8")
-            if pdf:
-                pngs = {key: _png(fig, 170 if key == "map" else 200) for key, fig in figures.items()} | _own_pngs(content)
-                write_pdf(stage.dir / "report.pdf", content, pngs)
+        # the map as PNG (thousands of paths); the charts as SVG, sharp at any zoom and on paper
+        uris = {key: figure_data_uri(fig, "png", dpi=MAP_DPI) if key == "map" else figure_data_uri(fig) for key, fig in figures.items()}
     finally:
         for fig in figures.values():
             plt.close(fig)
-    return stage.moved
+    uris.update({key: "data:image/png;base64," + base64.b64encode(png).decode("ascii") for key, png in _own_pngs(content).items()})
+    return write_report_files(out_dir, report_html(content, uris), html=html, pdf=pdf)
 
 
 __all__ = ["EXTRA_SECTIONS", "Bullets", "Definitions", "Headline", "Image", "Kpi", "Paragraphs", "ReportContent", "Section", "Table",
-           "report_content", "report_html", "save_report", "write_pdf"]
+           "report_content", "report_html", "save_report"]

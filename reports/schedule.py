@@ -1,5 +1,6 @@
 """The multi-period schedule report (docs/periods.md): NPV, what is built when and where, the
-cost of each period, a map per period; HTML and PDF through the plan report's layout.
+cost of each period, a map per period; HTML and PDF from the plan report's template (the PDF
+is the page printed: reports/pdf.py).
 
     from dcplace.reports.schedule import save_schedule_report
     save_schedule_report("years/", "years/report")
@@ -16,9 +17,9 @@ from dcplace.models.schedule import Schedule, read_schedule
 from dcplace.reports.charts import figure_data_uri
 from dcplace.reports.layers import load_plan_layers
 from dcplace.reports.mpl import plt
-from dcplace.reports.output import check_destination, staged_files
-from dcplace.reports.report import (Bullets, Definitions, Headline, Image, Kpi, Paragraphs, ReportContent, Section, Table, _png,
-                                    report_html, write_pdf)
+from dcplace.reports.output import check_destination
+from dcplace.reports.pdf import write_report_files
+from dcplace.reports.report import Bullets, Definitions, Headline, Image, Kpi, Paragraphs, ReportContent, Section, Table, report_html
 from dcplace.reports.staticmap import draw_static_map, shared_scales
 from dcplace.reports.style import category_label, money, mw_number, tok_s_text
 
@@ -142,6 +143,7 @@ def _periods_table(schedule: Schedule) -> Table:
             for p in schedule.periods]
     return Table("periods", ["period", "discount weight", "annual cost", "of which capex annuities", "operating NPV", "sites open",
                              "inference IT MW", "training IT MW", "peak demand"], rows, [False] + [True] * 8,
+                 caption="Each period: its weight, annual cost, operating NPV, sites, power and demand",
                  note="Annual cost: the period's plan as one annualized year. Operating NPV: (annual cost - capex annuities) x weight.")
 
 
@@ -154,7 +156,7 @@ def _builds_table(schedule: Schedule, names: dict[str, str]) -> Table:
                      money(sum(b.npv_usd for b in racks))])
     fabrics = sum(1 for b in schedule.builds if b.kind != "racks")
     return Table("builds", ["bought", "site", "rack", "cooling", "racks", "serves through", "capex NPV"], rows,
-                 [False, False, False, False, True, True, True],
+                 [False, False, False, False, True, True, True], caption="Rack purchases, largest NPV first: when, where and what",
                  note=(f"The {len(rows) - 1} largest of {len(racks)} rack purchases by NPV, and in the last row all of them; " if left else "") +
                  f"builds.csv lists every purchase{f', the {fabrics} fabric builds too,' if fabrics else ''} with its annuity per rack "
                  "and the periods it serves.")
@@ -164,7 +166,7 @@ def _npv_table(schedule: Schedule) -> Table:
     items = sorted(schedule.npv_breakdown_usd.items(), key=lambda cv: -cv[1])
     rows = [[category_label(c), money(v), f"{v / schedule.npv_usd:.1%}"] for c, v in items]
     rows.append(["Total", money(schedule.npv_usd), "100%"])
-    return Table("npv", ["category", "NPV", "share"], rows, [False, True, True])
+    return Table("npv", ["category", "NPV", "share"], rows, [False, True, True], caption="The schedule's NPV by cost category")
 
 
 def _halls_block(schedule: Schedule, names: dict[str, str]):
@@ -173,7 +175,7 @@ def _halls_block(schedule: Schedule, names: dict[str, str]):
                            "or grows as new construction."], "note")
     rows = [[str(h.year), names.get(h.site, h.site), h.cooling, f"{h.ready_kw:,.0f}", f"{h.retrofit_kw:,.0f}", money(h.npv_usd)] for h in schedule.halls]
     return Table("halls", ["year", "site", "cooling", "kW built ready", "kW retrofitted", "NPV"], rows,
-                 [False, False, False, True, True, True])
+                 [False, False, False, True, True, True], caption="Halls built liquid-ready or retrofitted")
 
 
 def _solver_rows(schedule: Schedule) -> list[tuple[str, str]]:
@@ -205,16 +207,11 @@ def save_schedule_report(folder: str | Path, out_dir: str | Path, html: bool = T
     for year in years:
         figures[f"map-{year}"] = draw_static_map(layers[year], scales=scales).figure
     try:
-        with staged_files(out_dir, "report") as stage:
-            if html:
-                uris = {key: figure_data_uri(fig, "png", dpi=110) for key, fig in figures.items()}
-                (stage.dir / "report.html").write_text(report_html(content, uris), encoding="utf-8")
-            if pdf:
-                write_pdf(stage.dir / "report.pdf", content, {key: _png(fig, 160) for key, fig in figures.items()})
+        uris = {key: figure_data_uri(fig, "png", dpi=130) for key, fig in figures.items()}
     finally:
         for fig in figures.values():
             plt.close(fig)
-    return stage.moved
+    return write_report_files(out_dir, report_html(content, uris), html=html, pdf=pdf)  # the PDF is this page printed
 
 
 __all__ = ["save_schedule_report", "schedule_content", "schedule_lines", "timeline_figure"]

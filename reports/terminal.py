@@ -56,6 +56,7 @@ class ExitCode(enum.IntEnum):
     BATCH_INCOMPLETE = 5
     INTERNAL_ERROR = 6
     RESOURCE_LIMIT = 7
+    MISSING_LIBRARY = 8
     INTERRUPTED = 130
 
 
@@ -69,6 +70,8 @@ EXIT_CODE_MEANINGS = {
     ExitCode.INTERNAL_ERROR: "an internal error (a bug: one line names it and the file its traceback was saved to; please report "
                              "it with `dcplace --version`)",
     ExitCode.RESOURCE_LIMIT: "a resource limit: the machine ran out of memory (not a bug; the message says what to cut)",
+    ExitCode.MISSING_LIBRARY: "a system library is missing: report.pdf needs Pango (one line names it and the apt-get command; "
+                              "report.html is written all the same)",
     ExitCode.INTERRUPTED: "stopped by Ctrl-C (SIGTERM ends the process by the signal)",
 }
 

@@ -82,7 +82,7 @@ def prices_section(layers: PlanLayers, prices: LimitPrices | None = None) -> Sec
     ])]
     if rows:
         blocks.append(Table("prices", ["Limit", "Where", "Value of one more unit", "Used (units)", "Method", "Finite-difference check"],
-                            rows, [False, False, True, True, False, True]))
+                            rows, [False, False, True, True, False, True], caption="What one more unit of each binding limit is worth"))
     if latency:
         blocks.append(Bullets([
             f"Latency budget, {p.name}: 1 ms more in every region saves {money(p.value_usd_per_year_per_unit)} a year; 1 ms less "
@@ -130,7 +130,7 @@ def worth_section(layers: PlanLayers, study: WorthStudy | None = None) -> Sectio
         f"zero, so the solver cannot tell the plan with the site from the plan without it"
         + (f" (this plan is proven within {money(gap_usd)} a year of the best)." if gap_usd is not None else ".")
     ]), Table("worth", ["Site", "Role", "Its cost / yr", "Worth: cost without it / yr", "Proven interval", "What changes without it"],
-              rows, [False, False, True, True, True, False], flags)]
+              rows, [False, False, True, True, True, False], flags, caption="What each open site is worth: the plan's cost without it")]
     cands = study.candidates()
     if cands:
         crow = []
@@ -145,7 +145,7 @@ def worth_section(layers: PlanLayers, study: WorthStudy | None = None) -> Sectio
             "Closed candidates nearest to entering (the sites the re-solves above open most often in place of a forbidden one, then the LP relaxation's nearest): the least annual cost with the site forced "
             "open minus this plan's. A site enters the plan if its annual cost (its fixed cost, say) falls by more than that."]),
             Table("entry", ["Candidate", "Must be cheaper by / yr", "Proven interval", "What changes with it"], crow,
-                  [False, True, True, False])]
+                  [False, True, True, False], caption="What a closed candidate must cost less to enter the plan")]
     blocks.append(Paragraphs([f"{len(study.items)} re-solves on {study.workers} worker(s) in {study.seconds:,.0f} s, each with time limit "
                               f"{study.options.get('time_limit_s', 0):g} s and gap {float(study.options.get('mip_gap', 0)):.2%} "
                               f"(`dcplace why worth`; plan folders in {WHY_FOLDER}/worth/)."], "note"))
@@ -185,12 +185,13 @@ def alternatives_section(layers: PlanLayers, study: AlternativesStudy | None = N
             + f". {len(some)} sites are interchangeable: some good plans open them and others do not.",
         ]),
         Table("alternatives", ["Plan", "Cost / yr", "Against the plan", "Sites open", "Sites different from the plan",
-                               "Fewest sites different from any other"], rows, [False, True, True, True, True, True]),
+                               "Fewest sites different from any other"], rows, [False, True, True, True, True, True],
+              caption="Near-optimal alternative plans against this plan"),
     ]
     if matrix:
         blocks.append(Table("interchangeable", ["Interchangeable site", *[p[0] for p in plans], "Open in"], matrix,
                             [False] + [False] * len(plans) + [True],
-                            note="T training, I inference, M mixed, o open and idle, · closed"))
+                            caption="Sites that change between the alternative plans", note="T training, I inference, M mixed, o open and idle, · closed"))
     blocks.append(Image("alternatives-map", "Map: sites every good plan opens, sites some open, and the rest", png=_png(
         alternatives_map_figure(layers, study))))
     return Section("alternatives", "Near-optimal alternatives", blocks)
@@ -219,14 +220,14 @@ def robustness_section(layers: PlanLayers, study: RobustnessStudy | None = None)
     if rates:
         blocks.append(Table("flips", ["Site", "Role in the plan", "Decision differs in"],
                             [[names.get(s, s), study.plan_roles.get(s, "closed"), f"{r:.0%} of samples"] for s, r in list(rates.items())[:15]],
-                            [False, False, True]))
+                            [False, False, True], caption="Sites whose decision changes across the sampled inputs"))
     bars = study.tornado()
     if bars:
         blocks.append(Image("tornado-chart", "Tornado: the fitted change of the least cost from each input group's low to high end",
                             png=_png(tornado_figure(study))))
         blocks.append(Table("tornado", ["Input group", "Range", "Least cost, low to high", "Regret, low to high"],
                             [[b.label, f"x{b.low:.2f} to x{b.high:.2f}", money(b.cost_swing_usd_per_year), money(b.regret_swing_usd_per_year)]
-                             for b in bars], [False, True, True, True],
+                             for b in bars], [False, True, True, True], caption="How far each input group moves the least cost and the regret",
                             note="Swings fitted by least squares over the samples (each group's coefficient times its range)."))
     blocks.append(Paragraphs([f"Computed in {study.seconds:,.0f} s on {study.workers} worker(s) (`dcplace why robustness`). Only prices "
                               "move by default, so the recommended plan meets every limit of every sample; catalog cells are not "

@@ -245,12 +245,24 @@ def test_html_map_makes_no_network_request(outputs):
     assert "window.PlotlyGeoAssets" in page
 
 
-_FIGURE_LINES = """<script>
+_FIGURE_LINES = r"""<script>
 (function () {
   var spans = Array.from(document.querySelectorAll('span.fig'));
   var broken = spans.filter(function (s) { return s.getClientRects().length !== 1; }).map(function (s) { return s.textContent; });
+  // and every money or power figure anywhere in the text, inside a span.fig or not: its glyphs on one line
+  var figure = /[-±]?\$\d[\d,]*(?:\.\d+)?\s(?:M|k|B)(?![\w])|\d[\d,]*(?:\.\d+)?\s(?:MW|kW|M tok\/s|k tok\/s|tok\/s|t CO₂\/yr)(?![\w])/g;
+  var walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT), node, m, found = 0;
+  while ((node = walker.nextNode())) {
+    figure.lastIndex = 0;
+    while ((m = figure.exec(node.data))) {
+      var range = document.createRange(); range.setStart(node, m.index); range.setEnd(node, m.index + m[0].length);
+      var tops = new Set(Array.from(range.getClientRects()).filter(function (r) { return r.width > 0; }).map(function (r) { return Math.round(r.top); }));
+      found += 1;
+      if (tops.size > 1) { broken.push(m[0]); }
+    }
+  }
   var pre = document.createElement('pre'); pre.id = 'dcplace-figures';
-  pre.textContent = JSON.stringify({count: spans.length, broken: broken});
+  pre.textContent = JSON.stringify({count: spans.length, figures: found, broken: broken});
   document.body.appendChild(pre);
 })();
 </script>"""
@@ -259,7 +271,8 @@ _FIGURE_LINES = """<script>
 @pytest.mark.parametrize("width", [1366, 1400])
 def test_report_never_splits_money_from_its_unit(outputs, width):
     """Issue 49: '$451.90⏎M' at 1,366-1,400 px. Every figure with its unit is one span kept on
-    one line (white-space: nowrap): measured in Chromium (a test copy without the page's CSP,
+    one line (white-space: nowrap), and every money, MW or tok/s figure of the page's text (in a
+    KPI card, a header, a caption as well as a paragraph) has its glyphs on one line: measured in Chromium (a test copy without the page's CSP,
     which forbids any script)."""
     root, _ = outputs
     page = (root / "out" / "report.html").read_text(encoding="utf-8")
@@ -268,4 +281,4 @@ def test_report_never_splits_money_from_its_unit(outputs, width):
     probe.write_text(page, encoding="utf-8")
     dom = headless(probe, root / f"profile-figures-{width}", size=(width, 900))
     found = json.loads(html.unescape(re.search(r'<pre id="dcplace-figures">(.*?)</pre>', dom).group(1)))
-    assert found["count"] > 20 and found["broken"] == [], found
+    assert found["count"] > 20 and found["figures"] > 20 and found["broken"] == [], found

@@ -217,19 +217,6 @@ def long_named_plan(tmp_path_factory):
     return root / "plan"
 
 
-def test_a_long_word_is_wrapped_with_few_measurements(monkeypatch):
-    """Item 5: the PDF layout broke a word longer than its line by trying every length from the end
-    (a 5,000-character name: hundreds of thousands of measurements, minutes per table)."""
-    import dcplace.reports.report as report
-
-    calls = []
-    real = report.text_width
-    monkeypatch.setattr(report, "text_width", lambda *a, **k: (calls.append(1), real(*a, **k))[1])
-    lines = report.wrap("x" * 5000, 100, report.TABLE_PT)
-    assert "".join(lines) == "x" * 5000 and all(real(line, report.TABLE_PT) <= 100 for line in lines)
-    assert len(calls) < 5000  # was about 660,000
-
-
 def test_the_report_and_maps_of_a_5000_character_name_finish_and_cut_it(long_named_plan, tmp_path, recwarn):
     """Item 5: 'dcplace report' did not finish in 240 s on a plan with a 5,000-character site name;
     item 10: matplotlib warned 'Glyph 27 missing' with a raw ESC byte for a name holding one."""

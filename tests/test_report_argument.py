@@ -4,11 +4,11 @@ from plan.json reproduces, and the small-site flag.
 
 Font sizes are read from the PDF with poppler: `pdftotext -bbox-layout` gives every word's box,
 and a word's box height is its font size times the font's (ascent - descent), the same factor
-for every size of one font. The test calibrates that factor on a reference PDF it draws itself
-with matplotlib in the report's fonts (DejaVu Sans, normal and bold, 8 pt), so the threshold is
-"at least as tall as 8 pt text", whatever poppler's version. The report embeds its figures as
-images, so every word in its PDF is the layout's own text (tables, paragraphs, footers) and all
-of it is checked, not only the tables.
+for every size of one font. The test calibrates that factor on a reference PDF it prints itself
+with the report's engine (WeasyPrint, reports.pdf) in the report's font (DejaVu Sans, normal and
+bold, 8 pt), so the threshold is "at least as tall as 8 pt text", whatever poppler's version. The
+report's figures are images (the charts' SVG text is drawn as paths), so every word in its PDF
+is the page's own text (tables, paragraphs, footers) and all of it is checked.
 """
 
 from __future__ import annotations
@@ -60,17 +60,11 @@ def word_boxes(pdf: Path) -> list[tuple[int, str, float]]:
 
 @pytest.fixture(scope="module")
 def eight_pt_height(tmp_path_factory) -> float:
-    from matplotlib.backends.backend_pdf import PdfPages
-
-    from dcplace.reports.mpl import plt
+    from dcplace.reports.pdf import write_pdf
 
     path = tmp_path_factory.mktemp("calibrate") / "eight.pdf"
-    with PdfPages(path) as pdf:
-        fig = plt.figure(figsize=(8, 3))
-        fig.text(0.1, 0.7, "Calibrate 8pt", fontsize=8, family="DejaVu Sans")
-        fig.text(0.1, 0.3, "Bold 8pt", fontsize=8, family="DejaVu Sans", weight="bold")
-        pdf.savefig(fig)
-        plt.close(fig)
+    write_pdf(path, '<html><body style="font-family: \'DejaVu Sans\'; font-size: 8pt"><p>Calibrate 8pt</p><p><b>Bold 8pt</b></p>'
+                    '</body></html>')  # the report's engine and font (reports.pdf)
     heights = [h for _, _, h in word_boxes(path)]
     assert len(heights) == 4 and max(heights) - min(heights) < 0.05
     return min(heights)
@@ -120,18 +114,7 @@ def test_small_plan_pdf_numbers_every_page_and_keeps_text_at_8pt(small_site_plan
     assert not small, small[:10]
 
 
-# ----------------------------------------------------------------------------- the default plan
-
-
-@pytest.fixture(scope="module")
-def default_report(tmp_path_factory, default_plan_folder):
-    import shutil
-
-    root = tmp_path_factory.mktemp("default")
-    shutil.copytree(default_plan_folder[0], root / "plan")  # the session's default plan (tests/conftest.py)
-    layers = load_plan_layers(root / "plan")
-    save_report(layers, root / "report")
-    return root, layers
+# ----------------------------------------------------------------------------- the default plan (conftest: default_report)
 
 
 def test_summary_is_on_page_1_with_the_training_site_and_total_cost(default_report):

@@ -298,12 +298,12 @@ def test_infeasible_plan_folder_is_exit_3_naming_the_cause(tmp_path):
 
 
 def test_a_failure_while_writing_leaves_no_output(world_plan, tmp_path, monkeypatch):
-    import dcplace.reports.report as report_module
+    import dcplace.reports.pdf as pdf_module
 
     def broken_pdf(*args, **kwargs):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(report_module, "write_pdf", broken_pdf)
+    monkeypatch.setattr(pdf_module, "write_pdf", broken_pdf)
     out = tmp_path / "report"
     with pytest.raises(RuntimeError):
         save_report(load_plan_layers(world_plan), out)
@@ -316,23 +316,6 @@ def test_reports_leave_the_plan_checkable(world_plan, tmp_path):
     runner.invoke(app, ["map", str(world_plan), "--png"])
     result = runner.invoke(app, ["check", str(world_plan)])
     assert result.exit_code == 0, result.output
-
-
-def test_pdf_kpi_cards_keep_the_note_under_the_value():
-    """The PDF draws each card's note under its value, not across it (seen in 'Key figures and
-    cost': '$1,626.54 M' printed over 'upfront capex ...')."""
-    from dcplace.reports.report import Headline, Kpi, PdfLayout
-
-    for large in (False, True):
-        layout = PdfLayout("t")
-        layout.headline(Headline([Kpi("Annual cost", "$1,626.54 M", "upfront capex $4,076.59 M; a second line of note " * 3)] * 3,
-                                 large=large))
-        texts = [op for op in layout.pages[-1] if op.kind == "text"]
-        value = next(op for op in texts if op.args[2] == "$1,626.54 M")
-        notes = [op for op in texts if op.args[2].startswith("upfront") or "second line" in op.args[2]]
-        card = next(op for op in layout.pages[-1] if op.kind == "rect")
-        assert notes and min(op.args[1] for op in notes) >= value.args[1] + value.kw["size"] * 1.2, (large, value, notes)
-        assert max(op.args[1] + op.kw["size"] for op in notes) <= card.args[1] + card.args[3], "the notes stay inside the card"
 
 
 def test_maps_meant_to_be_compared_share_one_scale(world_plan):
@@ -352,34 +335,3 @@ def test_maps_meant_to_be_compared_share_one_scale(world_plan):
         big = dots.get_sizes() > 4 * 28  # well above the smallest symbol
         assert np.allclose(doubled.sites[role].get_sizes()[big], dots.get_sizes()[big] / 2)
     assert doubled.flow_scale.per_unit >= 4 * alone.flow_scale.per_unit  # round numbers: 10x the flows, at least 4x the unit
-
-
-def test_a_number_exactly_as_wide_as_its_column_is_not_wrapped():
-    """Numbers are never wrapped: a numeric column is its widest cell plus padding, and fitting
-    the columns to the page must not round that cell onto two lines (seen: IT MW 141.4 as 141. / 4)."""
-    from dcplace.reports.report import PdfLayout, Table
-
-    rows = [["Reasoning (large reasoning models) " * 3, "8,898,094", "GB200 77,112 " * 6, f"{v:.1f}", "$1,126.83 M"]
-            for v in (8.5, 11.6, 141.4, 39.1)]
-    table = Table("t", ["Class", "Tokens/s at peak", "GPUs by chip", "IT MW", "Cost / yr"], rows, [False, True, False, True, True])
-    layout = PdfLayout("t")
-    widths = layout._column_widths(table)
-    for row in rows:
-        for cell, width, numeric in zip(row, widths, table.numeric):
-            if numeric:
-                assert layout._cell_lines(cell, width, False) == [cell]
-
-
-def test_a_heading_is_never_left_alone_above_kpi_cards_that_move_on():
-    """The cards of a section are drawn as one block: a heading with too little room under it for
-    all its rows goes to the next page with them (seen: 'Key figures and cost' alone at a page foot)."""
-    from dcplace.reports.report import PAGE_H, Headline, Kpi, PdfLayout, Section
-
-    section = Section("key-figures", "Key figures and cost", [Headline([Kpi("Annual cost", "$1 M", "note")] * 6, large=False)])
-    layout = PdfLayout("t")
-    layout.y = PAGE_H - 190  # room for the heading and one row of cards, not two
-    layout.heading(section)
-    layout.headline(section.blocks[0])
-    heading_page = next(i for i, page in enumerate(layout.pages) for op in page if op.kind == "text" and op.args[2] == "Key figures and cost")
-    card_pages = {i for i, page in enumerate(layout.pages) for op in page if op.kind == "rect"}
-    assert card_pages == {heading_page}
