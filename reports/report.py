@@ -37,10 +37,12 @@ from dcplace.reports.output import check_destination, render_html
 from dcplace.reports.pdf import write_report_files
 from dcplace.reports.staticmap import draw_static_map
 from dcplace.reports.style import ROLE_COLOURS, money, mw_number, mw_text, short_name, tok_s_text
+from dcplace.reports.economics import (
+    CHIP_COST_RULE, FULL_COST_RULE, SMALL_SITE_FIXED_SHARE, TRAINING_HOUR_RULE, chip_economics, class_tokens_per_year, site_tokens_share,
+    small_site, workload_costs,
+)
 from dcplace.reports.summary import (
-    CHIP_COST_RULE, FULL_COST_RULE, SMALL_SITE_FIXED_SHARE, TRAINING_HOUR_RULE, Provenance, Summary, chip_economics, class_tokens_per_year,
-    executive_summary, latency_reason,
-    money_at, provenance_text, site_tokens_share, small_site, status_text, variant_title, vintages, workload_costs,
+    Provenance, Summary, executive_summary, latency_reason, money_at, provenance_text, status_text, variant_title, vintages,
 )
 
 MAP_DPI = 150  # the map's PNG: about 160 dpi across an A4-landscape page

@@ -42,7 +42,7 @@ from dcplace.reports.mpl import plt  # the one place that picks matplotlib's bac
 from dcplace.reports.output import check_destination, staged_files
 from dcplace.reports.style import (
     BORDER_COLOUR, CLOSED_COLOUR, LAND_COLOUR, OCEAN_COLOUR, REGION_COLOUR, RISK_COLOUR, ROLE_COLOURS, ROLE_MARKERS, FlowScale,
-    class_colours, countries, flow_scale, money, mw_text, nice_floor, tok_s_text, workload_classes,
+    class_colours, countries, flow_scale, mw_text, nice_floor, tok_s_text, workload_classes,
 )
 
 WORLD_CRS = CRS("EPSG:8857")  # Equal Earth: equal-area, and a world that still looks like the world

@@ -30,9 +30,6 @@ from dcplace.reports.economics import (
     clock_facts, filled_cost_shares, gap_usd, money_step_usd, opened_sites, site_tokens_share, small_site, training_case,
     variant_overrides,
 )
-from dcplace.reports.economics import (  # noqa: F401 - reports/report.py still imports these from here
-    CHIP_COST_RULE, FULL_COST_RULE, SMALL_SITE_FIXED_SHARE, TRAINING_HOUR_RULE, chip_economics, class_tokens_per_year, workload_costs,
-)
 from dcplace.reports.layers import PlanLayers
 from dcplace.reports.style import money, mw_text, short_name, tok_s_text
 

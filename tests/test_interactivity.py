@@ -224,7 +224,7 @@ def test_a_catalog_copied_with_lists_is_read_afresh_not_from_a_stale_cache():
 
 def test_the_reports_cost_per_token_at_the_target_by_hand(tmp_path):
     from dcplace import solve_to_folder
-    from dcplace.reports.summary import chip_economics
+    from dcplace.reports.economics import chip_economics
 
     path = _curve_world(tmp_path, 15.0)
     plan, _ = solve_to_folder(path, tmp_path / "plan")
