@@ -1141,16 +1141,22 @@ def why_robustness(
     time_limit: Optional[float] = typer.Option(None, "--time-limit", help="Per sample, seconds (default: the plan's)."),
     gap: Optional[float] = typer.Option(None, "--gap", help="Per sample (default: the plan's)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress line."),
+    robust_plan: bool = typer.Option(False, "--robust-plan", help="Also choose the robust plan: the candidate plan with the "
+                                     "least worst-case cost over the samples, written as a checked plan folder (docs/why.md)."),
+    quantile: float = typer.Option(0.9, "--quantile", help="The cost quantile reported beside the worst case (0 < q <= 1)."),
 ) -> None:
-    """Perturb the inputs by ranges that follow their provenance, re-solve each sample, report flips, regret and a tornado."""
+    """Perturb the inputs within the ranges their provenance records, re-solve each sample, label each open site and
+    training placement robust or 'depends on ...', report flips, regret and a tornado; --robust-plan adds the robust plan."""
     from dcplace.optimizer.studies.robustness import robustness
+    from dcplace.reports.summary import robustness_lines
 
     _explainable(folder)
     options = {k: v for k, v in (("time_limit_s", time_limit), ("mip_gap", gap)) if v is not None}
     line = _BatchLine("robustness", err)
     try:
         with _live(line, _progress_on(quiet)):
-            study = robustness(folder, samples=samples, workers=workers, seed=seed, options=options, on_progress=line)
+            study = robustness(folder, samples=samples, workers=workers, seed=seed, options=options, on_progress=line,
+                               robust_plan=robust_plan, quantile=quantile)
     except ValueError as exc:
         _bad_option(exc)
     q = study.regret_quantiles()
@@ -1160,7 +1166,9 @@ def why_robustness(
          + ("Decisions that flip: " + _text(", ".join(f"{display_name(study.names.get(s, s))} {r:.0%}" for s, r in rates)) if rates else "No decision flips."))
     for b in study.tornado()[:5]:
         _say(f"  {_text(b.label)}: least cost {money(b.cost_swing_usd_per_year)} from low to high")
-    _say(f"Saved: {_text(Path(study.folder) / 'robustness.json')}")
+    for text in robustness_lines(study):
+        _say(_text(text))
+    _say(f"Saved: {_text(Path(study.folder) / 'robustness.json')}, {_text(Path(study.folder) / 'labels.csv')}")
     if len(study.solved()) < len(study.samples):
         err.print("[bold red]Some samples failed[/] (re-run the same command to retry them).")
         raise typer.Exit(EXIT_BATCH_INCOMPLETE)
