@@ -314,7 +314,8 @@ def provenance_groups(scenario: Scenario, folder: Path | None = None) -> list[In
                 continue
             by_basis[basis(prov, "sites", s.id, f)].append((f"sites[{s.id}].{f}", *cell_range(prov, "sites", s.id, f, float(value))))
         for kind, cells in sorted(by_basis.items()):
-            groups.append(_group(f"{SITE_FIELDS[f]}, {BASIS_LABEL.get(kind, kind)} ({len(cells)} sites)", kind, cells))
+            groups.append(_group(f"{SITE_FIELDS[f]}, {BASIS_LABEL.get(kind, kind)} ({len(cells)} site{'s' * (len(cells) != 1)})",
+                                 kind, cells))
     economics = ["discount_rate"] + (list(ECONOMICS_FIELDS) if scenario.economics.self_build else [])
     for f in economics:
         value = float(getattr(scenario.economics, f))
