@@ -188,16 +188,17 @@ def test_robust_plan_is_the_min_max_candidate_by_brute_force(tmp_path):
     from dcplace.optimizer.solving.precheck import checked_index
     from dcplace.optimizer.studies.batch import start_columns
     from dcplace.optimizer.studies.robust_plan import fixed_first_stage
-    from dcplace.optimizer.studies.robustness import _overrides, latin_hypercube, provenance_groups, robustness
+    from dcplace.optimizer.studies.robustness import _overrides, latin_hypercube, robustness, user_groups
     from dcplace.models.sweep import Member
 
     path = write_scenario(synthetic_scenario(seed=5, n_sites=6, n_regions=10, n_jobs=1), tmp_path / "world")
     solve_to_folder(load_scenario(path), tmp_path / "plan", EXACT)
-    study = robustness(tmp_path / "plan", samples=6, options=EXACT_OPTIONS, robust_plan=True, seed=3)
+    ranges = {f"sites[s{i}].colocation_usd_per_kw_month": (0.4, 2.5) for i in range(6)}  # each site's rent on its own
+    study = robustness(tmp_path / "plan", samples=6, options=EXACT_OPTIONS, robust_plan=True, seed=3, ranges=ranges)
     r = study.robust_plan
     assert r["method"] == "re-costed"  # prices of first-stage decisions only
-    scenario = load_scenario(tmp_path / "plan" / "inputs" / "scenario.yaml")
-    groups = provenance_groups(scenario, tmp_path / "plan")
+    assert len(r["candidates"]) >= 3  # the samples' optima differ: a real choice
+    groups = user_groups(ranges)
     factors = np.round(latin_hypercube(6, groups, 3), 6)
     folder = Path(study.folder)
     worst = {}
@@ -233,3 +234,23 @@ def test_cli_robust_plan(tmp_path):
     assert (tmp_path / "plan" / "why" / "robustness" / "labels.csv").is_file()
     check = CliRunner().invoke(app, ["check", str(tmp_path / "plan" / "why" / "robustness" / "robust-plan")])
     assert check.exit_code == 0, check.output
+
+
+def test_a_range_on_a_serving_price_re_solves_the_serving(tmp_path):
+    """A transport price prices the serving: holding a candidate's serving would over-state its cost,
+    so each candidate's serving is re-solved per sample (an LP with its decisions fixed)."""
+    from dcplace.optimizer.studies.robustness import robustness
+
+    path = make_scenario(tmp_path / "t", sites=[site("a", 0, 0, power_price_usd_per_mwh=50), site("b", 0, 1, power_price_usd_per_mwh=100),
+                                               site("c", 0, 20, power_price_usd_per_mwh=80)],
+                         regions=[region("west", 0, 0.5, chat=800, budget=10), region("east", 0, 20.2, chat=800, budget=10)],
+                         economics={"transport_usd_per_tok_s_1000km_year": 1.0})
+    solve_to_folder(load_scenario(path), tmp_path / "plan", EXACT)
+    study = robustness(tmp_path / "plan", samples=4, options=EXACT_OPTIONS, robust_plan=True,
+                       ranges={"sites[a].power_price_usd_per_mwh": (0.5, 3.0), "economics.transport_usd_per_tok_s_1000km_year": (0.5, 2.0)})
+    r = study.robust_plan
+    assert r["method"] == "serving re-solved"
+    assert r["worst_usd_per_year"] <= r["plan_worst_usd_per_year"]
+    mine = next(c for c in r["candidates"] if c["name"] == "plan")
+    # the recommended plan's own cost in each sample is what the regret uses too
+    assert mine["costs_usd_per_year"] == pytest.approx([s.plan_cost_usd_per_year for s in study.samples], rel=1e-12)
