@@ -302,7 +302,9 @@ def provenance_groups(scenario: Scenario, folder: Path | None = None) -> list[In
     fields = ["power_price_usd_per_mwh", "colocation_usd_per_kw_month", "fixed_cost_usd_per_year"]
     if scenario.economics.carbon_price_usd_per_t > 0 or scenario.policies.carbon_cap_t_per_year is not None:
         fields.append("grid_carbon_g_per_kwh")
-    if scenario.economics.self_build:
+    self_build = scenario.economics.self_build and (scenario.economics.build_usd_per_mw is not None
+                                                    or any(s.build_usd_per_mw is not None for s in scenario.sites))
+    if self_build:
         fields.append("build_usd_per_mw")
     forbidden = set(scenario.policies.forbidden_sites)
     groups = []
@@ -316,7 +318,7 @@ def provenance_groups(scenario: Scenario, folder: Path | None = None) -> list[In
         for kind, cells in sorted(by_basis.items()):
             groups.append(_group(f"{SITE_FIELDS[f]}, {BASIS_LABEL.get(kind, kind)} ({len(cells)} site{'s' * (len(cells) != 1)})",
                                  kind, cells))
-    economics = ["discount_rate"] + (list(ECONOMICS_FIELDS) if scenario.economics.self_build else [])
+    economics = ["discount_rate"] + (list(ECONOMICS_FIELDS) if self_build else [])
     for f in economics:
         value = float(getattr(scenario.economics, f))
         kind = basis(prov, "economics", "default", f)
