@@ -1176,11 +1176,11 @@ def robustness_lines(study, step: float = 1e4) -> list[str]:
     if r:
         if r["chosen"] == "plan":
             out.append(f"Robust plan: the recommended plan itself has the least worst case among {len(r['candidates'])} candidates "
-                       f"({money_at(r['worst_usd_per_year'], step)} a year).")
+                       f"({_money_or_unbounded(r['worst_usd_per_year'], step)} a year).")
         else:
             out.append(f"Robust plan ({r['chosen']}'s decisions, least worst case among {len(r['candidates'])} candidates): "
                        f"{money_at(r['premium_usd_per_year'], step)} a year more than the recommended plan at the nominal inputs; "
-                       f"worst case {money_at(r['worst_usd_per_year'], step)} against the recommended plan's "
+                       f"worst case {_money_or_unbounded(r['worst_usd_per_year'], step)} against the recommended plan's "
                        + _money_or_unbounded(r['plan_worst_usd_per_year'], step)
                        + f"; its {r['quantile']:.0%} quantile {_money_or_unbounded(r['quantile_usd_per_year'], step)} against "
                        f"{_money_or_unbounded(r['plan_quantile_usd_per_year'], step)} (folder {Path(r['folder']).name}).")

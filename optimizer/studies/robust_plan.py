@@ -105,12 +105,6 @@ class RobustPlan:
             d["worst_usd_per_year"] = _finite(c.worst_usd_per_year)
         return {k: _finite(v) if isinstance(v, float) else v for k, v in doc.items()}
 
-    @classmethod
-    def from_dict(cls, doc: dict) -> "RobustPlan":
-        cands = [Candidate(**{k: v for k, v in c.items() if k != "worst_usd_per_year"}) for c in doc["candidates"]]
-        return cls(**{**{k: (np.inf if v is None and k.endswith("usd_per_year") else v) for k, v in doc.items()},
-                      "candidates": cands})
-
 
 def _finite(x: float | None) -> float | None:
     return None if x is None or not np.isfinite(x) else float(x)
@@ -175,10 +169,23 @@ def _cost(plan: Plan, lm, ix, exact: bool) -> tuple[float | None, np.ndarray | N
     return float(lm.objective() @ x), x
 
 
-def cost_matrix(plans: list[Plan], base: Path, members: list[Member], paths: list[str], nominal: Scenario,
-                max_full_pairs: int) -> tuple[list[list[float | None]], list[float | None], bool]:
-    """(cost of each plan in each sample, each plan's cost at the nominal inputs, re-costing exact
-    in every sample). One model per sample, shared by every plan."""
+@dataclass
+class CostMatrix:
+    """The candidates and what each costs in each sample and at the nominal inputs."""
+
+    names: list[str]  # PLAN, then the samples whose plans make new decisions
+    plans: list[Plan]
+    same: list[list[str]]  # per candidate, the other samples whose plan makes the same decisions
+    costs: list[list[float | None]]  # per candidate, per sample (None: it breaks a limit there)
+    nominal: list[float | None]
+    exact: bool  # re-costing was exact in every sample (else the serving was re-solved)
+
+
+def cost_matrix(plan: Plan, folder: Path | None, base: Path, members: list[Member], paths: list[str], nominal: Scenario,
+                max_full_pairs: int) -> CostMatrix:
+    """The candidates (`plan` alone when `folder` is None, else also the samples' plans in it) priced
+    in each sample and at the nominal inputs: one model per sample, shared by every candidate."""
+    names, plans, same = candidates_of(plan, folder, members) if folder is not None else ([PLAN], [plan], [[]])
     ix0, lm0 = _model(nominal, max_full_pairs)
     serving = _serving_costs(lm0)
     out: list[list[float | None]] = [[] for _ in plans]
@@ -189,15 +196,14 @@ def cost_matrix(plans: list[Plan], base: Path, members: list[Member], paths: lis
         exact_everywhere &= exact
         for row, p in zip(out, plans):
             row.append(_cost(p, lm, ix, exact)[0])
-    nominal_costs = [_cost(p, lm0, ix0, exact_everywhere)[0] for p in plans]
-    return out, nominal_costs, exact_everywhere
+    return CostMatrix(names, plans, same, out, [_cost(p, lm0, ix0, exact_everywhere)[0] for p in plans], exact_everywhere)
 
 
 def candidates_of(plan: Plan, folder: Path, members: list[Member]) -> tuple[list[str], list[Plan], list[list[str]]]:
     """(names, plans, the samples each one stands for too): the recommended plan and every sample's
     least-cost plan with decisions not seen before, in that order."""
     names, plans, seen = [PLAN], [plan], {signature(plan): 0}
-    same: dict[int, list[str]] = {0: []}
+    same: list[list[str]] = [[]]
     for m in members:
         path = folder / m.name
         if not (path / "plan.json").is_file():
@@ -210,10 +216,10 @@ def candidates_of(plan: Plan, folder: Path, members: list[Member]) -> tuple[list
             same[seen[sig]].append(m.name)
             continue
         seen[sig] = len(plans)
-        same[len(plans)] = []
+        same.append([])
         names.append(m.name)
         plans.append(p)
-    return names, plans, [same[i] for i in range(len(plans))]
+    return names, plans, same
 
 
 def choose(candidates: list[Candidate], criterion: str, quantile: float) -> tuple[Candidate, Candidate]:
@@ -230,34 +236,27 @@ def choose(candidates: list[Candidate], criterion: str, quantile: float) -> tupl
     return (by_worst, by_quantile) if criterion == "worst" else (by_quantile, by_worst)
 
 
-def robust_plan(plan: Plan, scenario: Scenario, plan_folder: Path, folder: Path, members: list[Member], paths: list[str],
-                criterion: str = "worst", quantile: float = DEFAULT_QUANTILE,
-                costs: tuple[list[str], list[Plan], list[list[str]], list[list[float | None]], list[float | None], bool] | None = None
-                ) -> RobustPlan:
-    """Choose among the candidates and write the robust plan to folder/robust-plan (module docstring).
-    `costs`: the candidates and their cost matrix when already computed (robustness does, in its pass)."""
+def robust_plan(plan: Plan, scenario: Scenario, matrix: CostMatrix, folder: Path, criterion: str = "worst",
+                quantile: float = DEFAULT_QUANTILE) -> RobustPlan:
+    """Choose among the candidates of `matrix` (cost_matrix) and write the robust plan to
+    folder/robust-plan (module docstring)."""
     if criterion not in ("worst", "quantile") or not 0 < quantile <= 1:
         raise ValueError("criterion 'worst' or 'quantile' and 0 < quantile <= 1 are required")
     started = time.perf_counter()
-    base = plan_folder / "inputs" / "scenario.yaml"
-    max_pairs = int(plan.solve.options.get("max_full_pairs", 60_000))
-    if costs is None:
-        names, plans, same = candidates_of(plan, folder, members)
-        matrix, nominal_costs, exact = cost_matrix(plans, base, members, paths, scenario, max_pairs)
-    else:
-        names, plans, same, matrix, nominal_costs, exact = costs
-    cands = [Candidate(n, row, s, c) for n, row, s, c in zip(names, matrix, same, nominal_costs)]
+    cands = [Candidate(n, row, s, c) for n, row, s, c in zip(matrix.names, matrix.costs, matrix.same, matrix.nominal)]
     chosen, other = choose([c for c in cands if c.nominal_usd_per_year is not None], criterion, quantile)
-    mine = cands[0]
     if not np.isfinite(chosen.worst_usd_per_year) and criterion == "worst":
         raise ValueError("no candidate plan meets every limit of every sample: no robust plan among them "
                          "(a range moves a limit; narrow it or add samples)")
-    robust = plans[names.index(chosen.name)]
-    written = _write(robust, scenario, plan, folder / FOLDER, max_pairs, exact, chosen, criterion, quantile, len(cands))
-    return RobustPlan(criterion, quantile, chosen.name, other.name, str(folder / FOLDER), float(written.objective_usd_per_year),
-                      float(plan.objective_usd_per_year), float(written.objective_usd_per_year) - float(plan.objective_usd_per_year),
-                      chosen.worst_usd_per_year, mine.worst_usd_per_year, chosen.quantile_usd_per_year(quantile),
-                      mine.quantile_usd_per_year(quantile), "re-costed" if exact else "serving re-solved", cands,
+    mine = cands[0]
+    robust = matrix.plans[matrix.names.index(chosen.name)]
+    max_pairs = int(plan.solve.options.get("max_full_pairs", 60_000))
+    written = _write(robust, scenario, plan, folder / FOLDER, max_pairs, matrix.exact, chosen, criterion, quantile, len(cands))
+    cost = float(written.objective_usd_per_year)
+    return RobustPlan(criterion, quantile, chosen.name, other.name, str(folder / FOLDER), cost, float(plan.objective_usd_per_year),
+                      cost - float(plan.objective_usd_per_year), chosen.worst_usd_per_year, mine.worst_usd_per_year,
+                      chosen.quantile_usd_per_year(quantile), mine.quantile_usd_per_year(quantile),
+                      "re-costed" if matrix.exact else "serving re-solved", cands,
                       {s.id: s.role for s in written.sites if s.open}, {j.job: j.site for j in written.jobs},
                       time.perf_counter() - started)
 
@@ -290,5 +289,5 @@ def _write(robust: Plan, scenario: Scenario, plan: Plan, folder: Path, max_pairs
     return out
 
 
-__all__ = ["Candidate", "DEFAULT_QUANTILE", "FIRST_STAGE", "FIRST_STAGE_PRICES", "RobustPlan", "candidates_of", "choose",
+__all__ = ["Candidate", "CostMatrix", "DEFAULT_QUANTILE", "FIRST_STAGE", "FIRST_STAGE_PRICES", "RobustPlan", "candidates_of", "choose",
            "cost_matrix", "fixed_first_stage", "recosting_exact", "robust_plan", "signature"]

@@ -75,7 +75,7 @@ from dcplace.models.plan import HAS_PLAN, Plan, read_plan
 from dcplace.models.sweep import Member, Sweep
 from dcplace.optimizer.studies.batch import Progress, run_batch
 from dcplace.optimizer.studies.explain import analysis_folder, plan_and_scenario, stamp, write_file, write_json
-from dcplace.optimizer.studies.robust_plan import DEFAULT_QUANTILE, PLAN, candidates_of, cost_matrix
+from dcplace.optimizer.studies.robust_plan import DEFAULT_QUANTILE, cost_matrix
 from dcplace.optimizer.studies.robust_plan import robust_plan as choose_robust_plan
 
 SOURCE_RANGE = 0.05
@@ -401,10 +401,9 @@ def robustness(plan_folder: str | Path, samples: int = DEFAULT_SAMPLES, workers:
     mine, my_jobs = _decisions(plan), _placements(plan)
     paths = [p for g in groups for p in g.paths]
     max_pairs = int(plan.solve.options.get("max_full_pairs", 60_000))
-    names, plans, same = candidates_of(plan, folder, members) if robust_plan else ([PLAN], [plan], [[]])
-    matrix, nominal_costs, exact = cost_matrix(plans, base, members, paths, scenario, max_pairs)
+    matrix = cost_matrix(plan, folder if robust_plan else None, base, members, paths, scenario, max_pairs)
     out = []
-    for member, r, f, plan_cost in zip(members, result.results, factors, matrix[0]):
+    for member, r, f, plan_cost in zip(members, result.results, factors, matrix.costs[0]):
         sample = Sample(member.name, [float(v) for v in f], r.status, message=r.message)
         if r.status in HAS_PLAN and r.objective_usd_per_year is not None:
             theirs = read_plan(folder / member.name)
@@ -418,9 +417,7 @@ def robustness(plan_folder: str | Path, samples: int = DEFAULT_SAMPLES, workers:
                             {j.job: j.name for j in plan.jobs}, robust_share)
     study.labels = study.decision_labels()
     if robust_plan:
-        chosen = choose_robust_plan(plan, scenario, plan_folder, folder, members, paths, criterion, quantile,
-                                    (names, plans, same, matrix, nominal_costs, exact))
-        study.robust_plan = chosen.to_dict()
+        study.robust_plan = choose_robust_plan(plan, scenario, matrix, folder, criterion, quantile).to_dict()
     study.seconds = time.perf_counter() - started
     write_labels(folder / LABELS_CSV, study.labels)
     write_json(folder / "robustness.json", study.to_dict())
