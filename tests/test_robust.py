@@ -254,3 +254,16 @@ def test_a_range_on_a_serving_price_re_solves_the_serving(tmp_path):
     mine = next(c for c in r["candidates"] if c["name"] == "plan")
     # the recommended plan's own cost in each sample is what the regret uses too
     assert mine["costs_usd_per_year"] == pytest.approx([s.plan_cost_usd_per_year for s in study.samples], rel=1e-12)
+
+
+def test_a_decision_that_changes_in_every_sample_names_the_range_away_from_the_plan(tmp_path):
+    """Every sampled price of 'a' is above 'b''s: 'a' closes in every sample; the plan's own inputs
+    (where it holds) separate them, so a's price is named and c's is not."""
+    from dcplace.optimizer.studies.robustness import robustness
+
+    solve_to_folder(load_scenario(three_sites(tmp_path)), tmp_path / "plan", EXACT)
+    study = robustness(tmp_path / "plan", samples=6, ranges={"sites[a].power_price_usd_per_mwh": (2.5, 3.0),
+                                                             "sites[c].power_price_usd_per_mwh": (0.9, 1.1)}, options=EXACT_OPTIONS)
+    a = study.label_of("site", "a")
+    assert a.holds == 0 and a.samples == 6
+    assert a.inputs == ["sites[a].power_price_usd_per_mwh"] and a.separation == [1.0] and a.ends == ["high"]

@@ -48,9 +48,10 @@ the two-sample Kolmogorov-Smirnov statistic of its factor (the largest gap betwe
 empirical distributions of the factor in the changing and the holding samples, 0 to 1); the
 groups named are those within `NAMED_SHARE` of the largest, at most `MAX_NAMED`, each with the
 end of its range where the decision changes (the changing samples' median factor against the
-holding samples'). A decision that changes in every sample has nothing to compare with and
-is labelled `depends on the inputs (changes in every sample)`. Labels are in robustness.json
-and labels.csv.
+holding samples'). The plan's own inputs count as one more holding sample (the decision holds
+there by definition): where a recorded range lies mostly on one side of the plan's value, every
+sample may differ from the plan, and the groups whose samples all lie away from the plan's
+value are then the ones named. Labels are in robustness.json and labels.csv.
 
 **A robust plan** (`robust_plan=True`; optimizer/studies/robust_plan.py): among the candidate
 plans (the recommended one and each sample's least-cost plan) the one whose worst cost over the
@@ -104,6 +105,7 @@ class InputGroup:
     basis: str
     cell_ranges: list[list[float]] = field(default_factory=list)  # per path [low, high] in the cell's unit
     recorded: int = 0  # how many of the cells' ranges are recorded in provenance.csv (the others: the basis band)
+    nominal: float = 1.0  # where the plan's own inputs sit: factor 1, or (cell_ranges) their mean position in their ranges
 
     def values(self, factor: float) -> list[str]:
         """The override value of each path at `factor` (position or factor)."""
@@ -240,7 +242,8 @@ class RobustnessStudy:
                 holds = len(flips) - sum(flips)
                 label = DecisionLabel(kind, id, names.get(id, id), decision, holds, len(flips), ROBUST)
                 if solved and holds < self.robust_share * len(flips) - 1e-9:
-                    _name_inputs(label, self.groups, np.array([s.factors for s in solved]), np.array(flips))
+                    _name_inputs(label, self.groups, np.array([s.factors for s in solved]), np.array(flips),
+                                 np.array([g.nominal for g in self.groups]))
                 out.append(label)
         return out
 
@@ -259,12 +262,14 @@ def ks_statistic(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.max(np.abs(fa - fb)))
 
 
-def _name_inputs(label: DecisionLabel, groups: list[InputGroup], factors: np.ndarray, flips: np.ndarray) -> None:
-    """Fill `label` for a decision that changes in some samples (module docstring, Labels)."""
-    if flips.all() or not len(groups):
-        label.label = "depends on the inputs (changes in every sample)"
+def _name_inputs(label: DecisionLabel, groups: list[InputGroup], factors: np.ndarray, flips: np.ndarray,
+                 nominal: np.ndarray) -> None:
+    """Fill `label` for a decision that changes in some samples (module docstring, Labels); the
+    plan's own inputs (`nominal`, where the decision holds by definition) count as a holding sample."""
+    if not len(groups):
+        label.label = "depends on the inputs"
         return
-    changed, held = factors[flips], factors[~flips]
+    changed, held = factors[flips], np.vstack([factors[~flips], nominal[None, :]])
     ks = [ks_statistic(changed[:, g], held[:, g]) for g in range(len(groups))]
     top = max(ks)
     order = [g for g in sorted(range(len(groups)), key=lambda g: -ks[g]) if ks[g] >= NAMED_SHARE * top][:MAX_NAMED]
@@ -292,8 +297,12 @@ def cell_range(prov: Provenance, table: str, id: str, field: str, value: float) 
     return value * (1 - r), value * (1 + r), False
 
 
-def _group(label: str, basis_: str, cells: list[tuple[str, float, float, bool]]) -> InputGroup:
-    return InputGroup(label, [c[0] for c in cells], *POSITION, basis_, [[c[1], c[2]] for c in cells], sum(c[3] for c in cells))
+def _group(label: str, basis_: str, cells: list[tuple[str, float, float, bool, float]]) -> InputGroup:
+    """A group of cells (path, low, high, recorded, value); its nominal position is the mean of its
+    cells' (value - low) / (high - low), each clipped to [0, 1]."""
+    spans = [(c[4] - c[1]) / (c[2] - c[1]) for c in cells if c[2] > c[1]]
+    nominal = float(np.mean(np.clip(spans, 0.0, 1.0))) if spans else 0.5
+    return InputGroup(label, [c[0] for c in cells], *POSITION, basis_, [[c[1], c[2]] for c in cells], sum(c[3] for c in cells), nominal)
 
 
 def provenance_groups(scenario: Scenario, folder: Path | None = None) -> list[InputGroup]:
@@ -314,7 +323,8 @@ def provenance_groups(scenario: Scenario, folder: Path | None = None) -> list[In
             value = getattr(s, f)
             if s.id in forbidden or value is None or float(value) == 0.0:
                 continue
-            by_basis[basis(prov, "sites", s.id, f)].append((f"sites[{s.id}].{f}", *cell_range(prov, "sites", s.id, f, float(value))))
+            by_basis[basis(prov, "sites", s.id, f)].append((f"sites[{s.id}].{f}", *cell_range(prov, "sites", s.id, f, float(value)),
+                                                            float(value)))
         for kind, cells in sorted(by_basis.items()):
             groups.append(_group(f"{SITE_FIELDS[f]}, {BASIS_LABEL.get(kind, kind)} ({len(cells)} site{'s' * (len(cells) != 1)})",
                                  kind, cells))
@@ -326,7 +336,7 @@ def provenance_groups(scenario: Scenario, folder: Path | None = None) -> list[In
         low, high, recorded = cell_range(prov, "economics", "default", f, value)
         if high > low:
             groups.append(_group(f"{ECONOMICS_FIELDS.get(f, f.replace('_', ' '))}, {BASIS_LABEL.get(kind, kind)}", kind,
-                                 [(f"economics.{f}", low, high, recorded)]))
+                                 [(f"economics.{f}", low, high, recorded, value)]))
     return groups
 
 
