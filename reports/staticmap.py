@@ -403,7 +403,7 @@ def _legend(ax, layers: PlanLayers, result: StaticMap, scales: MapScales) -> Non
         handles += [Line2D([], [], linestyle="", marker="", label=line) for line in lines]
     robust = robustness_legend(layers.sites)
     if robust:
-        handles.append(heading("Under the inputs' ranges\n(why robustness)"))
+        handles.append(heading("Over the inputs'\nranges (why\nrobustness)"))
         handles += [Line2D([], [], linestyle="", marker="", label=_wrap(line)) for line in robust]
     if result.flows:
         names = workload_classes(layers)

@@ -1170,7 +1170,7 @@ def robustness_lines(study, step: float = 1e4) -> list[str]:
     if shaky:
         out.append("Fill-dependent: " + "; ".join(
             f"{x.name if x.kind == 'site' else study.job_names.get(x.id, x.id) + ' at ' + study.names.get(x.decision, x.decision)}"
-            f" (holds in {x.holds} of {x.samples}: depends on {_inputs_text(x)})" for x in shaky[:6])
+            f" holds in {x.holds} of {x.samples}, depends on {_inputs_text(x)}" for x in shaky[:6])
             + (f"; and {len(shaky) - 6} more (labels.csv)" if len(shaky) > 6 else "") + ".")
     r = study.robust_plan
     if r:
