@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from helpers import job, make_scenario, region, site
+from test_why import three_site_scenario as three_sites  # 'a' $50, 'b' $100 serve 'west'; only 'c' reaches 'east'
 from dcplace.models import load_scenario
 from dcplace.models.sweep import load_member
 from dcplace.models.writing import write_scenario
@@ -23,16 +24,6 @@ EXACT_OPTIONS = {"mip_gap": 0.0, "time_limit_s": 60}
 HOURS = 8760
 RACK_MWH = 4 * 1.5 * HOURS * 0.5 / 1000  # one 'server-air' rack (tests/test_why.py)
 DEFAULT_PROVENANCE = Path(__file__).resolve().parents[1] / "data" / "default" / "provenance.csv"
-
-
-def three_sites(tmp_path):
-    """'west' is reachable from 'a' ($50/MWh) and 'b' ($100/MWh); 'east' only from 'c' ($80/MWh)."""
-    return make_scenario(
-        tmp_path / "three",
-        sites=[site("a", 0, 0, power_price_usd_per_mwh=50), site("b", 0, 1, power_price_usd_per_mwh=100),
-               site("c", 0, 20, power_price_usd_per_mwh=80)],
-        regions=[region("west", 0, 0.5, chat=800, budget=10), region("east", 0, 20.2, chat=800, budget=10)],
-    )
 
 
 def training_pair(tmp_path):
