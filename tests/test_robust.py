@@ -144,6 +144,13 @@ def test_training_placement_label_reaches_page_one_sites_csv_and_maps(tmp_path):
     assert exported["x"].startswith("depends on sites[x].power_price_usd_per_mwh")
     assert "robustness" not in (tmp_path / "plan" / "sites.csv").read_text().splitlines()[0]  # the solve's own file is untouched
     assert robustness_legend(layers.sites) == ["0 of 1 open sites robust", "fill-dependent: X"]
+    from dcplace.reports.htmlmap import plan_figure
+
+    fig = plan_figure(layers.for_display())
+    [entry] = [t for t in fig.data if t.meta and t.meta.get("layer") == "robustness"]
+    assert "0 of" in entry.name and "fill-" in entry.name
+    hover = next(t for t in fig.data if t.meta and str(t.meta.get("layer", "")).startswith("sites") and t.text)
+    assert any("under the inputs' ranges: depends on sites[x].power_price_usd_per_mwh" in text for text in hover.text)
 
 
 # ----------------------------------------------------------------------------- 3. the robust plan
