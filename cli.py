@@ -587,8 +587,12 @@ def why_robustness(
     time_limit: Optional[float] = typer.Option(None, "--time-limit", help="Per sample, seconds (default: the plan's)."),
     gap: Optional[float] = typer.Option(None, "--gap", help="Per sample (default: the plan's)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress line."),
+    robust_plan: bool = typer.Option(False, "--robust-plan", help="Also choose the robust plan: the candidate plan with the "
+                                     "least worst-case cost over the samples, written as a checked plan folder (docs/why.md)."),
+    quantile: float = typer.Option(0.9, "--quantile", help="The cost quantile reported beside the worst case (0 < q <= 1)."),
 ) -> None:
-    """Perturb the inputs by ranges that follow their provenance, re-solve each sample, report flips, regret and a tornado."""
+    """Perturb the inputs within the ranges their provenance records, re-solve each sample, label each open site and
+    training placement robust or 'depends on ...', report flips, regret and a tornado; --robust-plan adds the robust plan."""
     from dcplace.optimizer.studies.robustness import robustness
 
     _explainable(folder)
@@ -596,7 +600,8 @@ def why_robustness(
     line = batch_line("robustness", err)
     try:
         with live_status(line, _progress_on(quiet), console):
-            study = robustness(folder, samples=samples, workers=workers, seed=seed, options=options, on_progress=line)
+            study = robustness(folder, samples=samples, workers=workers, seed=seed, options=options, on_progress=line,
+                               robust_plan=robust_plan, quantile=quantile)
     except ValueError as exc:
         _bad_option(exc)
     print_robustness(study, console)

@@ -29,7 +29,7 @@ import plotly.io as pio
 from pyproj import Transformer
 
 from dcplace.optimizer.studies.outages import AT_RISK_TOL_TOK_S
-from dcplace.reports.layers import PlanLayers, line_ends, line_parts, plan_extent, window_outline
+from dcplace.reports.layers import PlanLayers, line_ends, line_parts, plan_extent, robustness_legend, window_outline
 from dcplace.reports.output import check_destination
 from dcplace.reports.economics import money_step_usd
 from dcplace.reports.summary import money_at, status_word, variant_title
@@ -83,6 +83,7 @@ def plan_figure(layers: PlanLayers) -> go.Figure:
         _add_sites(fig, layers, role, mw_max, labels, losses)
     _add_size_key(fig, mw_max)
     _add_loss_rings(fig, layers, mw_max)
+    _add_robustness_entry(fig, layers)
     slider = _add_day(fig, layers, mw_max)
     _layout(fig, layers)
     if slider is not None:  # the slider and the colour bar get a band of their own under the map, off the land
@@ -260,6 +261,19 @@ def _add_loss_rings(fig: go.Figure, layers: PlanLayers, mw_max: float) -> None:
     ))
 
 
+def _add_robustness_entry(fig: go.Figure, layers: PlanLayers) -> None:
+    """A legend entry, with `dcplace why robustness` run on the plan: how many open sites are robust
+    and which depend on the inputs (each site's hover gives its label)."""
+    lines = robustness_legend(layers.sites)
+    if not lines:
+        return
+    fig.add_trace(go.Scattergeo(
+        lon=[None], lat=[None], mode="markers", marker={"size": 1, "color": "rgba(0,0,0,0)"}, hoverinfo="skip",
+        name="<br>".join(esc(line) for line in _legend_name("Under the inputs' ranges: " + "; ".join(lines)).splitlines()),
+        legendgroup="robustness", legendrank=46, meta={"layer": "robustness"},
+    ))
+
+
 def _short(text: str, limit: int = 32) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
@@ -335,6 +349,7 @@ def _site_hover(row) -> str:
         f"cooling {esc(row.cooling.replace(';', ', '))}; fabric {esc(row.fabrics.replace(';', ', ') or '—')}<br>"
         f"IT {mw_text(row.it_mw)}, facility {mw_text(row.facility_mw)} of {mw_text(row.power_limit_mw)}"
         f"{serves}{jobs}<br>cost {money(row.cost_usd_per_year)}/yr, {row.emissions_t_per_year:,.0f} t CO₂/yr"
+        + (f"<br>under the inputs' ranges: {esc(row.robustness)}" if getattr(row, "robustness", "") else "")
     )
 
 

@@ -155,8 +155,21 @@ def load_plan_layers(folder: str | Path) -> PlanLayers:
             "Fix: loosen the limits named, re-solve, then report on the new folder."
         )
     provenance = input_provenance(scenario, folder)
-    return PlanLayers(folder, plan, scenario, site_layer(plan, scenario, provenance), region_layer(plan, scenario),
-                      assignment_layer(plan, scenario), provenance)
+    return PlanLayers(folder, plan, scenario, site_layer(plan, scenario, provenance, robustness_labels(folder, plan)),
+                      region_layer(plan, scenario), assignment_layer(plan, scenario), provenance)
+
+
+def robustness_labels(folder: Path, plan: Plan) -> dict[str, str] | None:
+    """Site id -> its robustness label from this plan's saved `dcplace why robustness` study
+    (closed sites: empty), or None when no study explains this plan. Read here, at the one
+    place every output's site table is made, so the export's sites.csv, the GeoPackage and the
+    maps all carry it; the plan folder's own sites.csv, written by the solve, is left as it is."""
+    from dcplace.optimizer.studies.explain import saved_analysis  # reports read studies, never the other way
+
+    doc = saved_analysis(folder, "robustness", "robustness.json", plan)
+    if not doc:
+        return None
+    return {x["id"]: x["label"] for x in doc.get("labels", []) if x.get("kind") == "site"}
 
 
 def plan_layers(plan: Plan, scenario: Scenario) -> dict[str, gpd.GeoDataFrame]:
@@ -173,10 +186,25 @@ def plan_layers(plan: Plan, scenario: Scenario) -> dict[str, gpd.GeoDataFrame]:
             "regions": region_layer(plan, scenario), "assignments": assignment_layer(plan, scenario)}
 
 
-def site_layer(plan: Plan, scenario: Scenario | None = None, provenance: Provenance | None = None) -> gpd.GeoDataFrame:
+def robustness_legend(sites: gpd.GeoDataFrame, limit: int = 4) -> list[str]:
+    """The maps' legend lines on robustness (both maps say the same): how many open sites are
+    robust and which depend on the inputs; [] without a `robustness` column."""
+    if "robustness" not in sites:
+        return []
+    opened = sites[sites["open"] & (sites["robustness"] != "")]
+    shaky = list(opened.loc[opened["robustness"] != "robust", "name"])
+    lines = [f"{len(opened) - len(shaky)} of {len(opened)} open sites robust"]
+    if shaky:
+        lines.append("fill-dependent: " + ", ".join(shaky[:limit]) + (f" and {len(shaky) - limit} more" if len(shaky) > limit else ""))
+    return lines
+
+
+def site_layer(plan: Plan, scenario: Scenario | None = None, provenance: Provenance | None = None,
+               robustness: dict[str, str] | None = None) -> gpd.GeoDataFrame:
     """One point per candidate site: role, racks, GPUs, MW, cost, chips, cooling, fabric,
     tok/s served per class and (given the scenario) the site inputs of `SITE_INPUTS`, each
-    with its provenance kind in `<input>_basis` and the filled-in ones listed in `imputed_inputs`."""
+    with its provenance kind in `<input>_basis` and the filled-in ones listed in `imputed_inputs`;
+    given `robustness` (robustness_labels), a `robustness` column."""
     provenance = provenance or Provenance({}, "")
     classes = _classes(scenario) if scenario is not None else sorted({c for s in plan.sites for c in s.served_tok_s})
     inputs = {s.id: s for s in scenario.sites} if scenario is not None else {}
@@ -202,6 +230,8 @@ def site_layer(plan: Plan, scenario: Scenario | None = None, provenance: Provena
                 row[column] = getattr(given, column)
                 row[f"{column}_basis"] = kinds[column]
             row["imputed_inputs"] = ";".join(c for c in SITE_INPUTS if kinds[c] in IMPUTED)
+        if robustness is not None:
+            row["robustness"] = robustness.get(s.id, "")
         row["geometry"] = Point(s.lon, s.lat)
         rows.append(row)
     return gpd.GeoDataFrame(rows, geometry="geometry", crs=CRS)
@@ -405,6 +435,8 @@ FIELDS: dict[str, dict[str, tuple[str, str]]] = {
         "outage_training_job_days": ("job-days", "if lost: training job-days at risk, summed over the jobs that stall"),
         "outage_policy": ("", "covered: the loss keeps the plan's N-1 policy (policies.survive_site_loss); not covered: it "
                               "breaks it; no policy: the scenario asks no class to survive; not open: the site is closed"),
+        "robustness": ("", "with `dcplace why robustness` run on the plan: 'robust' if every sampled world keeps the site open "
+                           "in its role, else 'depends on <input groups>' (docs/why.md); empty for a closed site"),
     },
     "regions": {
         "id": ("", "region id (inputs/regions.csv)"), "name": ("", "region name"), "country": ("", "ISO 3166-1 alpha-2"),

@@ -37,7 +37,7 @@ from pyproj import CRS, Transformer
 from shapely.geometry import box
 
 from dcplace.optimizer.studies.outages import OutageTable
-from dcplace.reports.layers import PlanLayers, line_parts, plan_extent, window_outline
+from dcplace.reports.layers import PlanLayers, line_parts, plan_extent, robustness_legend, window_outline
 from dcplace.reports.mpl import plt  # the one place that picks matplotlib's backend
 from dcplace.reports.output import check_destination, staged_files
 from dcplace.reports.style import (
@@ -401,6 +401,10 @@ def _legend(ax, layers: PlanLayers, result: StaticMap, scales: MapScales) -> Non
             handles.append(Line2D([], [], marker="o", linestyle="", markersize=9, markerfacecolor="none", markeredgecolor=RISK_COLOUR,
                                   markeredgewidth=RING_WIDTH_PT, label=lines.pop(0)))
         handles += [Line2D([], [], linestyle="", marker="", label=line) for line in lines]
+    robust = robustness_legend(layers.sites)
+    if robust:
+        handles.append(heading("Over the inputs'\nranges (why\nrobustness)"))
+        handles += [Line2D([], [], linestyle="", marker="", label=_wrap(line)) for line in robust]
     if result.flows:
         names = workload_classes(layers)
         handles.append(heading("Flows by class\nregion → site"))

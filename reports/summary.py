@@ -15,6 +15,7 @@ The rules of the sentences' own figures:
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
@@ -239,6 +240,9 @@ def executive_summary(layers: PlanLayers, prov: Provenance | None = None) -> Sum
         summary.training = [f"{len(plan.jobs)} training jobs are placed at " + ", ".join(sorted({names[j.site] for j in plan.jobs})) + "."]
     else:
         summary.training = ["The scenario has no training jobs."]
+    robust = robustness_study(layers)
+    if robust is not None and plan.jobs:
+        summary.training.append(training_robustness(robust, case.site.id if case is not None else plan.jobs[0].site))
 
     # Inference
     shares = site_tokens_share(plan, scenario)
@@ -510,6 +514,9 @@ def risks(layers: PlanLayers, prov: Provenance, step: float) -> list[str]:
     worth = worth_line(layers, step)
     if worth:
         out.append(worth)
+    robust = robustness_study(layers)
+    if robust is not None:
+        out.append(" ".join(robustness_lines(robust, step)))
     gap = gap_usd(plan)
     if plan.as_is:
         out.append("As-is: today's sites and racks are held as they are; a plan free to choose costs less or the same "
@@ -551,6 +558,75 @@ def worth_line(layers: PlanLayers, step: float) -> str:
         if ties:
             parts.append(f"{ties} of {len(items)} open sites could be replaced at no proven cost (ties within the solver gaps)")
     return ("What each site is worth (`dcplace why worth`): " + "; ".join(parts) + ".") if parts else ""
+
+
+def robustness_study(layers: PlanLayers):
+    """This plan's saved `dcplace why robustness` study (optimizer.studies.robustness), or None."""
+    from dcplace.optimizer.studies.explain import saved_analysis
+    from dcplace.optimizer.studies.robustness import RobustnessStudy
+
+    if layers.folder is None:
+        return None
+    doc = saved_analysis(layers.folder, "robustness", "robustness.json", layers.plan)
+    return RobustnessStudy.from_dict(doc) if doc else None
+
+
+def _inputs_text(label) -> str:
+    return "; ".join(f"{g} (changes when {end})" for g, end in zip(label.inputs, label.ends)) or "the inputs"
+
+
+def training_robustness(study, site: str) -> str:
+    """Page 1: whether the main training site and the placements there hold over the sampled
+    ranges of the inputs, and if not, which inputs decide it."""
+    name = study.names.get(site, site)
+    mine = [x for x in study.labels if x.kind == "job" and x.decision == site]
+    site_label = study.label_of("site", site)
+    shaky = [x for x in ([site_label] if site_label else []) + mine if not x.robust]
+    n = site_label.samples if site_label else (mine[0].samples if mine else 0)
+    if not n:
+        return ""
+    if not shaky:
+        return (f"Training at {name} is robust: it holds in all {n} sampled worlds of the inputs' recorded ranges "
+                f"(`dcplace why robustness`).")
+    worst = min(shaky, key=lambda x: x.holds)
+    return (f"Training at {name} is fill-dependent: over {n} sampled worlds of the inputs' recorded ranges "
+            f"(`dcplace why robustness`), {'the site' if worst.kind == 'site' else study.job_names.get(worst.id, worst.id)} "
+            f"holds in {worst.holds} of {worst.samples}; it depends on {_inputs_text(worst)}.")
+
+
+def _money_or_unbounded(usd: float | None, step: float) -> str:
+    return "unbounded (it breaks a limit in some sample)" if usd is None else money_at(usd, step)
+
+
+def robustness_lines(study, step: float = 1e4) -> list[str]:
+    """What the robustness study says, in sentences: how many decisions are robust, which are not
+    and on what they depend, and the robust plan's premium and worst case (when chosen)."""
+    sites = [x for x in study.labels if x.kind == "site"]
+    jobs = [x for x in study.labels if x.kind == "job"]
+    n = len(study.solved())
+    share = "every" if study.robust_share >= 1 else f"at least {study.robust_share:.0%} of the"
+    out = [f"Robustness (`dcplace why robustness`, {n} sampled worlds of the inputs' recorded ranges): "
+           f"{sum(x.robust for x in sites)} of {len(sites)} open sites and {sum(x.robust for x in jobs)} of {len(jobs)} training "
+           f"placements are robust (they hold in {share} sample)."]
+    shaky = sorted((x for x in study.labels if not x.robust), key=lambda x: (x.holds, x.kind, x.name))
+    if shaky:
+        out.append("Fill-dependent: " + "; ".join(
+            f"{x.name if x.kind == 'site' else study.job_names.get(x.id, x.id) + ' at ' + study.names.get(x.decision, x.decision)}"
+            f" holds in {x.holds} of {x.samples}, depends on {_inputs_text(x)}" for x in shaky[:6])
+            + (f"; and {len(shaky) - 6} more (labels.csv)" if len(shaky) > 6 else "") + ".")
+    r = study.robust_plan
+    if r:
+        if r["chosen"] == "plan":
+            out.append(f"Robust plan: the recommended plan itself has the least worst case among {len(r['candidates'])} candidates "
+                       f"({_money_or_unbounded(r['worst_usd_per_year'], step)} a year).")
+        else:
+            out.append(f"Robust plan ({r['chosen']}'s decisions, least worst case among {len(r['candidates'])} candidates): "
+                       f"{money_at(r['premium_usd_per_year'], step)} a year more than the recommended plan at the nominal inputs; "
+                       f"worst case {_money_or_unbounded(r['worst_usd_per_year'], step)} against the recommended plan's "
+                       + _money_or_unbounded(r['plan_worst_usd_per_year'], step)
+                       + f"; its {r['quantile']:.0%} quantile {_money_or_unbounded(r['quantile_usd_per_year'], step)} against "
+                       f"{_money_or_unbounded(r['plan_quantile_usd_per_year'], step)} (folder {Path(r['folder']).name}).")
+    return out
 
 
 def resilience_lines(layers: PlanLayers) -> list[str]:

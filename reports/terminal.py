@@ -657,7 +657,11 @@ def print_robustness(study, to: Console) -> None:
         + ("Decisions that flip: " + markup_text(", ".join(f"{display_name(study.names.get(s, s))} {r:.0%}" for s, r in rates)) if rates else "No decision flips."), to)
     for b in study.tornado()[:5]:
         say(f"  {markup_text(b.label)}: least cost {money(b.cost_swing_usd_per_year)} from low to high", to)
-    say(f"Saved: {markup_text(Path(study.folder) / 'robustness.json')}", to)
+    from dcplace.reports.summary import robustness_lines  # the labels and the robust plan, in sentences
+
+    for text in robustness_lines(study):
+        say(markup_text(text), to)
+    say(f"Saved: {markup_text(Path(study.folder) / 'robustness.json')}, {markup_text(Path(study.folder) / 'labels.csv')}", to)
 
 
 # ------------------------------------------------------------------ the process's streams and the engine's log

@@ -32,6 +32,7 @@ from dcplace.reports.layers import PlanLayers
 from dcplace.reports.mpl import plt  # the one place that picks matplotlib's backend
 from dcplace.reports.report import EXTRA_SECTIONS, Bullets, Image, Paragraphs, Section, Table, save_report
 from dcplace.reports.style import BORDER_COLOUR, LAND_COLOUR, OCEAN_COLOUR, countries, money
+from dcplace.reports.summary import money_step_usd, robustness_lines
 
 TOP_PRICES = 12
 WORLD = "EPSG:8857"  # Equal Earth, as the plan map
@@ -208,30 +209,42 @@ def robustness_section(layers: PlanLayers, study: RobustnessStudy | None = None)
     never = sum(1 for s in solved if not s.flips)
     text = [
         f"{len(study.samples)} scenarios sampled (Latin hypercube, seed {study.seed}) by moving {len(study.groups)} groups of inputs "
-        f"within ranges that follow their provenance (sourced ±5 %, rule-filled or assumed ±25 %, unless given), each solved "
-        f"through the batch engine from the recommended plan; {len(solved)} solved. In {never} of them the least-cost plan opens "
-        f"the same sites in the same roles.",
+        f"within the ranges their provenance records (each cell over its own recorded low to high, the spread of the markets "
+        f"that publish it; a cell with none ±5 % if sourced or derived, ±25 % if rule-filled or assumed; unless ranges are "
+        f"given), each solved through the batch engine from the recommended plan; {len(solved)} solved. In {never} of them the "
+        f"least-cost plan opens the same sites in the same roles.",
+        *robustness_lines(study, money_step_usd(layers.plan)),
     ]
     if q:
         text.append(f"Regret of the recommended plan (its cost in the sampled world minus the least cost found there): median "
                     f"{money(q['p50'])}, 90th percentile {money(q['p90'])}, worst {money(q['max'])} a year, against a plan of "
                     f"{money(study.plan_objective_usd_per_year)}.")
     blocks = [Paragraphs(text)]
+    if study.labels:
+        rows = [[x.name if x.kind == "site" else f"{study.job_names.get(x.id, x.id)} at {names.get(x.decision, x.decision)}",
+                 x.decision if x.kind == "site" else "training placement", f"{x.holds} of {x.samples}", x.label]
+                for x in sorted(study.labels, key=lambda x: (x.robust, x.holds, x.kind, x.name))]
+        blocks.append(Table("robustness-labels", ["Decision", "Role", "Holds in", "Label"], rows, [False, False, True, False],
+                            [not x.robust for x in sorted(study.labels, key=lambda x: (x.robust, x.holds, x.kind, x.name))],
+                            note="'depends on': the input groups whose sampled factor best separates the worlds where the "
+                                 "decision changes from those where it holds (Kolmogorov-Smirnov statistic; docs/why.md)."))
     if rates:
         blocks.append(Table("flips", ["Site", "Role in the plan", "Decision differs in"],
                             [[names.get(s, s), study.plan_roles.get(s, "closed"), f"{r:.0%} of samples"] for s, r in list(rates.items())[:15]],
                             [False, False, True], caption="Sites whose decision changes across the sampled inputs"))
     bars = study.tornado()
     if bars:
+        ranges = {g.label: g.range_text() for g in study.groups}
         blocks.append(Image("tornado-chart", "Tornado: the fitted change of the least cost from each input group's low to high end",
                             png=_png(tornado_figure(study))))
         blocks.append(Table("tornado", ["Input group", "Range", "Least cost, low to high", "Regret, low to high"],
-                            [[b.label, f"x{b.low:.2f} to x{b.high:.2f}", money(b.cost_swing_usd_per_year), money(b.regret_swing_usd_per_year)]
-                             for b in bars], [False, True, True, True], caption="How far each input group moves the least cost and the regret",
+                            [[b.label, ranges.get(b.label, f"x{b.low:.2f} to x{b.high:.2f}"), money(b.cost_swing_usd_per_year),
+                              money(b.regret_swing_usd_per_year)] for b in bars], [False, True, True, True], caption="How far each input group moves the least cost and the regret",
                             note="Swings fitted by least squares over the samples (each group's coefficient times its range)."))
     blocks.append(Paragraphs([f"Computed in {study.seconds:,.0f} s on {study.workers} worker(s) (`dcplace why robustness`). Only prices "
                               "move by default, so the recommended plan meets every limit of every sample; catalog cells are not "
-                              "perturbed (overrides cannot address them)."], "note"))
+                              "perturbed (overrides cannot address them). The robust plan is a min-max over candidate plans "
+                              "(the recommended one and each sample's optimum), not the exact two-stage robust optimum."], "note"))
     return Section("robustness", "Robustness to assumptions", blocks)
 
 

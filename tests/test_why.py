@@ -202,20 +202,15 @@ def test_robustness_flips_and_regret_by_hand(tmp_path):
     assert bar.label == "sites[a].power_price_usd_per_mwh" and bar.cost_swing_usd_per_year > 0 and bar.regret_swing_usd_per_year > 0
 
 
-def test_robustness_default_ranges_follow_provenance(tmp_path):
-    from dcplace.models import load_scenario as load
-    from dcplace.optimizer.studies.robustness import BASIS_RANGE, provenance_groups
+def test_robustness_without_provenance_treats_cells_as_assumptions(tmp_path):
+    from dcplace.optimizer.studies.robustness import provenance_groups
 
-    groups = provenance_groups(load())  # the embedded default carries provenance for every site cell
-    power = [g for g in groups if g.label.startswith("power price")]
-    assert {g.basis for g in power} >= {"source", "rule"}
-    for g in groups:
-        r = BASIS_RANGE.get(g.basis, 0.25)
-        assert (g.low, g.high) == pytest.approx((1 - r, 1 + r))
-    sourced = next(g for g in power if g.basis == "source")
-    assert (sourced.low, sourced.high) == pytest.approx((0.95, 1.05))
+    # the default's ranges: tests/test_robust.py (those provenance.csv records)
     tiny = provenance_groups(load_scenario(three_site_scenario(tmp_path)))  # no provenance: treated as assumptions
-    assert all(g.basis in ("as given", "assumption") and g.high == pytest.approx(1.25) for g in tiny)
+    assert all(g.basis in ("as given", "assumption") for g in tiny)
+    for g in tiny:
+        for path, (low, high) in zip(g.paths, g.cell_ranges):
+            assert high / low == pytest.approx(1.25 / 0.75), path
 
 
 # ------------------------------------------------------------------ the report sections and the CLI

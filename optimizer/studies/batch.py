@@ -255,6 +255,9 @@ def start_columns(plan: Plan, lm, ix) -> np.ndarray | None:
                 purposes = {ln.purpose for ln in s.racks}
                 x[lm.col("hosts_inf", s.id)] = float("inference" in purposes)
                 x[lm.col("hosts_trn", s.id)] = float("training" in purposes)
+            if s.tenure == "build":  # a self-built campus (a model without self-build has no column: None)
+                x[lm.col("build", s.id)] = 1.0
+                x[lm.col("built_kw", s.id)] = float(s.built_kw or 0.0)
         for a in plan.assignments:
             x[lm.col("share", (a.region, a.workload, a.site))] = a.share
         if "share_h" in lm.blocks:  # routing per hour: each hour's own shares (routing.csv)
