@@ -157,7 +157,7 @@ def test_training_placement_label_reaches_page_one_sites_csv_and_maps(tmp_path):
 
 
 def test_robust_plan_by_hand(tmp_path):
-    from dcplace.optimizer.check import check_plan_folder
+    from dcplace.optimizer.checker import check_plan_folder
     from dcplace.optimizer.studies.robustness import robustness
 
     base, _ = solve_to_folder(load_scenario(three_sites(tmp_path)), tmp_path / "plan", EXACT)
@@ -180,7 +180,7 @@ def test_robust_plan_is_the_min_max_candidate_by_brute_force(tmp_path):
     in every sample gives the study's re-costed matrix, and the study's choice is the min-max."""
     from dcplace.models.plan import read_plan
     from dcplace.models.synthetic import synthetic_scenario
-    from dcplace.optimizer.check import check_plan_folder
+    from dcplace.optimizer.checker import check_plan_folder
     from dcplace.optimizer.model.formulation import OPTIMALITY_ROWS, build_model
     from dcplace.optimizer.model.index import PruningRules
     from dcplace.optimizer.solving.precheck import checked_index
