@@ -102,11 +102,16 @@ def test_features_at_scale_gives_checked_plans_and_its_section(tmp_path):
 
     world = tmp_path / "world"
     write_scenario(synthetic_scenario(bench.SEED, 6, 20, 1, box_deg=(25.0, 45.0)), world)
-    loaded = {f: load_scenario(bench.feature_yaml(world, f)) for f in bench.FEATURES}
+    loaded = {f: load_scenario(bench.feature_yaml(world / "scenario.yaml", f, tmp_path)) for f in bench.FEATURES}
     assert [f for f, s in loaded.items() if s.clock.on] == ["clock 24 h"]
     assert [f for f, s in loaded.items() if s.policies.survive_site_loss] == ["N-1"]
     assert [f for f, s in loaded.items() if s.periods] == ["periods"] and len(loaded["periods"].periods) == 3
     assert len(loaded["base"].sites) == 6 and loaded["clock 24 h"].profiles
+    # features joined by "+" are all on at once, on top of the world's own policies
+    combined = load_scenario(bench.feature_yaml(world / "scenario.yaml", "clock 24 h+N-1+carbon cap", tmp_path))
+    assert combined.clock.on and combined.policies.survive_site_loss and combined.policies.carbon_cap_t_per_year == bench.CARBON_CAP_T
+    with pytest.raises(ValueError, match="unknown feature"):
+        bench.feature_yaml(world / "scenario.yaml", "clock+typo", tmp_path)
     rows = [bench.one_run(6, 20, f, 20.0) for f in ("base", "clock 24 h")]
     assert [r["checked"] for r in rows] == [True, True] and all(r["objective"] > 0 for r in rows)
     results = tmp_path / "RESULTS.md"
