@@ -102,9 +102,25 @@ def test_reasoning_runs_on_chips_with_the_memory_for_large_models(default):
 
 
 def test_every_throughput_the_plan_uses_is_measured_or_derived(default):
-    _, plan = default
-    bases = {tuple(r["id"].split("/")): r for r in read(DATA / "catalog" / "provenance.csv") if r["table"] == "throughput"}
+    """Each (chip, class) the plan's inference racks use is read off its curve at the class's
+    interactivity target (models/interactivity.py); the points that figure rests on (the point at
+    the target, or the two around it) are published or derived, never a fill."""
+    from dcplace.models.interactivity import throughput_at_targets, throughput_id
+
+    scenario, plan = default
+    bases = {r["id"]: r for r in read(DATA / "catalog" / "provenance.csv") if r["table"] == "throughput" and r["field"] == "tok_s_per_gpu"}
+    read_at = {(t.chip, t.workload): t for t in throughput_at_targets(scenario.catalog)}
     used = {(r.chip, r.workload) for s in plan.sites for r in s.racks if r.purpose == "inference"}
     assert used
-    for key in used:
-        assert bases[key]["basis"] in {"source", "derived"}, (key, bases[key]["reference"])
+    for chip, w in used:
+        t = read_at[chip, w]
+        users = [u for u, _ in t.points]
+        if t.target_tok_s_per_user is None or not users:
+            rested = [None]
+        elif t.target_tok_s_per_user in users or t.target_tok_s_per_user < users[0]:
+            rested = [t.target_tok_s_per_user if t.target_tok_s_per_user in users else users[0]]
+        else:
+            rested = [u for u0, u1 in zip(users, users[1:]) if u0 < t.target_tok_s_per_user < u1 for u in (u0, u1)]
+        for u in rested:
+            row = bases[throughput_id(chip, w, u)]
+            assert row["basis"] in {"source", "derived"}, (chip, w, u, row["reference"])

@@ -198,7 +198,7 @@ def test_without_pango_the_report_writes_its_html_names_the_library_and_exits_8(
     result = runner.invoke(app, ["report", str(small_plan), "--out", str(tmp_path / "out")])
     assert result.exit_code == ExitCode.MISSING_LIBRARY == 8, result.output
     assert sorted(p.name for p in (tmp_path / "out").iterdir() if not p.name.startswith(".")) == ["report.html"]
-    assert "report.html" in result.stdout
+    assert "report.html" in result.stdout.replace("\n", "")  # a long temporary path folds at 80 columns
     error = result.stderr.strip().splitlines()
     assert error == [f"PDF not written: the system library libpango-1.0-0 (WeasyPrint draws its text with it) is missing. "
                      f"Fix: {APT_INSTALL}"], result.stderr
