@@ -563,7 +563,12 @@ def _budgets_lowered(h: highspy.Highs, lm: LinearModel, lowered: dict[int, float
     row_lower, row_upper = lm.row_bounds()
     for row, amount in lowered.items():
         h.changeRowBounds(row, row_lower[row], row_upper[row] - amount)
-    with _restoring(lambda: [h.changeRowBounds(row, row_lower[row], row_upper[row]) for row in lowered]):
+
+    def restore() -> None:
+        for row in lowered:
+            h.changeRowBounds(row, row_lower[row], row_upper[row])
+
+    with _restoring(restore):
         yield
 
 
@@ -636,7 +641,7 @@ def rounded_lp_start(h: highspy.Highs, lm: LinearModel, ix: IndexSets, time_limi
                     break
                 point = again[0]
                 keep = _sites_to_keep(point, lm, ix)
-            col_value, rounded_value, keep, closed = _round_once(h, lm, ix, point, lp_bound, keep, deadline, lazy)
+            col_value, rounded_value, keep, closed = _round_once(h, lm, ix, point, keep, deadline, lazy)
         over = _over_budgets(lm, rounded_value) if col_value is None and rounded_value is not None else {}
         if not over or time.perf_counter() >= deadline:
             break
@@ -678,8 +683,8 @@ def rounded_lp_start(h: highspy.Highs, lm: LinearModel, ix: IndexSets, time_limi
     return how, col_value
 
 
-def _round_once(h: highspy.Highs, lm: LinearModel, ix: IndexSets, first: np.ndarray, lp_bound: float, keep: set[str],
-                deadline: float, lazy) -> tuple[np.ndarray | None, np.ndarray | None, set[str], list[int]]:
+def _round_once(h: highspy.Highs, lm: LinearModel, ix: IndexSets, first: np.ndarray, keep: set[str], deadline: float,
+                lazy) -> tuple[np.ndarray | None, np.ndarray | None, set[str], list[int]]:
     """Steps 0-4 once: the LP over the kept sites (with headroom), rounded, completed, or dived
     on its placements. Returns (the plan or None, the rounded point before completion or None,
     the sites kept, the open columns closed)."""
@@ -691,10 +696,10 @@ def _round_once(h: highspy.Highs, lm: LinearModel, ix: IndexSets, first: np.ndar
             # No LP over the kept sites: with N-1 the spare that re-serves a lost site sits at sites
             # the LP opens only a little (200 x 1,000: 10 sites open at half or more, 13 at all; the
             # LP over the 10 is infeasible, and rounding the whole LP's point broke a site's limits).
-            keep |= {s for s in ix.sites if first[lm.col("open", s)] > OPEN_AT_ALL}
+            keep = keep | {s for s in ix.sites if first[lm.col("open", s)] > OPEN_AT_ALL}
             closed = [lm.col("open", s) for s in ix.sites if s not in keep]
             second = solve_relaxation(h, integer_cols, closed, deadline, lazy)
-        second = (second or (first, lp_bound))[0]
+        second = second[0] if second is not None else first
     col_value = _with_values(second, round_within_limits(second, lm, ix))
     rounded_value = col_value
     if col_value is not None and not lm.is_feasible(col_value):
