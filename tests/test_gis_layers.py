@@ -4,7 +4,6 @@ QGIS layer styles and the record of the plan it came from."""
 
 from __future__ import annotations
 
-import copy
 from importlib import resources
 from types import SimpleNamespace
 import sqlite3
@@ -14,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pyogrio
 import pytest
-from helpers import TINY_CATALOG, make_scenario, region, site
+from helpers import catalog_with_class, make_scenario, region, site
 from pyproj import Geod
 from shapely.geometry import LineString, MultiLineString
 
@@ -30,11 +29,7 @@ LAYERS = ("sites", "regions", "assignments")
 
 
 def _two_class_catalog():
-    catalog = copy.deepcopy(TINY_CATALOG)
-    catalog["workloads"].append({"id": "reasoning", "name": "Reasoning", "load_factor": 0.4})
-    catalog["throughput"] += [{"chip": "server", "workload": "reasoning", "tok_s_per_gpu": 20},
-                              {"chip": "trainer", "workload": "reasoning", "tok_s_per_gpu": 40}]
-    return catalog
+    return catalog_with_class("reasoning", "Reasoning", 0.4, 20, 40)
 
 
 @pytest.fixture(scope="module")

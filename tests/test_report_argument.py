@@ -27,7 +27,6 @@ from helpers import job, make_scenario, region, site
 from dcplace.optimizer.solving.pipeline import solve_to_folder
 from dcplace.reports import load_plan_layers, save_report
 from dcplace.reports.report import SMALL_SITE_FLAG, report_content
-from dcplace.reports.style import money
 
 if shutil.which("pdftotext") is None or shutil.which("pdfinfo") is None:
     if os.environ.get("DCPLACE_REQUIRE_SYSTEM_TOOLS") == "1":
@@ -206,15 +205,9 @@ def test_headings_are_never_alone_at_a_page_foot(default_report):
 
 
 def _two_class_catalog():
-    import copy
+    from helpers import catalog_with_class
 
-    from helpers import TINY_CATALOG
-
-    cat = copy.deepcopy(TINY_CATALOG)
-    cat["workloads"].append({"id": "bulk", "name": "Bulk batch", "load_factor": 0.5})
-    cat["throughput"] += [{"chip": "server", "workload": "bulk", "tok_s_per_gpu": 50},
-                          {"chip": "trainer", "workload": "bulk", "tok_s_per_gpu": 100}]
-    return cat
+    return catalog_with_class("bulk", "Bulk batch", 0.5, 50, 100)
 
 
 @pytest.fixture(scope="module")
