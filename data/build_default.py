@@ -586,9 +586,13 @@ BASE_YEAR = 2026
 DUBLIN_CRU_THRESHOLD_MVA = 10
 # Montreal: "Due to government restrictions on new power procurement, no new data center development
 # was started in Quebec in 2024" (CBRE H2 2024); no end date is published, so Montreal has no new
-# power in any period of the default (forbidden throughout); its limit is the fill of its tier, for
-# a user who quotes an allocation of their own (`dcplace data quotes`).
+# power in any period of the default (forbidden throughout). What an entrant could still lease there
+# is existing space, "limited to 2 MW at any given facility" (same page): that is its limit, for a
+# user who quotes an allocation of their own (`dcplace data quotes`); the range's top is a tenth of the
+# only published size of the market (JLL H1 2017, 131 MW).
 POWER_BARRED = {"dublin": 2028, "montreal": None}
+MONTREAL_BLOCK = ("Montreal", "2024-H2", "largest contiguous block for lease")
+MONTREAL_SIZE = ("Montreal", "2017-H1", "inventory")
 CONTINENT_GROUPS = ("NA", "EU", "APAC", "LATAM", "MEA")
 
 
@@ -836,17 +840,28 @@ def power_limits(tiers: dict[str, int]) -> dict[str, Cell]:
                       f"(reference/energization.csv notes: Arthur Cox 2025-12-16, DLA Piper 2026-01-07), so a grid-only entrant "
                       f"stays below {DUBLIN_CRU_THRESHOLD_MVA} MVA, taken as {DUBLIN_CRU_THRESHOLD_MVA} MW at power factor 1; "
                       "range 0 (EirGrid may keep connections closed) to the threshold", 0, DUBLIN_CRU_THRESHOLD_MVA)
+    out["montreal"] = montreal_power_limit(rows, share)
     fills = power_fills(sized, tiers)
     for sid, tier in tiers.items():
         if sid in out:
             continue
         value, low, high, why = fills[tier]
-        if sid == "montreal":
-            r = search_row("montreal", "moratorium", "2024-H2")
-            why += (f"; Quebec: {_search_ref(r)}: no new power for an entrant, so Montreal is a forbidden site of the "
-                    "default in every period (no end date published); this fill applies only if a user quotes an allocation")
         out[sid] = R(value, why, low, high)
     return out
+
+
+def montreal_power_limit(rows: dict, share: float) -> Cell:
+    """Quebec grants no new power to an entrant (CBRE H2 2024), so Montreal's limit is the largest
+    block of existing space one facility leases (2 MW, the same page); range: that block to a tenth
+    of the market's only published size (JLL H1 2017). The site stays forbidden in the default."""
+    block, size = rows[MONTREAL_BLOCK], rows[MONTREAL_SIZE]
+    ban = search_row("montreal", "moratorium", "2024-H2")
+    block_mw, high = round(float(block["value"])), round(float(size["value"]) * share)
+    return D(block_mw, f"{MONTREAL_BLOCK[2]} {block_mw:g} MW ({MONTREAL_BLOCK[1]}, {block['source']}); Quebec: {_search_ref(ban)}: "
+                       "no new power for an entrant, so Montreal is a forbidden site of the default in every period (no end "
+                       "date published) and this limit applies only if a user quotes an allocation; range "
+                       f"{block_mw:g}-{high} MW: the block to {share:g} x the market's {size['value']} MW {MONTREAL_SIZE[2]} "
+                       f"({MONTREAL_SIZE[1]}, {size['source']}; stale, the only published size)", block_mw, high)
 
 
 def power_fills(sized: dict[str, int], tiers: dict[str, int]) -> dict[int, tuple[int, int, int, str]]:

@@ -175,7 +175,14 @@ def test_power_limits_come_from_published_market_size_where_it_exists():
     assert {"ashburn", "dallas", "phoenix", "chicago", "london", "frankfurt", "amsterdam", "paris", "singapore",
             "atlanta", "secaucus", "toronto", "sao-paulo", "tokyo", "sydney", "mumbai", "johor", "manila",
             "auckland", "dublin", "santa-clara", "seoul", "madrid", "oslo", "queretaro"} <= derived
-    assert len(rows) - len(derived) == 44 <= 46  # the tier fill: markets without a published size (Montreal among them)
+    assert len(rows) - len(derived) == 43 <= 46  # the tier fill: markets without a published size
     # Singapore's derived tenth (98 MW) is capped by the DC-CFA's 60 MW per application.
     assert "DC-CFA" in rows["singapore"]["reference"]
     assert "no new grid connection before 2028" in rows["dublin"]["reference"] and "Quebec" in rows["montreal"]["reference"]
+    # Montreal: no new power (Quebec), so what an entrant can lease: the largest block one facility offers.
+    assert rows["montreal"]["basis"] == "derived" and "limited to 2 MW" not in rows["montreal"]["reference"]
+    block = next(r for r in read(DATA / "reference" / "market_power.csv")
+                 if r["market"] == "Montreal" and r["metric"] == "largest contiguous block for lease")
+    size = next(r for r in read(DATA / "reference" / "market_power.csv") if r["market"] == "Montreal" and r["metric"] == "inventory")
+    assert "limited to 2 MW at any given facility" in block["notes"]
+    assert (float(rows["montreal"]["low"]), float(rows["montreal"]["high"])) == (float(block["value"]), round(0.1 * float(size["value"])))

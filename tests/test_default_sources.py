@@ -78,6 +78,8 @@ def test_each_power_limit_recomputes_from_its_source_row(build, sites, prov):
     for sid, (field, year) in build.SEARCH_COUNTRY_ROWS.items():
         expected[sid] = round(float(search(sid, field, year)["value"]) * share)  # a tenth of the country: an upper bound
     expected["dublin"] = 10  # below CRU/2025236's 10 MVA threshold once connections resume (2028)
+    # Montreal: no new power in Quebec; the largest block one facility leases (CBRE H2 2024)
+    expected["montreal"] = market_power[("Montreal", "2024-H2", "largest contiguous block for lease")]
     tiers = {m[0]: m[5] for m in build.MARKETS}
     cap = math.inf
     for tier in sorted(set(tiers.values())):
@@ -95,7 +97,7 @@ def test_each_power_limit_recomputes_from_its_source_row(build, sites, prov):
     # the contradictions issue 48 lists are gone
     limits = {sid: float(r["power_limit_mw"]) for sid, r in sites.items()}
     assert limits["santa-clara"] == 46 and limits["madrid"] == 11 and limits["oslo"] == 7 and limits["seoul"] == 65
-    assert limits["chicago"] == 116 and limits["queretaro"] == 20
+    assert limits["chicago"] == 116 and limits["queretaro"] == 20 and limits["montreal"] == 2
 
 
 def test_a_fill_never_gives_an_unsourced_market_more_than_a_larger_sourced_one(build, sites, prov):
