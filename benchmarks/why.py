@@ -8,9 +8,11 @@ Solves the embedded default (gap 0.005, as `dcplace solve`), then runs, timing e
 per-workload economics (reports/economics.py) and the status sentence (reports/summary.py), the prices of the limits
 (optimizer/studies/duals.py), the worth of every open site and of 5 closed candidates
 (optimizer/studies/worth.py, batch engine), k near-optimal alternatives within 2 %
-(optimizer/studies/alternatives.py) and a robustness run of n samples
-(optimizer/studies/robustness.py, batch engine); then writes the executive report with the
-new sections. Replaces the "why" section of benchmarks/RESULTS.md with what it measured.
+(optimizer/studies/alternatives.py) and a robustness run of n samples with the robust plan
+(optimizer/studies/robustness.py and robust_plan.py, batch engine: what `dcplace why robustness
+--robust-plan` runs), whose labels it lists and whose robust plan folder it re-checks with the
+independent checker; then writes the executive report with the new sections. Replaces the "why"
+section of benchmarks/RESULTS.md with what it measured.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from dcplace.models import load_scenario  # noqa: E402
 from dcplace.models.versions import versions_line  # noqa: E402
 from dcplace.optimizer.solving.pipeline import solve_to_folder  # noqa: E402
 from dcplace.optimizer.solving.solve import SolveOptions  # noqa: E402
+from dcplace.optimizer.checker.plan import check_plan_folder  # noqa: E402
 from dcplace.optimizer.studies.alternatives import near_optimal_alternatives  # noqa: E402
 from dcplace.optimizer.studies.duals import prices_of_plan  # noqa: E402
 from dcplace.optimizer.studies.robustness import robustness  # noqa: E402
@@ -74,8 +77,9 @@ def main() -> None:
     alts = near_optimal_alternatives(folder, k=args.k, slack=0.02, time_limit_s=args.alt_time_limit)
     t["alternatives"] = time.perf_counter() - started
     started = time.perf_counter()
-    robust = robustness(folder, samples=args.samples, workers=args.workers)
+    robust = robustness(folder, samples=args.samples, workers=args.workers, robust_plan=True)
     t["robustness"] = time.perf_counter() - started
+    robust_check = check_plan_folder(robust.robust_plan["folder"])
     started = time.perf_counter()
     layers = load_plan_layers(folder)
     save_why_figures(layers)
@@ -102,7 +106,8 @@ def main() -> None:
         f"| prices of the limits (plan LP, {len(prices.prices)} limits, latency finite differences) | {t['prices']:.1f} | 1 |",
         f"| site worth: {len(worth.open_sites())} open sites + {len(worth.candidates())} closed candidates | {t['worth']:.1f} | {args.workers} |",
         f"| {len(alts.alternatives)} near-optimal alternatives within 2 % ({args.alt_time_limit:g} s search each) | {t['alternatives']:.1f} | 1 |",
-        f"| robustness: {len(robust.samples)} samples | {t['robustness']:.1f} | {args.workers} |",
+        f"| robustness: {len(robust.samples)} samples, labels and the robust plan (`dcplace why robustness --robust-plan`) "
+        f"| {t['robustness']:.1f} | {args.workers} |",
         f"| report with the new sections ({', '.join(p.name for p in paths)}) | {t['report']:.1f} | 1 |",
         "",
         "Per workload (fully loaded: site and zone fixed costs split by IT kW; the uses add up to the plan's cost):",
@@ -143,9 +148,29 @@ def main() -> None:
               + (f"regret median {money(q['p50'])}, p90 {money(q['p90'])}, worst {money(q['max'])}; " if q else "")
               + "flips: " + (", ".join(f"{names.get(s, s)} {r:.0%}" for s, r in rates[:8]) or "none")
               + ". Tornado (least cost, low to high): " + "; ".join(f"{b.label} {money(b.cost_swing_usd_per_year)}" for b in bars[:5]) + "."]
+    lines += robust_lines(robust, robust_check, t["robustness"])
     body = "\n".join(lines)
     print(body)
     replace_section(args.out, "why", body)
+
+
+def robust_lines(robust, check, seconds: float) -> list[str]:
+    """The labels of every open site and training placement, and the robust plan with its premium."""
+    labels = robust.labels
+    fragile = [lab for lab in labels if not lab.robust]
+    rp = robust.robust_plan
+    out = ["", f"Labels ({seconds / 60:.1f} min for {len(robust.samples)} samples on {robust.workers} workers; issue 48 asks under "
+           f"10 min): {len(labels) - len(fragile)} of {len(labels)} decisions `robust`, {len(fragile)} `depends on ...`:", "",
+           "| decision | the plan's | holds in | label |", "| --- | --- | ---: | --- |"]
+    for lab in sorted(labels, key=lambda x: (x.robust, x.kind, x.name)):
+        out.append(f"| {lab.kind} {lab.name} | {lab.decision} | {lab.holds} of {lab.samples} | {lab.label} |")
+    out += ["", f"Robust plan (least worst-case cost among {len(rp['candidates'])} candidate plans, {rp['method']}): candidate "
+            f"`{rp['chosen']}`, {money(rp['nominal_usd_per_year'])}/yr at the nominal inputs, a premium of "
+            f"{money(rp['premium_usd_per_year'])}/yr over the recommended plan; worst case over the samples "
+            f"{money(rp['worst_usd_per_year'])} against the recommended plan's {money(rp['plan_worst_usd_per_year'])}; "
+            f"independent checker on its folder: {'pass' if check.ok else 'FAIL: ' + '; '.join(map(str, check.violations[:3]))} "
+            f"({len(check.checked)} checks)."]
+    return out
 
 
 if __name__ == "__main__":
