@@ -380,7 +380,7 @@ def test_the_periods_sum_bound_holds_on_a_synthetic_world(tmp_path, few_candidat
 
     scenario = synthetic_scenario(2, n_sites=12, n_regions=60, n_jobs=1, box_deg=(25.0, 45.0))
     scenario = scenario.model_copy(update={"periods": load_scenario("years").periods})
-    options = dict(mip_gap=0.002, time_limit_s=120, threads=1)
+    options = dict(mip_gap=0.01, time_limit_s=120, threads=1)  # the bounds below hold at any gap: 1 % keeps it quick
     full, _ = solve_periods(scenario, SolveOptions(**options))
     _, _, candidates = period_indexes(scenario, SolveOptions(max_full_pairs=0))
     priced, _, report = solve_schedule_to_folder(scenario, tmp_path / "priced", SolveOptions(**options, max_full_pairs=0))
