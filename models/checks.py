@@ -18,7 +18,6 @@ fix); they never block solving, and `dcplace validate` / `dcplace solve` print t
 from __future__ import annotations
 
 import functools
-import math
 from importlib import resources
 from pathlib import Path
 

@@ -55,7 +55,6 @@ def _in_period(job, year: int) -> bool:
 def period_scenario(scenario: Scenario, period: Period) -> Scenario:
     """The single-year scenario of `period` (module docstring); raises ScenarioError when the
     period cannot hold the scenario's policies (a forced site without power, a job with no chip)."""
-    label = scenario.files.get("scenario") or scenario.name
     problems: list[InputProblem] = []
     unpowered = {s.id for s in scenario.sites if site_power_kw(s, period.year, period.power_limit_factor) <= 0}
     if unpowered and unpowered >= {s.id for s in scenario.sites}:

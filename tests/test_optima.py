@@ -498,10 +498,10 @@ def test_step_6_runs_outside_the_gap_and_an_abandoned_run_keeps_the_cheaper_plan
     from dcplace.optimizer.solvers import warmstart
     from dcplace.optimizer.solvers.highs_model import HighsAbandoned, to_highs
 
-    from dcplace.optimizer.model.formulation import OPTIMALITY_ROWS, build_model
+    from dcplace.optimizer.model.formulation import build_model
 
     ix, _ = _two_sites_for_racks(tmp_path, chat_tok_s=1200)
-    lm = build_model(ix, without=OPTIMALITY_ROWS)  # so that a plan with a rack more than the town needs is a plan
+    lm = build_model(ix, cheapest=False)  # so that a plan with a rack more than the town needs is a plan
     given = []
     rack_rens = warmstart._rack_rens
     monkeypatch.setattr(warmstart, "_rack_rens", lambda h, lm_, plan, *rest: given.append(plan.copy()) or rack_rens(h, lm_, plan, *rest))

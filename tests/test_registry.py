@@ -27,7 +27,7 @@ from dcplace.optimizer import SolveOptions, solve
 from dcplace.optimizer.checker import PlanChecker
 from dcplace.optimizer.checker import ScheduleChecker
 from dcplace.optimizer.model import formulation
-from dcplace.optimizer.model.families import BOUNDS, REGISTRY, ROWS, family, render_markdown
+from dcplace.optimizer.model.families import BOUNDS, REGISTRY, ROWS, family, flagged, render_markdown
 from dcplace.optimizer.model.failover import spread_rows
 from dcplace.optimizer.model.index import build_index
 
@@ -189,11 +189,11 @@ TIGHTENING = {  # implied in the MIP by the families named; kept for the LP boun
     "zone_needs_open": (with_job, ("density_needs_zone", "site_power")),
     "place_needs_zone": (with_job, ("training_capacity", "density_needs_zone")),
     "failover_aggregate": (lambda p: two_backups(p), ("failover_reserve", "failover_capacity")),
-    # holds for every secure plan with whole opens (OPTIMALITY_ROWS: a plan judged as it is, the diagnosis, periods)
+    # holds for every secure plan with whole opens (built without it by build_model(ix, cheapest=False): a plan judged as it is, the diagnosis, periods)
     "failover_open_spread": (lambda p: two_backups(p), ("failover_aggregate", "failover_reserve", "failover_capacity")),
-    # a cheapest plan closes a site it puts no rack in (optimizer.model.formulation.OPTIMALITY_ROWS)
+    # a cheapest plan closes a site it puts no rack in (optimality=True: left out by build_model(ix, cheapest=False))
     "open_site_has_zone": (with_job, ("density_needs_zone", "inference_capacity", "training_capacity")),
-    # a cheapest plan builds no rack beyond the load a site can reach (OPTIMALITY_ROWS)
+    # a cheapest plan builds no rack beyond the load a site can reach (optimality=True)
     "zone_racks_within_reach": (lambda p: dense_inference(p), ("density_needs_zone", "inference_capacity")),
 }
 
@@ -395,7 +395,7 @@ def test_open_site_has_zone_spares_a_site_the_policies_open_idle(policies, tmp_p
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-@pytest.mark.parametrize("row", formulation.OPTIMALITY_ROWS)
+@pytest.mark.parametrize("row", flagged("optimality"))
 def test_optimality_rows_keep_every_cases_optimum(row, name, tmp_path, monkeypatch):
     """These rows are no law of the model: on every family's case (N-1, standby, the clock's backfill and rentals,
     single-purpose sites, self-build, the policies) the optimum with the row is the optimum without it."""
@@ -461,10 +461,11 @@ def test_formulation_doc_is_current():
     assert DOC.read_text() == render_markdown(), "docs/formulation.md is stale: regenerate it (see its first lines)"
 
 
-def test_family_lists_come_from_the_registry():
+def test_family_lists_come_from_the_registry(tmp_path):
     """The lists of family names that used to be kept by hand (pairs.PRICED_FAMILIES, lazy_rows.N1_FAMILIES,
-    formulation.OPTIMALITY_ROWS) are the registry's flags now: the same names, every one registered."""
-    from dcplace.optimizer.model.families import flagged
+    formulation.OPTIMALITY_ROWS) are the registry's flags now: the same names, every one registered; build_model(ix,
+    cheapest=False) leaves out exactly the optimality ones."""
+
 
     old = {"priced": {"demand_met", "share_needs_open", "inference_capacity", "hourly_serving", "busy_serves_load",
                       "busy_energy_split"},
@@ -473,6 +474,10 @@ def test_family_lists_come_from_the_registry():
     for flag, names in old.items():
         assert set(flagged(flag)) == names, flag
         assert names <= set(REGISTRY), flag
-    assert formulation.OPTIMALITY_ROWS == flagged("optimality")
+    assert not hasattr(formulation, "OPTIMALITY_ROWS")
+    ix = build_index(load_scenario(TIGHTENING["failover_open_spread"][0](tmp_path / "in")))
+    everything, judged = formulation.build_model(ix), formulation.build_model(ix, cheapest=False)
+    left_out = set(everything.families) - set(judged.families)
+    assert left_out == set(flagged("optimality")) & set(everything.families) and "failover_open_spread" in left_out
     with pytest.raises(ValueError):
         flagged("cheap")

@@ -181,7 +181,7 @@ def test_robust_plan_is_the_min_max_candidate_by_brute_force(tmp_path):
     from dcplace.models.plan import read_plan
     from dcplace.models.synthetic import synthetic_scenario
     from dcplace.optimizer.checker import check_plan_folder
-    from dcplace.optimizer.model.formulation import OPTIMALITY_ROWS, build_model
+    from dcplace.optimizer.model.formulation import build_model
     from dcplace.optimizer.model.index import PruningRules
     from dcplace.optimizer.solving.precheck import checked_index
     from dcplace.optimizer.studies.batch import start_columns
@@ -206,7 +206,7 @@ def test_robust_plan_is_the_min_max_candidate_by_brute_force(tmp_path):
         for i in range(6):
             member = load_member(str(tmp_path / "plan" / "inputs" / "scenario.yaml"), Member(f"sample-{i:03d}", _overrides(groups, factors[i])))
             ix = checked_index(member, 60_000, PruningRules.none())
-            lm = build_model(ix, without=OPTIMALITY_ROWS)
+            lm = build_model(ix, cheapest=False)
             x = fixed_first_stage(lm, start_columns(plan, lm, ix))  # an LP re-solve of the serving, not the re-costing
             costs.append(np.inf if x is None else float(lm.objective() @ x))
         assert cand["costs_usd_per_year"] == pytest.approx(costs, rel=1e-7)

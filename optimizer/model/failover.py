@@ -247,7 +247,7 @@ def spread_rows(ix: IndexSets) -> list[tuple[str, str, float, tuple[str, ...]]]:
 
 @family(optimality=True, checker="check_failover", section="resilience", not_relaxed="holds for every N-1-secure plan with whole "
         "sites (an open site's loss row, and for a closed one the loss of the busiest site of F); it only tightens the LP "
-        "relaxation, and a multi-period or elastic model is built without it (OPTIMALITY_ROWS)")
+        "relaxation, and a multi-period or elastic model is built without it (build_model(..., cheapest=False))")
 def failover_open_spread(lm: LinearModel, ix: IndexSets) -> None:
     """sum_{r in R(f)} share[r,w,f] * demand[r,w] + lo[f,w] * (1 - open[f]) - sum_{s in N} spare[s,w] <= (1 - a[w]) * sum_{r in R(f)} demand[r,w]
     for every site f and survivable w with lo[f,w] > 0 (spread_rows: F a set of sites holding f, R_F the regions

@@ -16,7 +16,7 @@ of family names: `priced=True` (a share column may enter its rows and pricing's 
 costs stay exact, optimizer.solvers.pairs), `n1=True` (N-1's aggregate and cut rows, which
 make lazy rows not worth holding on small models, optimizer.solvers.lazy_rows) and
 `optimality=True` (holds for some cheapest plan, not for every plan: a model whose plan is
-not free to be a cheapest one is built without it, formulation.OPTIMALITY_ROWS).
+not free to be a cheapest one is built without it: `build_model(ix, cheapest=False)`).
 
     @family(checker="check_power_and_space", relax=Relax(...))
     def site_power(lm, ix): '''sum racks * kw * PUE - power_limit_kw[s] * open[s] <= 0'''
@@ -74,7 +74,7 @@ class Family:
     lp_lazy_group: Callable[[Any], Any] | None = None  # row key -> group: a broken row puts back its whole group
     priced: bool = False  # share columns may enter its rows and pricing stays exact (pairs.ServingRows)
     n1: bool = False  # N-1's aggregate and cut rows (lazy_rows.lazy_rows)
-    optimality: bool = False  # holds for some cheapest plan, not every plan (formulation.OPTIMALITY_ROWS)
+    optimality: bool = False  # holds for some cheapest plan, not every plan (left out by build_model(ix, cheapest=False))
 
 
 REGISTRY: dict[str, Family] = {}

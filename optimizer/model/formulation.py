@@ -217,7 +217,7 @@ def open_site_has_zone(lm: LinearModel, ix: IndexSets) -> None:
     free; with the row, every open site pays at least one zone. The exceptions are where
     an idle open site can be asked for: a forced site, min_sites, and multi-period plans,
     whose halls are built ahead; those, and studies that hold a given plan's decisions fixed,
-    build without it (OPTIMALITY_ROWS).
+    build without it (`build_model(ix, cheapest=False)`).
     """
     if ix.scenario.policies.min_sites > 0:
         return
@@ -540,22 +540,22 @@ import dcplace.optimizer.model.periods  # noqa: E402,F401 - registers the famili
 FAMILIES = tuple(f.builder for f in REGISTRY.values() if f.section != "periods")  # build_model's families, in build order
 
 
-# families that hold for some cheapest plan of one period, not for every plan (open_site_has_zone,
-# zone_racks_within_reach), or only for plans that serve all demand from whole sites and survive every loss
-# (failover_open_spread): a model whose plan is not free to be a cheapest one (a multi-period model, a plan's
-# decisions held fixed or judged as they are, near-optimal alternatives, the elastic diagnosis, whose
-# objective is the moves and whose demand may go unserved) is built without them
-OPTIMALITY_ROWS = flagged("optimality")  # registered optimality=True; every family is registered above
-
-
-def build_model(ix: IndexSets, without: tuple[str, ...] | frozenset = ()) -> LinearModel:
+def build_model(ix: IndexSets, without: tuple[str, ...] | frozenset = (), cheapest: bool = True) -> LinearModel:
     """The full MIP over the sparse index sets of `ix`: every registered family, in order.
-    `without` leaves families out by name (tests/test_registry.py shows what each one holds)."""
+    `without` leaves families out by name (tests/test_registry.py shows what each one holds).
+
+    `cheapest=False` builds a model whose plan is not free to be a cheapest one (a multi-period
+    model, a plan's decisions held fixed or judged as they are, near-optimal alternatives, the
+    elastic diagnosis, whose objective is the moves and whose demand may go unserved): without
+    the families registered `optimality=True`, which hold for some cheapest plan of one period,
+    not for every plan (open_site_has_zone, zone_racks_within_reach), or only for plans that
+    serve all demand from whole sites and survive every loss (failover_open_spread). A scenario
+    with today's footprint held fixed is built so always."""
     unknown = set(without) - set(REGISTRY)
     if unknown:
         raise KeyError(f"no constraint family named {sorted(unknown)}; registered: {', '.join(REGISTRY)}")
-    if ix.scenario.footprint:  # today's footprint held fixed is not free to be a cheapest plan
-        without = (*without, *OPTIMALITY_ROWS)
+    if not cheapest or ix.scenario.footprint:
+        without = (*without, *flagged("optimality"))
     lm = LinearModel(ix.scenario.name)
     lm.cost_categories = COST_CATEGORIES
     add_variables(lm, ix)
@@ -566,4 +566,4 @@ def build_model(ix: IndexSets, without: tuple[str, ...] | frozenset = ()) -> Lin
     return lm
 
 
-__all__ = ["build_model", "FAMILIES", "OPTIMALITY_ROWS", "reach_limits"]
+__all__ = ["build_model", "FAMILIES", "reach_limits"]

@@ -32,7 +32,7 @@ import math
 import time
 
 from dcplace.optimizer.model.families import relaxable
-from dcplace.optimizer.model.formulation import OPTIMALITY_ROWS, build_model
+from dcplace.optimizer.model.formulation import build_model
 from dcplace.optimizer.model.index import IndexSets
 from dcplace.optimizer.model.linear import LinearModel
 from dcplace.optimizer.solvers.highs_model import HighsAbandoned
@@ -59,7 +59,7 @@ def elastic_model(ix: IndexSets, only: set | None = None) -> tuple[LinearModel, 
     # elastic mode those limits may move, so the bounds widen to what any slack could need
     roomy = max((site.floor_racks for site in ix.sites.values()), default=0) * 10 + 1000
     # the objective is the moves, not cost: a row that only holds for a cheapest plan tightens nothing here
-    lm = build_model(dataclasses.replace(ix, rack_limit={key: roomy for key in ix.rack_limit}), without=OPTIMALITY_ROWS)
+    lm = build_model(dataclasses.replace(ix, rack_limit={key: roomy for key in ix.rack_limit}), cheapest=False)
     lower, upper = lm.row_bounds()
     chosen = []
     for family, relax in relaxable().items():

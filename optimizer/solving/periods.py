@@ -27,7 +27,7 @@ from dcplace.models.errors import InputProblem
 from dcplace.models.periods import period_scenarios
 from dcplace.models.plan import HAS_PLAN, Plan, SolveRecord
 from dcplace.models.schedule import BuildLine, HallLine, PeriodLine, Schedule
-from dcplace.optimizer.model.formulation import OPTIMALITY_ROWS, build_model
+from dcplace.optimizer.model.formulation import build_model
 from dcplace.optimizer.model.index import IndexSets
 from dcplace.optimizer.model.linear import LinearModel
 from dcplace.optimizer.model.periods import (CAPEX_CATEGORIES, PeriodModel, annuities, build_period_sets, build_periods_model,
@@ -94,7 +94,7 @@ def solve_periods(scenario: Scenario, options: SolveOptions | None = None, progr
 
         def build(ixs):
             ps = build_period_sets(tuple(periods), singles, ixs, scenario.economics.discount_rate)
-            return build_periods_model(ps, lambda ix: build_model(ix, without=OPTIMALITY_ROWS), without)
+            return build_periods_model(ps, lambda ix: build_model(ix, cheapest=False), without)
 
         priced = None
         if any(len(ix.serve) < ix.eligible_pairs() for ix in ixs):

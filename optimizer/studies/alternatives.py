@@ -39,7 +39,7 @@ import numpy as np
 
 from dcplace.models.plan import Plan, SolveRecord, write_plan_folder
 from dcplace.optimizer.checker import check_plan_folder
-from dcplace.optimizer.model.formulation import OPTIMALITY_ROWS, build_model
+from dcplace.optimizer.model.formulation import build_model
 from dcplace.optimizer.solvers.highs_model import HighsAbandoned
 from dcplace.optimizer.solvers.lp import LpSession
 from dcplace.optimizer.solving.extract import extract
@@ -119,7 +119,7 @@ def near_optimal_alternatives(plan_folder: str | Path, k: int = DEFAULT_K, slack
                                    if key in plan.solve.options}, time_limit_s=time_limit_s, threads=threads)
     build_started = time.perf_counter()
     ix = checked_index(scenario, base_options.max_full_pairs)
-    lm = build_model(ix, without=OPTIMALITY_ROWS)  # its objective is diversity under a cost cap, not cost: an idle site counts
+    lm = build_model(ix, cheapest=False)  # its objective is diversity under a cost cap, not cost: an idle site counts
     build_s = time.perf_counter() - build_started
     cost = lm.objective()
     base_cost = float(plan.objective_usd_per_year)

@@ -58,7 +58,7 @@ from dcplace.models.plan import HAS_PLAN, Plan, SolveRecord, read_plan, write_pl
 from dcplace.models.schedule import read_schedule, schedule_kpis
 from dcplace.models.sweep import Member, Sweep, load_member
 from dcplace.optimizer.checker import check_plan_folder
-from dcplace.optimizer.model.formulation import OPTIMALITY_ROWS, build_model
+from dcplace.optimizer.model.formulation import build_model
 from dcplace.optimizer.model.index import PruningRules
 from dcplace.optimizer.solving.extract import extract
 from dcplace.optimizer.solving.pipeline import PlanCheckFailed, solve_schedule_to_folder, solve_to_folder
@@ -312,7 +312,7 @@ def solve_from_starts(scenario, folder: Path, options: SolveOptions, starts: lis
     # a decision the solve's model leaves out for being unneeded can still be evaluated.
     eval_started = time.perf_counter()
     ix = checked_index(scenario, options.max_full_pairs, PruningRules.none())  # no bigger than the solve's own model
-    lm = build_model(ix, without=OPTIMALITY_ROWS)  # a start is judged by the scenario's limits, not by a cheapest plan's rows
+    lm = build_model(ix, cheapest=False)  # a start is judged by the scenario's limits, not by a cheapest plan's rows
     candidates = _feasible_starts(starts, lm, ix)
     if candidates and (solved is None or candidates[0][0] < solved.objective_usd_per_year * (1 - 1e-9) - 1e-6):
         cost, start_folder, x = candidates[0]

@@ -44,7 +44,7 @@ import numpy as np
 
 from dcplace.models import Scenario, ScenarioError
 from dcplace.models.plan import Plan
-from dcplace.optimizer.model.formulation import OPTIMALITY_ROWS, build_model
+from dcplace.optimizer.model.formulation import build_model
 from dcplace.optimizer.model.index import IndexSets
 from dcplace.optimizer.model.linear import INF, LinearModel
 from dcplace.optimizer.solvers.lp import LpResult, LpSession
@@ -110,7 +110,7 @@ class PlanLP:
 
     def __init__(self, scenario: Scenario, plan: Plan):
         self.ix: IndexSets = checked_index(scenario, EVERY_PAIR)
-        self.lm: LinearModel = build_model(self.ix, without=("density_needs_zone", *OPTIMALITY_ROWS))
+        self.lm: LinearModel = build_model(self.ix, without=("density_needs_zone",), cheapest=False)
         x = plan_binaries(plan, self.lm)
         if x is None:
             raise PlanLPError("the plan uses a decision the scenario's model has no variable for (a forbidden site, a pruned "

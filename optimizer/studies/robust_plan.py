@@ -45,7 +45,7 @@ import numpy as np
 from dcplace.models import Scenario
 from dcplace.models.plan import HAS_PLAN, Plan, SolveRecord, read_plan
 from dcplace.models.sweep import Member, load_member
-from dcplace.optimizer.model.formulation import OPTIMALITY_ROWS, build_model
+from dcplace.optimizer.model.formulation import build_model
 from dcplace.optimizer.model.index import PruningRules
 from dcplace.optimizer.solvers.lp import LpSession
 from dcplace.optimizer.solving.extract import extract
@@ -153,7 +153,7 @@ def _model(scenario: Scenario, max_full_pairs: int):
     """The scenario's full model (nothing pruned, as batch starts are judged: a candidate may use a
     decision the scenario's own solve would prune) without the cheapest-plan-only rows."""
     ix = checked_index(scenario, max_full_pairs, PruningRules.none())
-    return ix, build_model(ix, without=OPTIMALITY_ROWS)
+    return ix, build_model(ix, cheapest=False)
 
 
 def _cost(plan: Plan, lm, ix, exact: bool) -> tuple[float | None, np.ndarray | None]:
