@@ -137,10 +137,11 @@ def collect(process: subprocess.Popen, limit_s: float) -> dict:
         return {"objective": None, "bound": None, "status": f"failed: {type(exc).__name__}", "seconds": float("nan")}
 
 
-def compare(names: list[str], limit_s: float, together: bool = False) -> list[dict]:
+def compare(names: list[str], limit_s: float, together: bool = False, on_row=None) -> list[dict]:
     """Each instance: the bare pair side by side, then the engine; or (`together`) all three at
     once, so that each run sees the same load of a shared machine at the same moment (four
-    processes: each engine's share of the cores is the same, the engine's two racers included)."""
+    processes: each engine's share of the cores is the same, the engine's two racers included).
+    `on_row(rows)`, if given, hears the rows so far after each instance."""
     published = optima()
     rows = []
     for name in names:
@@ -156,6 +157,8 @@ def compare(names: list[str], limit_s: float, together: bool = False) -> list[di
         best_plan = min([r["objective"] for r in (highs, scip, engine) if r["objective"] is not None], default=None)
         rows.append({"instance": name, "published": reference, "best_plan": best_plan, "highs": highs, "scip": scip, "engine": engine})
         print(json.dumps(rows[-1]), flush=True)
+        if on_row is not None:
+            on_row(rows)
     return rows
 
 
@@ -214,15 +217,24 @@ def main() -> None:
     names = args.instances.split(",") if args.instances else [f"{k}_{c}" for k, caps in CAPACITIES.items() for c in caps]
     names += [f"gen-{k}-100x1000-{ratio}" for k, ratio in enumerate([1.5, 3, 5, 10][: args.generated])]
     started, load = datetime.now(timezone.utc), os.getloadavg()[0]
-    rows = compare(names, args.time_limit, args.together)
-    body = (f"## The race: engine against bare HiGHS and bare SCIP (benchmarks/race.py)\n\n"
-            f"Measured {started:%Y-%m-%d %H:%M} UTC on {platform.processor() or platform.machine()}, {os.cpu_count()} cores; "
-            f"{versions_line()}; load average when it started {load:.1f}, "
-            f"{'all three runs of an instance at once (--together)' if args.together else 'bare pair, then the engine'}."
-            f"\n\n{table(rows, args.time_limit)}\n")
-    if not args.no_write:
-        replace_section(RESULTS, SECTION, body)
-    print(body)
+
+    def body(rows: list[dict]) -> str:
+        unfinished = "" if len(rows) == len(names) else (
+            f" **{len(rows)} of the {len(names)} instances so far** (the section is rewritten after each instance: "
+            f"a run stopped early keeps what it finished; still to come: {', '.join(names[len(rows):])}).")
+        return (f"## The race: engine against bare HiGHS and bare SCIP (benchmarks/race.py)\n\n"
+                f"Measured {started:%Y-%m-%d %H:%M} UTC on {platform.processor() or platform.machine()}, {os.cpu_count()} cores; "
+                f"{versions_line()}; load average when it started {load:.1f}, "
+                f"{'all three runs of an instance at once (--together)' if args.together else 'bare pair, then the engine'}; "
+                f"`{' '.join(['python benchmarks/race.py', *sys.argv[1:]])}`.{unfinished}"
+                f"\n\n{table(rows, args.time_limit)}\n")
+
+    def write(rows: list[dict]) -> None:
+        if not args.no_write:
+            replace_section(RESULTS, SECTION, body(rows))
+
+    rows = compare(names, args.time_limit, args.together, on_row=write)
+    print(body(rows))
 
 
 if __name__ == "__main__":
