@@ -212,8 +212,10 @@ def main() -> None:
                         "(a shared, loaded machine: all three see the same load)")
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(run_one(args.one[0], args.one[1], float(args.one[2]))))
-        return
+        print(json.dumps(run_one(args.one[0], args.one[1], float(args.one[2]))), flush=True)
+        # as the CLI does (cli.main): a HiGHS run abandoned at its deadline would hold the interpreter's
+        # exit for up to 600 s (highs_model._quiet_abandoned_runs); the answer is out, the run is over
+        os._exit(0)
     names = args.instances.split(",") if args.instances else [f"{k}_{c}" for k, caps in CAPACITIES.items() for c in caps]
     names += [f"gen-{k}-100x1000-{ratio}" for k, ratio in enumerate([1.5, 3, 5, 10][: args.generated])]
     started, load = datetime.now(timezone.utc), os.getloadavg()[0]
