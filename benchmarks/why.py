@@ -30,9 +30,9 @@ from benchmarks.results import replace_section  # noqa: E402
 from benchmarks.run import _machine  # noqa: E402
 from dcplace.models import load_scenario  # noqa: E402
 from dcplace.models.versions import versions_line  # noqa: E402
+from dcplace.optimizer.checker.plan import check_plan_folder  # noqa: E402
 from dcplace.optimizer.solving.pipeline import solve_to_folder  # noqa: E402
 from dcplace.optimizer.solving.solve import SolveOptions  # noqa: E402
-from dcplace.optimizer.checker.plan import check_plan_folder  # noqa: E402
 from dcplace.optimizer.studies.alternatives import near_optimal_alternatives  # noqa: E402
 from dcplace.optimizer.studies.duals import prices_of_plan  # noqa: E402
 from dcplace.optimizer.studies.robustness import robustness  # noqa: E402

@@ -6,6 +6,7 @@ tests as arithmetic, not read back from the code under test.
 
 from __future__ import annotations
 
+import copy
 import csv
 from pathlib import Path
 from typing import Any
@@ -39,16 +40,14 @@ TINY_CATALOG: dict[str, list[dict[str, Any]]] = {
 }
 
 
-
 def catalog_with_class(workload: str, name: str, load_factor: float, server_tok_s: float, trainer_tok_s: float) -> dict:
     """TINY_CATALOG with one more inference class, served by both chips at the given tok/s per GPU."""
-    import copy
-
     catalog = copy.deepcopy(TINY_CATALOG)
     catalog["workloads"].append({"id": workload, "name": name, "load_factor": load_factor})
     catalog["throughput"] += [{"chip": "server", "workload": workload, "tok_s_per_gpu": server_tok_s},
                               {"chip": "trainer", "workload": workload, "tok_s_per_gpu": trainer_tok_s}]
     return catalog
+
 
 def site(id: str, lat: float, lon: float, **overrides: Any) -> dict[str, Any]:
     row = {

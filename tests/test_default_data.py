@@ -180,9 +180,8 @@ def test_power_limits_come_from_published_market_size_where_it_exists():
     assert "DC-CFA" in rows["singapore"]["reference"]
     assert "no new grid connection before 2028" in rows["dublin"]["reference"] and "Quebec" in rows["montreal"]["reference"]
     # Montreal: no new power (Quebec), so what an entrant can lease: the largest block one facility offers.
-    assert rows["montreal"]["basis"] == "derived" and "limited to 2 MW" not in rows["montreal"]["reference"]
-    block = next(r for r in read(DATA / "reference" / "market_power.csv")
-                 if r["market"] == "Montreal" and r["metric"] == "largest contiguous block for lease")
-    size = next(r for r in read(DATA / "reference" / "market_power.csv") if r["market"] == "Montreal" and r["metric"] == "inventory")
+    assert rows["montreal"]["basis"] == "derived" and "largest contiguous block for lease 2 MW" in rows["montreal"]["reference"]
+    montreal = {r["metric"]: r for r in read(DATA / "reference" / "market_power.csv") if r["market"] == "Montreal"}
+    block, size = montreal["largest contiguous block for lease"], montreal["inventory"]
     assert "limited to 2 MW at any given facility" in block["notes"]
     assert (float(rows["montreal"]["low"]), float(rows["montreal"]["high"])) == (float(block["value"]), round(0.1 * float(size["value"])))

@@ -189,7 +189,7 @@ TIGHTENING = {  # implied in the MIP by the families named; kept for the LP boun
     "zone_needs_open": (with_job, ("density_needs_zone", "site_power")),
     "place_needs_zone": (with_job, ("training_capacity", "density_needs_zone")),
     "failover_aggregate": (lambda p: two_backups(p), ("failover_reserve", "failover_capacity")),
-    # holds for every secure plan with whole opens (built without it by build_model(ix, cheapest=False): a plan judged as it is, the diagnosis, periods)
+    # holds for every secure plan with whole opens (optimality=True: a plan judged as it is, the diagnosis, periods)
     "failover_open_spread": (lambda p: two_backups(p), ("failover_aggregate", "failover_reserve", "failover_capacity")),
     # a cheapest plan closes a site it puts no rack in (optimality=True: left out by build_model(ix, cheapest=False))
     "open_site_has_zone": (with_job, ("density_needs_zone", "inference_capacity", "training_capacity")),
@@ -465,8 +465,6 @@ def test_family_lists_come_from_the_registry(tmp_path):
     """The lists of family names that used to be kept by hand (pairs.PRICED_FAMILIES, lazy_rows.N1_FAMILIES,
     formulation.OPTIMALITY_ROWS) are the registry's flags now: the same names, every one registered; build_model(ix,
     cheapest=False) leaves out exactly the optimality ones."""
-
-
     old = {"priced": {"demand_met", "share_needs_open", "inference_capacity", "hourly_serving", "busy_serves_load",
                       "busy_energy_split"},
            "n1": {"failover_aggregate"},
